@@ -1,0 +1,9 @@
+# Shared helpers for the scripts; sourced, not run.
+# shellcheck shell=bash
+step() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+ok()   { printf '  ok: %s\n' "$*" >&2; }
+die()  { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+# Everything built outside the checkout lives here, keyed by what produced it.
+CACHE_DIR=${RPCRDMA_RS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rpcrdma_rs}
+REPO_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
