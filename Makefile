@@ -1,0 +1,35 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# User-facing targets. Kbuild (next to this file) is what the kernel's build
+# reads when it builds the module; this Makefile only drives the scripts.
+#
+#   make demo         build everything, boot the VM pair, mount NFS over RDMA, do I/O
+#   make test         every test: host, fuzz, build checks, KUnit and VM scenarios
+#   make module       rpcrdma_rs.ko against KDIR (default: the cached test kernel)
+#   make KDIR=/path   the same against your own built 7.3 tree
+
+KDIR ?=
+LLVM ?= -19
+export KDIR LLVM
+
+.PHONY: all module demo test provision kernel check clean
+all: module
+
+provision:
+	scripts/provision.sh
+
+kernel: provision
+	scripts/kernel-build.sh
+
+module: provision
+	scripts/build-module.sh
+
+demo: provision
+	scripts/demo.sh
+
+test: provision
+	scripts/test.sh
+
+clean:
+	[ -z "$(KDIR)" ] || $(MAKE) -C $(KDIR) M=$(CURDIR) clean
+	rm -rf target out sys/bindings_generated.rs

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Build the base initramfs shared by both VMs (busybox, iproute2, nfs-utils,
+# fio and their libraries) into the cache; print its path. Keyed by this
+# script, the guest init and the versions of the packages it copies from.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+BINS=(/usr/sbin/ip /usr/bin/rdma /usr/sbin/mount.nfs /usr/sbin/exportfs
+      /usr/sbin/rpc.mountd /usr/sbin/rpcbind /usr/sbin/rpc.statd /usr/bin/fio)
+PKGS=(busybox-static iproute2 nfs-common nfs-kernel-server rpcbind fio libc6)
+INIT=$REPO_DIR/tests/vm/init
+
+key=$( { cat "$0" "$INIT"; dpkg-query -W "${PKGS[@]}"; } | sha256sum | cut -c1-12)
+out=$CACHE_DIR/initramfs/base-$key.cpio
+if [ -f "$out" ]; then echo "$out"; exit 0; fi
+
+step "initramfs: assembling guest userland"
+root=$(mktemp -d); trap 'rm -rf "$root"' EXIT
+mkdir -p "$root"/{bin,sbin,usr/bin,usr/sbin,etc,proc,sys,dev,tmp,run,mnt,export,var/lib/nfs/rpc_pipefs,var/lib/nfs/v4recovery,var/lib/nfs/sm,var/lib/nfs/sm.bak,lib64,root}
+cp /usr/bin/busybox "$root/bin/busybox"
+for app in $("$root/bin/busybox" --list); do
+    [ -e "$root/bin/$app" ] || ln -s busybox "$root/bin/$app"
+done
+for b in "${BINS[@]}"; do
+    mkdir -p "$root$(dirname "$b")"; cp "$b" "$root$b"
+    ldd "$b" | awk '/=> \//{print $3} /^\s*\/lib/{print $1}' | while read -r lib; do
+        [ -e "$root$lib" ] || { mkdir -p "$root$(dirname "$lib")"; cp -L "$lib" "$root$lib"; }
+    done
+done
+ln -sf /usr/sbin/mount.nfs "$root/sbin/mount.nfs"
+ln -sf /usr/sbin/mount.nfs "$root/sbin/mount.nfs4"
+cp /etc/protocols /etc/netconfig /etc/services "$root/etc/"
+printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\nstatd:x:100:65534::/var/lib/nfs:/bin/false\n_rpc:x:101:65534::/run/rpcbind:/bin/false\n' > "$root/etc/passwd"
+printf 'root:x:0:\nnogroup:x:65534:\n' > "$root/etc/group"
+printf 'hosts: files\npasswd: files\ngroup: files\n' > "$root/etc/nsswitch.conf"
+printf '127.0.0.1 localhost\n192.0.2.1 server\n192.0.2.2 client\n2001:db8::1 server6\n2001:db8::2 client6\n' > "$root/etc/hosts"
+touch "$root/var/lib/nfs/etab" "$root/var/lib/nfs/rmtab" "$root/etc/exports"
+install -m 0755 "$INIT" "$root/init"
+mkdir -p "$(dirname "$out")"
+(cd "$root" && find . -print0 | cpio --null -o -H newc --quiet) > "$out.tmp"
+mv "$out.tmp" "$out"
+ok "initramfs $(du -h "$out" | cut -f1)"
+echo "$out"

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Run every test: host tests of the protocol core, a bounded fuzz run, the
+# module build with clippy, then KUnit and the end-to-end scenarios in the VM
+# pair. One line per test, then "N passed, N failed"; exit 1 on any failure.
+#
+#   FUZZ_SECONDS=60  seconds per fuzz target (0 skips fuzzing)
+#   ONLY=regex       run only the VM scenarios whose name matches
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+. "$REPO_DIR/scripts/vm.sh"
+
+FUZZ_SECONDS=${FUZZ_SECONDS:-60}
+ONLY=${ONLY:-.}
+T_PASS=0 T_FAIL=0
+RUN_DIR=${RUN_DIR:-$REPO_DIR/out/test-$(date +%Y%m%d-%H%M%S)}
+mkdir -p "$RUN_DIR"
+started=$SECONDS
+cd "$REPO_DIR"
+
+# run_step NAME LOG CMD...: one test line for a whole command.
+run_step() {
+    local name=$1 log=$2; shift 2
+    if "$@" > "$log" 2>&1; then report "$name" PASS
+    else report "$name" FAIL "$(tail -n 5 "$log" | tr '\n' ' ')"; fi
+}
+
+step "host: protocol core"
+if cargo test --workspace --color never > "$RUN_DIR/cargo-test.log" 2>&1; then ct=PASS; else ct=FAIL; fi
+n=0
+while read -r _ name _ res; do
+    n=$((n + 1))
+    case $res in ok) report "host/$name" PASS ;; *) report "host/$name" FAIL "$res" ;; esac
+done < <(grep -E '^test .* \.\.\. (ok|FAILED|ignored)' "$RUN_DIR/cargo-test.log")
+[ $ct = PASS ] && [ $n -gt 0 ] || report host/cargo-test FAIL "$(tail -n 5 "$RUN_DIR/cargo-test.log" | tr '\n' ' ')"
+run_step host/clippy "$RUN_DIR/clippy.log" cargo clippy --workspace --all-targets --color never -- -D warnings
+run_step host/rustfmt "$RUN_DIR/rustfmt.log" sh -c \
+    'cargo fmt --all --check && rustfmt --check --edition 2021 rpcrdma_rs_main.rs'
+if [ "$FUZZ_SECONDS" -gt 0 ] && [ -x scripts/fuzz.sh ]; then
+    step "host: fuzzing, $FUZZ_SECONDS s per target"
+    scripts/fuzz.sh "$FUZZ_SECONDS" > "$RUN_DIR/fuzz.log" 2>&1; frc=$?
+    while read -r _ target res rest; do
+        case $res in ok) report "fuzz/${target%:}" PASS ;; *) report "fuzz/${target%:}" FAIL "$res $rest" ;; esac
+    done < <(grep -E '^fuzz ' "$RUN_DIR/fuzz.log")
+    [ $frc -eq 0 ] || report fuzz/run FAIL "$(tail -n 5 "$RUN_DIR/fuzz.log" | tr '\n' ' ')"
+fi
+
+step "build: test kernel and rpcrdma_rs.ko"
+if kbuild=$(scripts/kernel-build.sh 2> >(tee "$RUN_DIR/kernel-build.log" >&2)); then
+    report build/kernel PASS
+else
+    report build/kernel FAIL "see $RUN_DIR/kernel-build.log"
+    printf '%d passed, %d failed\n' "$T_PASS" "$T_FAIL"; exit 1
+fi
+rs_ko=
+if KDIR=$kbuild scripts/build-module.sh CLIPPY=1 > "$RUN_DIR/module-build.log" 2>&1; then
+    report build/module PASS
+    rs_ko=$REPO_DIR/rpcrdma_rs.ko
+    if grep -E '^(warning|error)(\[|:)' "$RUN_DIR/module-build.log" > /dev/null; then
+        report build/module-clippy-clean FAIL "$(grep -m3 -E '^(warning|error)' "$RUN_DIR/module-build.log" | tr '\n' ' ')"
+    else
+        report build/module-clippy-clean PASS
+    fi
+else
+    report build/module FAIL "$(tail -n 8 "$RUN_DIR/module-build.log" | tr '\n' ' ')"
+fi
+
+step "vm: scenarios (logs in $RUN_DIR)"
+vm_prepare "$kbuild" "$rs_ko" "$RUN_DIR"
+want() { [[ $1 =~ $ONLY ]]; }
+if want kunit && [ -n "$rs_ko" ]; then
+    step "vm: kunit"; run_single kunit 300 "rr.script=kunit"
+    vm_collect_ktap kunit vm
+fi
+if want ref-rdma; then
+    step "vm: ref-rdma (C client, C server, NFSv4.2 over RDMA)"
+    run_pair ref-rdma 900 "rr.mod=c" "rr.script=nfs-io rr.mod=c rr.proto=rdma rr.vers=4.2"
+fi
+if want ref-tcp; then
+    step "vm: ref-tcp (NFSv4.2 over TCP)"
+    run_pair ref-tcp 900 "rr.mod=none" "rr.script=nfs-io rr.mod=none rr.proto=tcp rr.vers=4.2"
+fi
+
+echo "elapsed $((SECONDS - started)) s; logs in $RUN_DIR"
+printf '%d passed, %d failed\n' "$T_PASS" "$T_FAIL"
+[ "$T_FAIL" -eq 0 ] && [ "$T_PASS" -gt 0 ]

@@ -1,0 +1,152 @@
+# Host side of the VM pair; sourced by scripts/test.sh and scripts/demo.sh.
+# shellcheck shell=bash
+#
+# Each scenario boots fresh VMs from the cached kernel and base initramfs plus
+# an overlay (modules and tests/vm scripts). The two VMs share one QEMU socket
+# link on 127.0.0.1 and nothing else; each gets rxe on its virtio-net.
+# Guests report on their second serial port (results.log); the kernel console
+# goes to console.log, which is scanned for oopses, WARNs, lockdep and KFENCE
+# reports and hung tasks.
+
+VM_MEM_SERVER=${VM_MEM_SERVER:-1536}
+VM_MEM_CLIENT=${VM_MEM_CLIENT:-1024}
+VM_ACCEL=${VM_ACCEL:-tcg}
+VM_APPEND_BASE="console=ttyS0 panic=-1 loglevel=6 printk.devkmsg=on"
+
+# Kernel log lines that fail a scenario whatever its guest said.
+BAD_LOG='Kernel panic|BUG:|WARNING:|Oops|general protection fault|possible circular locking|possible recursive locking|inconsistent lock state|suspicious RCU usage|KFENCE:|blocked for more than|soft lockup|hard LOCKUP|UBSAN:|panicked at|list_add corruption|list_del corruption|Call Trace:'
+
+# vm_prepare KBUILD RS_KO RUNDIR: stage kernel, initramfs and the overlay.
+vm_prepare() {
+    local kbuild=$1 rs_ko=$2
+    VM_RUNDIR=$3
+    VM_KERNEL=$kbuild/arch/x86/boot/bzImage
+    mkdir -p "$VM_RUNDIR"
+    local base ov
+    base=$("$REPO_DIR/scripts/initramfs.sh")
+    ov=$(mktemp -d)
+    mkdir -p "$ov/modules" "$ov/scenario"
+    cp "$kbuild/net/sunrpc/xprtrdma/rpcrdma.ko" "$ov/modules/"
+    [ -n "$rs_ko" ] && cp "$rs_ko" "$ov/modules/rpcrdma_rs.ko"
+    cp "$REPO_DIR"/tests/vm/*.sh "$ov/scenario/"
+    (cd "$ov" && find . -print0 | cpio --null -o -H newc --quiet) > "$VM_RUNDIR/overlay.cpio"
+    rm -rf "$ov"
+    cat "$base" "$VM_RUNDIR/overlay.cpio" > "$VM_RUNDIR/initrd.cpio"
+}
+
+# vm_start NAME MAC NETDEV "rr.* words": boot one guest in the background.
+vm_start() {
+    local name=$1 mac=$2 netdev=$3 words=$4 mem=$5 dir=$VM_DIR
+    qemu-system-x86_64 -accel "$VM_ACCEL" -cpu max -smp 1 -m "$mem" \
+        -nodefaults -no-reboot -display none \
+        -kernel "$VM_KERNEL" -initrd "$VM_RUNDIR/initrd.cpio" \
+        -append "$VM_APPEND_BASE $words" \
+        -serial "file:$dir/$name.console.log" -serial "file:$dir/$name.results.log" \
+        -netdev "socket,id=n0,$netdev" -device "virtio-net-pci,netdev=n0,mac=$mac" \
+        > "$dir/$name.qemu.log" 2>&1 &
+    echo $!
+}
+
+free_port() {
+    local p
+    while :; do
+        p=$((20000 + RANDOM % 30000))
+        ss -Hltn "sport = :$p" | grep -q . || { echo $p; return; }
+    done
+}
+
+# report NAME PASS|FAIL [detail]: one line per test, counted for the summary.
+report() {
+    if [ "$2" = PASS ]; then
+        T_PASS=$((T_PASS + 1)); printf 'PASS %s\n' "$1"
+    else
+        T_FAIL=$((T_FAIL + 1)); printf 'FAIL %s%s\n' "$1" "${3:+: $3}"
+    fi
+}
+
+# Turn a guest's results.log into test lines; fail if it did not finish.
+vm_collect() {
+    local scen=$1 name=$2 need_done=$3 log=$VM_DIR/$2.results.log tag tname status detail
+    while read -r tag tname status detail; do
+        [ "$tag" = RR-RESULT ] && report "$scen/$tname" "$status" "$detail"
+    done < <(tr -d '\r' < "$log" 2>/dev/null)
+    if [ "$need_done" = yes ] && ! grep -q '^RR-DONE' "$log" 2>/dev/null; then
+        report "$scen/$name-finished" FAIL "guest did not finish (hang, panic or timeout); see $VM_DIR/$name.console.log"
+    fi
+    local bad
+    bad=$(grep -aE "$BAD_LOG" "$VM_DIR/$name.console.log" 2>/dev/null | head -n 3 | tr '\n' ' ')
+    if [ -n "$bad" ]; then
+        report "$scen/$name-kernel-log" FAIL "$bad"
+    else
+        report "$scen/$name-kernel-log" PASS
+    fi
+}
+
+# Parse KUnit KTAP from a console log: one test line per case.
+vm_collect_ktap() {
+    local scen=$1 log=$VM_DIR/$2.console.log suite= n=0 line
+    while IFS= read -r line; do
+        line=$(printf '%s' "$line" | sed -E 's/^\[[^]]*\] //; s/\r$//')
+        case $line in
+        *"# Subtest: "*) suite=${line##*# Subtest: } ;;
+        "    ok "* | "    not ok "*)
+            n=$((n + 1))
+            local case_name
+            case_name=$(printf '%s' "$line" | sed -E 's/^ *(not )?ok [0-9]+ ([^ #]+).*/\2/')
+            case $line in
+            "    ok "*"# SKIP"*) report "$scen/kunit/$suite/$case_name" FAIL "skipped" ;;
+            "    ok "*) report "$scen/kunit/$suite/$case_name" PASS ;;
+            *) report "$scen/kunit/$suite/$case_name" FAIL "see $log" ;;
+            esac
+            ;;
+        esac
+    done < "$log"
+    [ $n -gt 0 ] || report "$scen/kunit" FAIL "no KUnit results in $log"
+}
+
+# run_single SCEN TIMEOUT "rr.* words"
+run_single() {
+    local scen=$1 t=$2 words=$3 pid rc=0
+    VM_DIR=$VM_RUNDIR/$scen; rm -rf "$VM_DIR"; mkdir -p "$VM_DIR"
+    local port; port=$(free_port)
+    pid=$(vm_start vm 52:54:00:00:00:09 "listen=127.0.0.1:$port" "rr.role=single $words" "$VM_MEM_CLIENT")
+    vm_wait "$pid" "$t" || rc=$?
+    [ $rc -eq 0 ] || report "$scen/timeout" FAIL "guest still running after $t s"
+    vm_collect "$scen" vm yes
+}
+
+# vm_wait PID TIMEOUT: wait for QEMU to exit; kill it and return 1 on timeout.
+vm_wait() {
+    local pid=$1 t=$2 waited=0
+    while kill -0 "$pid" 2>/dev/null; do
+        if [ $waited -ge "$t" ]; then
+            kill "$pid" 2>/dev/null; sleep 1; kill -9 "$pid" 2>/dev/null
+            wait "$pid" 2>/dev/null
+            return 1
+        fi
+        sleep 1; waited=$((waited + 1))
+    done
+    wait "$pid" 2>/dev/null
+    return 0
+}
+
+# run_pair SCEN TIMEOUT "server rr.* words" "client rr.* words"
+run_pair() {
+    local scen=$1 t=$2 swords=$3 cwords=$4 spid cpid rc=0 port waited=0
+    VM_DIR=$VM_RUNDIR/$scen; rm -rf "$VM_DIR"; mkdir -p "$VM_DIR"
+    port=$(free_port)
+    spid=$(vm_start server 52:54:00:00:00:01 "listen=127.0.0.1:$port" \
+        "rr.role=server rr.script=server $swords" "$VM_MEM_SERVER")
+    until ss -Hltn "sport = :$port" | grep -q . || [ $waited -ge 30 ]; do
+        sleep 0.2; waited=$((waited + 1))
+    done
+    cpid=$(vm_start client 52:54:00:00:00:02 "connect=127.0.0.1:$port" \
+        "rr.role=client $cwords" "$VM_MEM_CLIENT")
+    vm_wait "$cpid" "$t" || rc=$?
+    [ $rc -eq 0 ] || report "$scen/timeout" FAIL "client still running after $t s"
+    kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null
+    vm_collect "$scen" server no
+    grep -q '^RR-READY' "$VM_DIR/server.results.log" 2>/dev/null ||
+        report "$scen/server-ready" FAIL "nfsd never came up; see $VM_DIR/server.console.log"
+    vm_collect "$scen" client yes
+}

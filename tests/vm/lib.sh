@@ -1,0 +1,48 @@
+# Guest-side helpers shared by the scenario scripts (sourced by /init).
+# shellcheck shell=sh
+
+RESULTS=/dev/ttyS1
+FAILED=0
+SERVER4=192.0.2.1
+SERVER6=2001:db8::1
+
+# result NAME PASS|FAIL [detail]: one line the host runner parses.
+result() {
+    [ "$2" = PASS ] || FAILED=1
+    echo "RR-RESULT $1 $2${3:+ $3}" > "$RESULTS"
+    echo "RR-RESULT $1 $2${3:+ $3}"
+}
+note() { echo "RR-NOTE $*" > "$RESULTS"; echo "== $*"; }
+
+# check NAME CMD...: run CMD, report its exit status as the result NAME.
+check() {
+    name=$1; shift
+    if out=$("$@" 2>&1); then result "$name" PASS
+    else result "$name" FAIL "$(echo "$out" | tail -n 3 | tr '\n' ' ')"; fi
+}
+
+finish() {
+    echo "RR-DONE $FAILED" > "$RESULTS"
+    sync
+    reboot -f
+}
+
+# net_up ADDR4 ADDR6: address eth0 and put a soft-RoCE device on it.
+net_up() {
+    ip link set lo up
+    ip link set eth0 up
+    ip addr add "$1/24" dev eth0
+    ip -6 addr add "$2/64" dev eth0 nodad
+    rdma link add rxe0 type rxe netdev eth0 || return 1
+    note "rxe0 on eth0 $1 $2"
+}
+
+# load_transport c|rs|none: insmod the RPC/RDMA transport this run asks for.
+load_transport() {
+    case $1 in
+    c)    insmod /modules/rpcrdma.ko ;;
+    rs)   insmod /modules/rpcrdma_rs.ko ;;
+    none) return 0 ;;
+    *)    echo "unknown transport module '$1'"; return 1 ;;
+    esac
+}

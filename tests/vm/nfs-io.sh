@@ -1,0 +1,84 @@
+# NFS client workload: mount, write RR_SIZE MiB, read it back over the wire and
+# compare, create and list RR_FILES files, rename and remove, unmount, unload.
+# shellcheck shell=sh
+
+size=${RR_SIZE:-64}
+files=${RR_FILES:-1000}
+proto=${RR_PROTO:-rdma}
+vers=${RR_VERS:-4.2}
+
+case $proto in
+rdma6) server="[$SERVER6]" ;;
+*)     server=$SERVER4 ;;
+esac
+case $proto in
+rdma | rdma6) opts="vers=$vers,proto=$proto,port=20049" ;;
+*)            opts="vers=$vers,proto=$proto" ;;
+esac
+case $vers in
+3) export_path=/export; opts="$opts,nolock" ;;
+*) export_path=/ ;;
+esac
+
+# The server boots alongside us: retry until its listeners are up.
+nfs_mount() {
+    i=0
+    until mount -t nfs -o "$opts" "$server:$export_path" /mnt; do
+        i=$((i + 1))
+        [ $i -lt 40 ] || return 1
+        sleep 3
+    done
+    grep " /mnt " /proc/mounts
+}
+
+transport_in_use() {
+    want=$proto
+    [ "$want" = rdma6 ] && want=rdma
+    grep -q "proto=$proto" /proc/mounts &&
+        grep -q "xprt:[[:space:]]*$want" /proc/self/mountstats
+}
+
+write_file() {
+    dd if=/dev/urandom of=/tmp/data bs=1M count="$size" 2>/dev/null &&
+        cp /tmp/data /mnt/data && sync
+}
+
+# Unmount and mount again so the read-back really crosses the wire.
+read_back() {
+    umount /mnt && nfs_mount >/dev/null && echo 3 > /proc/sys/vm/drop_caches &&
+        cmp /tmp/data /mnt/data
+}
+
+many_files() {
+    mkdir /mnt/dir || return 1
+    i=0
+    while [ $i -lt "$files" ]; do
+        echo "$i" > /mnt/dir/f$i || return 1
+        i=$((i + 1))
+    done
+    n=$(ls /mnt/dir | wc -l)
+    [ "$n" -eq "$files" ] || { echo "listed $n of $files"; return 1; }
+}
+
+rename_remove() {
+    mv /mnt/dir /mnt/dir2 && [ "$(cat /mnt/dir2/f7)" = 7 ] &&
+        rm -r /mnt/dir2 /mnt/data && [ -z "$(ls /mnt)" ]
+}
+
+check client_net net_up 192.0.2.2 2001:db8::2
+check client_transport load_transport "${RR_MOD:-c}"
+start=$(date +%s)
+if check mount nfs_mount; then
+    check transport_in_use transport_in_use
+    check write_${size}MiB write_file
+    check read_back_compare read_back
+    check create_list_${files}_files many_files
+    check rename_remove rename_remove
+    grep -A 3 "xprt:" /proc/self/mountstats
+    check umount umount /mnt
+fi
+note "workload took $(($(date +%s) - start)) s"
+case ${RR_MOD:-c} in
+c)  check unload_transport rmmod rpcrdma ;;
+rs) check unload_transport rmmod rpcrdma_rs ;;
+esac
