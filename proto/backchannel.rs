@@ -1,0 +1,130 @@
+//! Bi-directional operation (RFC 8167, draft-ietf-nfsv4-rpcrdma-bidirection).
+//!
+//! On one connection the client both sends forward Calls and answers
+//! backward Calls (NFSv4.1 callbacks), so every received message must be
+//! routed by direction before its XID or credit value means anything: the
+//! two directions have separate XID spaces (§1.3.4.1) and separate credit
+//! windows (§2.1.2).
+
+use super::chunk::ChunkLists;
+use super::error::DecodeError;
+use super::header::{Header, MsgType, RpcPrefix};
+use super::{v1, v2};
+
+/// Which end of the connection we are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// The RPC client: it connects, sends forward Calls, and receives
+    /// forward Replies and backward Calls.
+    Client,
+    /// The RPC server: it accepts, receives forward Calls and backward
+    /// Replies.
+    Server,
+}
+
+/// What a received message is, seen from the receiver.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Direction {
+    /// A Call from client to server.
+    ForwardCall,
+    /// A Reply from server to client.
+    ForwardReply,
+    /// A Call from server to client.
+    BackwardCall,
+    /// A Reply from client to server.
+    BackwardReply,
+}
+
+impl Direction {
+    /// The direction of a message of `msg_type` received by `role`.
+    pub fn of(role: Role, msg_type: MsgType) -> Self {
+        match (role, msg_type) {
+            (Role::Client, MsgType::Reply) => Self::ForwardReply,
+            (Role::Client, MsgType::Call) => Self::BackwardCall,
+            (Role::Server, MsgType::Call) => Self::ForwardCall,
+            (Role::Server, MsgType::Reply) => Self::BackwardReply,
+        }
+    }
+
+    /// Whether this is backward-direction traffic.
+    pub fn is_backward(self) -> bool {
+        matches!(self, Self::BackwardCall | Self::BackwardReply)
+    }
+}
+
+/// Why a message could not be classified.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClassifyError {
+    /// The RPC header after the transport header is unusable.
+    Rpc(DecodeError),
+    /// A version 1 backward-direction message that is not RDMA_MSG with
+    /// three empty chunk lists (§2.5, §2.6): drop it.
+    BackwardWithChunks,
+}
+
+impl From<DecodeError> for ClassifyError {
+    fn from(error: DecodeError) -> Self {
+        Self::Rpc(error)
+    }
+}
+
+/// Classifies a decoded message received by `role`.
+///
+/// RDMA_MSG is routed by the msg_type of its RPC header. A message without
+/// inline RPC header is routed by what it can be: RDMA_NOMSG and
+/// RDMA2_NOMSG by `rdma_direction` (version 1 never uses them backward),
+/// errors as Replies, RDMA2_OPTIONAL by `rdma_optdir`.
+pub fn classify(role: Role, header: &Header<'_>) -> Result<Direction, ClassifyError> {
+    let xid = header.fixed().xid;
+    let payload = header.payload();
+    let forward = match role {
+        Role::Client => MsgType::Reply,
+        Role::Server => MsgType::Call,
+    };
+    match header {
+        Header::V1(h) => match &h.body {
+            v1::Body::Msg(lists) => {
+                let direction = Direction::of(role, RpcPrefix::parse(payload, xid)?.msg_type);
+                check_v1_backward(direction, lists)
+            }
+            v1::Body::Nomsg(_) => Ok(Direction::of(role, forward)),
+            v1::Body::Error(_) => Ok(Direction::of(role, MsgType::Reply)),
+        },
+        Header::V2(h) => Ok(match &h.body {
+            v2::Body::Msg(chunks) | v2::Body::Nomsg(chunks) => {
+                Direction::of(role, chunks.direction)
+            }
+            v2::Body::Error(_) => Direction::of(role, MsgType::Reply),
+            v2::Body::Optional(optional) => Direction::of(role, optional.direction),
+        }),
+    }
+}
+
+fn check_v1_backward(
+    direction: Direction,
+    lists: &ChunkLists<'_>,
+) -> Result<Direction, ClassifyError> {
+    if direction.is_backward() && !lists.is_empty() {
+        return Err(ClassifyError::BackwardWithChunks);
+    }
+    Ok(direction)
+}
+
+/// The `rdma_credit` to put in a backward-direction message for a
+/// backchannel of `slots` slots: never zero (§2.1.2).
+pub fn backward_credit(slots: u32) -> u32 {
+    slots.max(1)
+}
+
+/// Receive buffers a client must keep posted (§2.2.1): one per forward Call
+/// outstanding plus its whole backward credit grant, so that a backward
+/// Call never finds the receive queue empty.
+pub fn client_receive_buffers(forward_in_flight: u32, backward_credits: u32) -> u32 {
+    forward_in_flight.saturating_add(backward_credits)
+}
+
+/// Receive buffers a server must keep posted (§2.2.2): its forward credit
+/// grant plus one per backward Call outstanding.
+pub fn server_receive_buffers(forward_credits: u32, backward_in_flight: u32) -> u32 {
+    forward_credits.saturating_add(backward_in_flight)
+}

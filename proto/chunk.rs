@@ -1,0 +1,525 @@
+//! RDMA segments and the chunk lists that carry them (RFC 8166 §3.4, §4.1).
+//!
+//! Decoding validates a list once, against [`Limits`], and then hands out
+//! views that borrow the receive buffer: [`ReadList`], [`WriteList`] and
+//! [`WriteChunk`] iterate over the wire bytes without copying them. The
+//! views can only be built by the decoder, so their contents have already
+//! passed every check; their iterators still stop, rather than panic, should
+//! the bytes ever disagree. Encoding takes plain slices ([`ChunkSlices`]).
+//!
+//! Version 2 reuses the same XDR for its lists, so both versions share this
+//! code.
+
+use core::slice::ChunksExact;
+
+use super::error::{DecodeError, EncodeError};
+use super::limits::Limits;
+use super::xdr::{self, Reader, Writer};
+
+/// Octets of one encoded plain segment: handle, length, 64-bit offset.
+const SEGMENT_LEN: usize = 16;
+/// Octets of one Read list entry: discriminator, position, segment.
+const READ_ENTRY_LEN: usize = 24;
+
+/// A plain RDMA segment: one registered, contiguous memory region
+/// (RFC 8166 §3.4.3).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Segment {
+    /// Steering tag (R_key) of the registration.
+    pub handle: u32,
+    /// Length of the region in octets.
+    pub length: u32,
+    /// Offset or address of the region's first octet.
+    pub offset: u64,
+}
+
+impl Segment {
+    /// Decodes a segment from its 16 wire bytes.
+    fn from_wire(wire: &[u8]) -> Option<Self> {
+        Some(Self {
+            handle: xdr::u32_at(wire, 0)?,
+            length: xdr::u32_at(wire, 4)?,
+            offset: xdr::u64_at(wire, 8)?,
+        })
+    }
+
+    fn encode(&self, w: &mut Writer<'_>) -> Result<(), EncodeError> {
+        w.u32(self.handle)?;
+        w.u32(self.length)?;
+        w.u64(self.offset)
+    }
+}
+
+/// An RDMA read segment: a plain segment plus the position in the unreduced
+/// Payload stream where its data belongs (RFC 8166 §3.4.5).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct ReadSegment {
+    /// Byte offset of the Read chunk in the Payload stream; 0 for a
+    /// Position Zero Read chunk carrying the whole RPC message.
+    pub position: u32,
+    /// The memory region to read from.
+    pub segment: Segment,
+}
+
+impl ReadSegment {
+    /// Decodes one Read list entry, discriminator included.
+    fn from_entry(entry: &[u8]) -> Option<Self> {
+        Some(Self {
+            position: xdr::u32_at(entry, 4)?,
+            segment: Segment::from_wire(entry.get(8..)?)?,
+        })
+    }
+}
+
+/// Iterator over the plain segments of a [`WriteChunk`].
+#[derive(Clone, Debug)]
+pub struct Segments<'a>(ChunksExact<'a, u8>);
+
+impl Iterator for Segments<'_> {
+    type Item = Segment;
+
+    fn next(&mut self) -> Option<Segment> {
+        Segment::from_wire(self.0.next()?)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.0.size_hint()
+    }
+}
+
+impl ExactSizeIterator for Segments<'_> {}
+
+/// A counted array of plain segments, borrowed from the wire: one Write
+/// chunk, or the Reply chunk (RFC 8166 §3.4.6, §3.5.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WriteChunk<'a> {
+    /// The segments' wire bytes, a multiple of 16 long (count excluded).
+    wire: &'a [u8],
+}
+
+impl<'a> WriteChunk<'a> {
+    /// Number of segments.
+    pub fn len(&self) -> usize {
+        self.wire.len() / SEGMENT_LEN
+    }
+
+    /// Whether this is an empty Write chunk (zero segments).
+    pub fn is_empty(&self) -> bool {
+        self.wire.is_empty()
+    }
+
+    /// The segments, in array order.
+    pub fn segments(&self) -> Segments<'a> {
+        Segments(self.wire.chunks_exact(SEGMENT_LEN))
+    }
+
+    /// Sum of the segment lengths; cannot overflow `u64`.
+    pub fn total_length(&self) -> u64 {
+        self.segments()
+            .map(|s| u64::from(s.length))
+            .fold(0, u64::saturating_add)
+    }
+}
+
+/// Iterator over the segments of a [`ReadChunk`] or a whole [`ReadList`].
+#[derive(Clone, Debug)]
+pub struct ReadSegments<'a>(ChunksExact<'a, u8>);
+
+impl Iterator for ReadSegments<'_> {
+    type Item = ReadSegment;
+
+    fn next(&mut self) -> Option<ReadSegment> {
+        ReadSegment::from_entry(self.0.next()?)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.0.size_hint()
+    }
+}
+
+impl ExactSizeIterator for ReadSegments<'_> {}
+
+/// One Read chunk: a run of Read list entries sharing one position
+/// (RFC 8166 §3.4.5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReadChunk<'a> {
+    position: u32,
+    /// The run's list entries, discriminators included.
+    wire: &'a [u8],
+}
+
+impl<'a> ReadChunk<'a> {
+    /// Where the chunk's data is inserted into the Payload stream.
+    pub fn position(&self) -> u32 {
+        self.position
+    }
+
+    /// Number of segments (at least one).
+    pub fn len(&self) -> usize {
+        self.wire.len() / READ_ENTRY_LEN
+    }
+
+    /// Always false: a Read chunk has one or more segments.
+    pub fn is_empty(&self) -> bool {
+        self.wire.is_empty()
+    }
+
+    /// The chunk's segments, in list order.
+    pub fn segments(&self) -> ReadSegments<'a> {
+        ReadSegments(self.wire.chunks_exact(READ_ENTRY_LEN))
+    }
+
+    /// Sum of the segment lengths.
+    pub fn total_length(&self) -> u64 {
+        self.segments()
+            .map(|s| u64::from(s.segment.length))
+            .fold(0, u64::saturating_add)
+    }
+}
+
+/// Iterator over the Read chunks of a [`ReadList`].
+#[derive(Clone, Debug)]
+pub struct ReadChunks<'a> {
+    rest: &'a [u8],
+}
+
+impl<'a> Iterator for ReadChunks<'a> {
+    type Item = ReadChunk<'a>;
+
+    fn next(&mut self) -> Option<ReadChunk<'a>> {
+        let position = xdr::u32_at(self.rest, 4)?;
+        let run = self
+            .rest
+            .chunks_exact(READ_ENTRY_LEN)
+            .take_while(|entry| xdr::u32_at(entry, 4) == Some(position))
+            .count();
+        let (wire, rest) = self
+            .rest
+            .split_at_checked(run.checked_mul(READ_ENTRY_LEN)?)?;
+        self.rest = rest;
+        Some(ReadChunk { position, wire })
+    }
+}
+
+/// The Read list of a header, borrowed from the wire (RFC 8166 §4.3.1).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReadList<'a> {
+    /// All entries, discriminators included, terminator excluded.
+    wire: &'a [u8],
+    chunks: u32,
+}
+
+impl<'a> ReadList<'a> {
+    /// Whether the list has no segment.
+    pub fn is_empty(&self) -> bool {
+        self.wire.is_empty()
+    }
+
+    /// Number of Read chunks (runs of equal position).
+    pub fn chunk_count(&self) -> u32 {
+        self.chunks
+    }
+
+    /// Number of Read segments over all chunks.
+    pub fn segment_count(&self) -> usize {
+        self.wire.len() / READ_ENTRY_LEN
+    }
+
+    /// Every Read segment, in list order.
+    pub fn segments(&self) -> ReadSegments<'a> {
+        ReadSegments(self.wire.chunks_exact(READ_ENTRY_LEN))
+    }
+
+    /// The Read chunks, in list (and so position) order.
+    pub fn chunks(&self) -> ReadChunks<'a> {
+        ReadChunks { rest: self.wire }
+    }
+
+    /// The Position Zero Read chunk of a Long Call, if any (RFC 8166 §3.5.3).
+    pub fn position_zero(&self) -> Option<ReadChunk<'a>> {
+        self.chunks().next().filter(|c| c.position() == 0)
+    }
+}
+
+/// Iterator over the Write chunks of a [`WriteList`].
+#[derive(Clone, Debug)]
+pub struct WriteChunks<'a> {
+    reader: Reader<'a>,
+}
+
+impl<'a> Iterator for WriteChunks<'a> {
+    type Item = WriteChunk<'a>;
+
+    fn next(&mut self) -> Option<WriteChunk<'a>> {
+        self.reader.u32()?;
+        let count = usize::try_from(self.reader.u32()?).ok()?;
+        let wire = self.reader.take(count.checked_mul(SEGMENT_LEN)?)?;
+        Some(WriteChunk { wire })
+    }
+}
+
+/// The Write list of a header, borrowed from the wire (RFC 8166 §4.3.2).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WriteList<'a> {
+    /// All entries (discriminator, count, segments), terminator excluded.
+    wire: &'a [u8],
+    chunks: u32,
+}
+
+impl<'a> WriteList<'a> {
+    /// Whether the list has no Write chunk.
+    pub fn is_empty(&self) -> bool {
+        self.chunks == 0
+    }
+
+    /// Number of Write chunks.
+    pub fn chunk_count(&self) -> u32 {
+        self.chunks
+    }
+
+    /// The Write chunks, in list order.
+    pub fn chunks(&self) -> WriteChunks<'a> {
+        WriteChunks {
+            reader: Reader::new(self.wire),
+        }
+    }
+}
+
+/// The three chunk lists of an RDMA_MSG or RDMA_NOMSG header, as decoded.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ChunkLists<'a> {
+    /// Read list: argument data the Responder pulls (Calls only).
+    pub reads: ReadList<'a>,
+    /// Write list: room for result data the Responder pushes.
+    pub writes: WriteList<'a>,
+    /// Reply chunk: room for a Long Reply.
+    pub reply: Option<WriteChunk<'a>>,
+}
+
+impl<'a> ChunkLists<'a> {
+    /// Whether all three lists are empty.
+    pub fn is_empty(&self) -> bool {
+        self.reads.is_empty() && self.writes.is_empty() && self.reply.is_none()
+    }
+
+    /// The handle a Responder may invalidate with Send With Invalidate:
+    /// the only distinct handle in the header, as rpcrdma.ko's
+    /// `svc_rdma_get_inv_rkey` chooses it. `None` if there are none or
+    /// several.
+    pub fn sole_handle(&self) -> Option<u32> {
+        let reads = self.reads.segments().map(|s| s.segment.handle);
+        let writes = self.writes.chunks().flat_map(|c| c.segments());
+        let reply = self.reply.into_iter().flat_map(|c| c.segments());
+        let mut handles = reads.chain(writes.chain(reply).map(|s| s.handle));
+        let first = handles.next()?;
+        handles.all(|h| h == first).then_some(first)
+    }
+
+    /// Decodes the three lists, enforcing `limits` over all of them.
+    pub(crate) fn decode(r: &mut Reader<'a>, limits: &Limits) -> Result<Self, DecodeError> {
+        let mut budget = Budget { limits, bytes: 0 };
+        Ok(Self {
+            reads: decode_read_list(r, &mut budget)?,
+            writes: decode_write_list(r, &mut budget)?,
+            reply: decode_reply_chunk(r, &mut budget)?,
+        })
+    }
+
+    /// Checks Read chunk positions the way rpcrdma.ko's
+    /// `pcl_check_read_chunk_positions` does: positions count the unreduced
+    /// Payload stream (RFC 8166 §3.4.5), so after removing the lengths of
+    /// the chunks before it, each chunk must land within the inline payload
+    /// of `inline_len` bytes, or within the Position Zero Read chunk when
+    /// there is one; and no chunk may overlap the next.
+    pub(crate) fn check_positions(&self, inline_len: usize) -> Result<(), DecodeError> {
+        let mut chunks = self.reads.chunks().peekable();
+        let bound = match chunks.next_if(|c| c.position() == 0) {
+            Some(call) => call.total_length(),
+            None => u64::try_from(inline_len).unwrap_or(u64::MAX),
+        };
+        let mut reduced = 0u64;
+        let mut prev_end = 0u64;
+        for chunk in chunks {
+            let position = u64::from(chunk.position());
+            if position < prev_end {
+                return Err(DecodeError::OverlappingReadChunks);
+            }
+            if position.saturating_sub(reduced) > bound {
+                return Err(DecodeError::PositionBeyondPayload);
+            }
+            let length = chunk.total_length();
+            reduced = reduced.saturating_add(length);
+            prev_end = position.saturating_add(length);
+        }
+        Ok(())
+    }
+}
+
+/// The three chunk lists of a header to be encoded, borrowed from the
+/// caller.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ChunkSlices<'s> {
+    /// Read segments in list order; consecutive entries with equal
+    /// positions form one Read chunk.
+    pub reads: &'s [ReadSegment],
+    /// Write chunks, each an array of segments.
+    pub writes: &'s [&'s [Segment]],
+    /// The Reply chunk, if any.
+    pub reply: Option<&'s [Segment]>,
+}
+
+impl ChunkSlices<'_> {
+    /// No chunks at all: a short message (RFC 8166 §3.5.1).
+    pub const NONE: ChunkSlices<'static> = ChunkSlices {
+        reads: &[],
+        writes: &[],
+        reply: None,
+    };
+
+    /// Appends the Read list, Write list and Reply chunk.
+    pub(crate) fn encode(&self, w: &mut Writer<'_>) -> Result<(), EncodeError> {
+        for read in self.reads {
+            w.bool(true)?;
+            w.u32(read.position)?;
+            read.segment.encode(w)?;
+        }
+        w.bool(false)?;
+        for chunk in self.writes {
+            w.bool(true)?;
+            encode_segment_array(w, chunk)?;
+        }
+        w.bool(false)?;
+        match self.reply {
+            Some(chunk) => {
+                w.bool(true)?;
+                encode_segment_array(w, chunk)
+            }
+            None => w.bool(false),
+        }
+    }
+}
+
+fn encode_segment_array(w: &mut Writer<'_>, segments: &[Segment]) -> Result<(), EncodeError> {
+    w.count(segments.len())?;
+    segments.iter().try_for_each(|s| s.encode(w))
+}
+
+/// Running total of the bytes a header's segments describe.
+struct Budget<'l> {
+    limits: &'l Limits,
+    bytes: u64,
+}
+
+impl Budget<'_> {
+    fn charge(&mut self, length: u32) -> Result<(), DecodeError> {
+        self.bytes = self
+            .bytes
+            .checked_add(u64::from(length))
+            .filter(|&total| total <= self.limits.max_total_bytes)
+            .ok_or(DecodeError::TooManyBytes)?;
+        Ok(())
+    }
+}
+
+/// Reads an optional-data discriminator ("is there another entry?").
+fn present(r: &mut Reader<'_>) -> Result<bool, DecodeError> {
+    r.bool()
+        .ok_or(DecodeError::Truncated)?
+        .map_err(|value| DecodeError::BadDiscriminator { value })
+}
+
+fn decode_read_list<'a>(
+    r: &mut Reader<'a>,
+    budget: &mut Budget<'_>,
+) -> Result<ReadList<'a>, DecodeError> {
+    let limits = budget.limits;
+    let start = r.rest();
+    let mut entries = 0usize;
+    let mut chunks = 0u32;
+    let mut run = 0u32;
+    let mut last = None;
+    while present(r)? {
+        let position = r.u32().ok_or(DecodeError::Truncated)?;
+        let segment = Segment::from_wire(r.take(SEGMENT_LEN).ok_or(DecodeError::Truncated)?)
+            .ok_or(DecodeError::Truncated)?;
+        if position.checked_rem(limits.position_alignment).unwrap_or(0) != 0 {
+            return Err(DecodeError::MisalignedPosition { position });
+        }
+        match last {
+            Some(prev) if prev == position => run = run.saturating_add(1),
+            Some(prev) if prev > position => return Err(DecodeError::PositionOutOfOrder),
+            _ => {
+                chunks = chunks.saturating_add(1);
+                run = 1;
+            }
+        }
+        if chunks > limits.max_chunks_per_list {
+            return Err(DecodeError::TooManyChunks);
+        }
+        if run > limits.max_segments_per_chunk {
+            return Err(DecodeError::TooManySegments);
+        }
+        budget.charge(segment.length)?;
+        last = Some(position);
+        entries = entries.saturating_add(1);
+    }
+    let wire = entries
+        .checked_mul(READ_ENTRY_LEN)
+        .and_then(|len| start.get(..len))
+        .ok_or(DecodeError::Truncated)?;
+    Ok(ReadList { wire, chunks })
+}
+
+/// Decodes a counted segment array after its discriminator.
+fn decode_segment_array<'a>(
+    r: &mut Reader<'a>,
+    budget: &mut Budget<'_>,
+) -> Result<WriteChunk<'a>, DecodeError> {
+    let count = r.u32().ok_or(DecodeError::Truncated)?;
+    if count > budget.limits.max_segments_per_chunk {
+        return Err(DecodeError::TooManySegments);
+    }
+    let wire = usize::try_from(count)
+        .ok()
+        .and_then(|count| count.checked_mul(SEGMENT_LEN))
+        .and_then(|len| r.take(len))
+        .ok_or(DecodeError::Truncated)?;
+    let chunk = WriteChunk { wire };
+    chunk.segments().try_for_each(|s| budget.charge(s.length))?;
+    Ok(chunk)
+}
+
+fn decode_write_list<'a>(
+    r: &mut Reader<'a>,
+    budget: &mut Budget<'_>,
+) -> Result<WriteList<'a>, DecodeError> {
+    let start = r.rest();
+    let begin = r.position();
+    let mut chunks = 0u32;
+    while present(r)? {
+        chunks = chunks.saturating_add(1);
+        if chunks > budget.limits.max_chunks_per_list {
+            return Err(DecodeError::TooManyChunks);
+        }
+        decode_segment_array(r, budget)?;
+    }
+    // Everything consumed but the terminating discriminator.
+    let wire = r
+        .position()
+        .checked_sub(begin)
+        .and_then(|len| len.checked_sub(xdr::UNIT))
+        .and_then(|len| start.get(..len))
+        .ok_or(DecodeError::Truncated)?;
+    Ok(WriteList { wire, chunks })
+}
+
+fn decode_reply_chunk<'a>(
+    r: &mut Reader<'a>,
+    budget: &mut Budget<'_>,
+) -> Result<Option<WriteChunk<'a>>, DecodeError> {
+    if present(r)? {
+        decode_segment_array(r, budget).map(Some)
+    } else {
+        Ok(None)
+    }
+}

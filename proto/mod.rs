@@ -1,0 +1,39 @@
+//! Pure protocol core of `rpcrdma_rs`: RPC-over-RDMA without I/O.
+//!
+//! Everything here is `core`-only, allocation-free and panic-free on any
+//! input, so the same files build into the kernel module and into the host
+//! crate `rpcrdma-proto` (see `lib.rs`) for tests, fuzzing and benchmarks.
+//!
+//! - [`header`], [`v1`], [`v2`]: transport header codecs (RFC 8166 §4,
+//!   draft-cel-nfsv4-rpcrdma-version-two-02), decoding in place over the
+//!   receive buffer and encoding into a caller-provided send buffer.
+//! - [`chunk`]: RDMA segments and the borrowing views over the Read list,
+//!   Write list and Reply chunk.
+//! - [`limits`], [`error`]: bounds on peer input and the RDMA_ERROR each
+//!   violation calls for.
+//! - [`pvt`]: RDMA-CM private data and inline threshold negotiation
+//!   (RFC 8797).
+//! - [`negotiate`]: the requester's version 2 -> version 1 negotiation.
+//! - [`backchannel`]: message direction and backward credits (RFC 8167).
+//! - [`plan`], [`credits`]: chunk planning and the credit window.
+//! - [`selftest`]: known-answer checks shared by `cargo test` and KUnit.
+//!
+//! Module code refers to its siblings with `super::`, never `crate::`,
+//! because the crate root differs between the two builds.
+
+#![forbid(unsafe_code)]
+
+pub mod backchannel;
+pub mod chunk;
+pub mod credits;
+pub mod error;
+pub mod header;
+pub mod limits;
+pub mod negotiate;
+pub mod plan;
+pub mod pvt;
+pub mod selftest;
+pub mod v1;
+pub mod v2;
+
+mod xdr;

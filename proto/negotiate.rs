@@ -1,0 +1,218 @@
+//! The Requester's protocol version negotiation
+//! (draft-cel-nfsv4-rpcrdma-version-two-02, "Protocol Version
+//! Negotiation").
+//!
+//! On a new connection the first Call goes out as version 2, small enough
+//! for a version 1 Responder's 1024-byte inline threshold, and nothing else
+//! is sent until it is answered. A valid version 2 Reply settles on
+//! version 2. An ERR_VERS whose range excludes 2 settles on version 1 and
+//! the probe's RPC must be sent again as version 1: it was not executed.
+//! A lost probe (connection loss or timeout) also means version 1. The
+//! outcome survives reconnects, so a version 1 peer is never probed twice.
+
+use super::v1;
+
+/// An RPC-over-RDMA protocol version.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Version {
+    /// RFC 8166.
+    V1,
+    /// draft-cel-nfsv4-rpcrdma-version-two.
+    V2,
+}
+
+impl Version {
+    /// The `rdma_vers` value.
+    pub fn number(self) -> u32 {
+        match self {
+            Self::V1 => super::v1::VERSION,
+            Self::V2 => super::v2::VERSION,
+        }
+    }
+}
+
+/// How to send the next Call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SendAs {
+    /// Send with this version, within the connection's inline thresholds.
+    Version(Version),
+    /// Send as version 2, but no larger than `max_inline` bytes in all:
+    /// this Call is the probe.
+    Probe {
+        /// Largest Send this Call may use (version 1's default threshold).
+        max_inline: u32,
+    },
+    /// Hold the Call until the probe is answered.
+    Wait,
+}
+
+/// What the Requester learned from the answer to a Call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Answer {
+    /// A valid, non-error Reply with this `rdma_vers`.
+    Reply {
+        /// The Reply's version.
+        vers: u32,
+    },
+    /// ERR_VERS (or RDMA2_ERR_VERS) with the Responder's version range.
+    ErrVers {
+        /// Lowest version the Responder supports.
+        low: u32,
+        /// Highest version the Responder supports.
+        high: u32,
+    },
+    /// Any other transport error.
+    OtherError,
+}
+
+/// What the transport must do after an event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Nothing special; complete the RPC as usual.
+    None,
+    /// The probe was refused or lost: send the RPC with this XID again, as
+    /// version 1. It must not be completed with an error.
+    ResendAsV1 {
+        /// The probe's XID.
+        xid: u32,
+    },
+    /// The Responder supports neither version: fail and disconnect.
+    Incompatible,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// Connected, nothing sent yet.
+    Unprobed,
+    /// The probe with this XID is outstanding.
+    Probing { xid: u32 },
+    /// Settled for this connection.
+    Settled(Version),
+    /// No common version.
+    Failed,
+}
+
+/// Per-peer negotiation state; keep it across reconnects to the same peer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Negotiator {
+    state: State,
+    /// The last settled outcome with this peer.
+    remembered: Option<Version>,
+}
+
+impl Default for Negotiator {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Negotiator {
+    /// A Negotiator for a peer never talked to.
+    pub fn new() -> Self {
+        Self {
+            state: State::Unprobed,
+            remembered: None,
+        }
+    }
+
+    /// A Negotiator that only ever speaks version 1.
+    pub fn v1_only() -> Self {
+        Self {
+            state: State::Settled(Version::V1),
+            remembered: Some(Version::V1),
+        }
+    }
+
+    /// A new connection is up: probe again, unless the peer is already
+    /// known to speak only version 1.
+    pub fn on_connect(&mut self) {
+        self.state = match self.remembered {
+            Some(Version::V1) => State::Settled(Version::V1),
+            Some(Version::V2) | None => State::Unprobed,
+        };
+    }
+
+    /// The version settled on for this connection, if any.
+    pub fn version(&self) -> Option<Version> {
+        match self.state {
+            State::Settled(version) => Some(version),
+            _ => None,
+        }
+    }
+
+    /// Decides how to send the Call with `xid`. Call once per Call, and
+    /// again for a Call told to [`SendAs::Wait`].
+    pub fn send(&mut self, xid: u32) -> SendAs {
+        match self.state {
+            State::Unprobed => {
+                self.state = State::Probing { xid };
+                SendAs::Probe {
+                    max_inline: v1::DEFAULT_INLINE,
+                }
+            }
+            State::Probing { xid: probe } if probe == xid => SendAs::Probe {
+                max_inline: v1::DEFAULT_INLINE,
+            },
+            State::Probing { .. } | State::Failed => SendAs::Wait,
+            State::Settled(version) => SendAs::Version(version),
+        }
+    }
+
+    /// Feeds the answer to the Call with `xid`.
+    pub fn on_answer(&mut self, xid: u32, answer: Answer) -> Action {
+        let State::Probing { xid: probe } = self.state else {
+            return Action::None;
+        };
+        if probe != xid {
+            return Action::None;
+        }
+        match answer {
+            Answer::Reply { vers } if vers == Version::V2.number() => {
+                self.settle(Version::V2);
+                Action::None
+            }
+            // A Responder that answers in version 1 speaks version 1; its
+            // Reply still completes the RPC.
+            Answer::Reply { .. } => {
+                self.settle(Version::V1);
+                Action::None
+            }
+            Answer::ErrVers { low, high } if (low..=high).contains(&Version::V2.number()) => {
+                // Claims version 2 yet refused it: nothing sane to retry.
+                self.fail()
+            }
+            Answer::ErrVers { low, high } if (low..=high).contains(&Version::V1.number()) => {
+                self.settle(Version::V1);
+                Action::ResendAsV1 { xid }
+            }
+            Answer::ErrVers { .. } => self.fail(),
+            // Not a version problem: the probe got through as version 2.
+            Answer::OtherError => {
+                self.settle(Version::V2);
+                Action::None
+            }
+        }
+    }
+
+    /// The connection was lost or the probe timed out: assume the peer
+    /// dropped a version 2 message it did not understand.
+    pub fn on_probe_lost(&mut self) -> Action {
+        match self.state {
+            State::Probing { xid } => {
+                self.settle(Version::V1);
+                Action::ResendAsV1 { xid }
+            }
+            _ => Action::None,
+        }
+    }
+
+    fn settle(&mut self, version: Version) {
+        self.state = State::Settled(version);
+        self.remembered = Some(version);
+    }
+
+    fn fail(&mut self) -> Action {
+        self.state = State::Failed;
+        Action::Incompatible
+    }
+}

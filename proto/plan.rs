@@ -1,0 +1,245 @@
+//! Chunk planning: how to convey a Call and its Reply (RFC 8166 §3.5).
+//!
+//! The rules are those of rpcrdma.ko's `rpcrdma_marshal_req`:
+//!
+//! - Reply: inline if the largest possible Reply fits the receive inline
+//!   threshold (`rpcrdma_results_inline`); else a Write chunk for a
+//!   DDP-eligible result whose other parts fit inline
+//!   (`rpcrdma_nonpayload_inline`); else a Reply chunk (Long Reply).
+//! - Call: inline (RDMA_MSG) if it fits the send inline threshold and the
+//!   device's Send SGEs (`rpcrdma_args_inline`); else a Read chunk for a
+//!   DDP-eligible argument; else a Position Zero Read chunk (RDMA_NOMSG,
+//!   Long Call).
+//!
+//! "Fits" leaves room for the largest transport header the connection can
+//! produce, so the planner works before any memory is registered.
+
+use super::pvt::InlineThresholds;
+use super::v1;
+
+/// Octets of the smallest header: fixed fields and three empty lists
+/// (`RPCRDMA_HDRLEN_MIN`).
+const HDRLEN_MIN: u32 = 28;
+/// Octets of one Read list entry (discriminator, position, segment).
+const READ_ENTRY: u32 = 24;
+/// Octets of one plain segment.
+const SEGMENT: u32 = 16;
+/// Send SGEs an inline Call needs besides its pages: header, head, tail
+/// (`RPCRDMA_MIN_SEND_SGES`).
+const MIN_SEND_SGES: u32 = 3;
+/// Largest inline threshold rpcrdma.ko supports (`RPCRDMA_MAX_INLINE`).
+const MAX_INLINE: u32 = 65536;
+/// Most segments one header carries per list (`RPCRDMA_MAX_HDR_SEGS`).
+const MAX_HDR_SEGS: u32 = 16;
+/// Largest payload a chunk is sized for (1 MiB, as `RPCRDMA_MAX_DATA_SEGS`).
+const MAX_PAYLOAD: u32 = 1 << 20;
+
+/// The RDMA device's memory registration and Send limits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct DeviceLimits {
+    /// `ib_device_attr.max_fast_reg_page_list_len`: pages per FRWR MR.
+    pub max_fast_reg_page_list_len: u32,
+    /// `ib_device_attr.max_sge_rd`.
+    pub max_sge_rd: u32,
+    /// `ib_device_attr.max_send_sge`.
+    pub max_send_sge: u32,
+    /// The kernel's `PAGE_SIZE`.
+    pub page_size: u32,
+}
+
+impl DeviceLimits {
+    /// Pages in a 1 MiB payload plus one for misalignment
+    /// (`RPCRDMA_MAX_DATA_SEGS`).
+    pub fn max_data_segs(&self) -> u32 {
+        MAX_PAYLOAD
+            .checked_div(self.page_size)
+            .unwrap_or(0)
+            .saturating_add(1)
+    }
+
+    /// Pages one MR maps (`re_max_fr_depth` in `frwr_query_device`),
+    /// including its quirk: devices with many read SGEs perform best with
+    /// that many pages per MR.
+    pub fn max_fr_depth(&self) -> u32 {
+        let depth = if self.max_sge_rd > MAX_HDR_SEGS {
+            self.max_sge_rd
+        } else {
+            self.max_fast_reg_page_list_len
+        };
+        depth.clamp(1, self.max_data_segs().max(1))
+    }
+
+    /// Segments a header may carry in one chunk (`re_max_rdma_segs`):
+    /// enough MRs for a 1 MiB payload, plus head and tail, at most 16.
+    pub fn max_rdma_segs(&self) -> u32 {
+        self.max_data_segs()
+            .div_ceil(self.max_fr_depth())
+            .saturating_add(2)
+            .min(MAX_HDR_SEGS)
+    }
+
+    /// Send SGEs usable per Send, capped like `frwr_query_device` at what
+    /// a 64 KiB inline message can need.
+    pub fn send_sges(&self) -> u32 {
+        let page_sges = MAX_INLINE.checked_div(self.page_size).unwrap_or(0);
+        self.max_send_sge.min(page_sges.saturating_add(3))
+    }
+
+    /// Segments (MRs) needed to register `len` bytes starting `offset`
+    /// bytes into a page: one per `max_fr_depth` pages.
+    pub fn segments_for(&self, offset: u32, len: u32) -> u32 {
+        let page = u64::from(self.page_size.max(1));
+        let span = u64::from(offset)
+            .checked_rem(page)
+            .unwrap_or(0)
+            .saturating_add(u64::from(len));
+        let pages = span.div_ceil(page);
+        let mrs = pages.div_ceil(u64::from(self.max_fr_depth()));
+        u32::try_from(mrs).unwrap_or(u32::MAX)
+    }
+}
+
+/// Largest Call header: a full Read list of `maxsegs` entries, an empty
+/// Write list and a one-segment Reply chunk
+/// (`rpcrdma_max_call_header_size`).
+fn max_call_header(maxsegs: u32) -> u32 {
+    maxsegs
+        .saturating_mul(READ_ENTRY)
+        .saturating_add(HDRLEN_MIN + 4 + SEGMENT + 4)
+}
+
+/// Largest Reply header: one Write chunk of `maxsegs` segments
+/// (`rpcrdma_max_reply_header_size`).
+fn max_reply_header(maxsegs: u32) -> u32 {
+    maxsegs
+        .saturating_mul(SEGMENT)
+        .saturating_add(HDRLEN_MIN + 4 + 4)
+}
+
+/// Per-connection limits the planner applies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Connection {
+    /// Largest RPC Call that may go inline (`re_max_inline_send`).
+    pub max_inline_send: u32,
+    /// Largest RPC Reply that may come back inline (`re_max_inline_recv`).
+    pub max_inline_recv: u32,
+    /// Send SGEs per Send.
+    pub send_sges: u32,
+    /// The kernel's `PAGE_SIZE`.
+    pub page_size: u32,
+}
+
+impl Connection {
+    /// Derives the limits from the negotiated thresholds and the device,
+    /// as `rpcrdma_set_max_header_sizes` does.
+    pub fn new(inline: InlineThresholds, device: &DeviceLimits) -> Self {
+        let maxsegs = device.max_rdma_segs();
+        Self {
+            max_inline_send: inline.send.saturating_sub(max_call_header(maxsegs)),
+            max_inline_recv: inline.recv.saturating_sub(max_reply_header(maxsegs)),
+            send_sges: device.send_sges(),
+            page_size: device.page_size,
+        }
+    }
+}
+
+/// The shape of one RPC, as the transport sees its `xdr_buf`s.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Rpc {
+    /// Length of the whole Call message (`rq_snd_buf.len`).
+    pub call_len: u32,
+    /// Bytes of the Call in its page list (`rq_snd_buf.page_len`).
+    pub call_page_len: u32,
+    /// Offset of the Call's page data (`rq_snd_buf.page_base`).
+    pub call_page_base: u32,
+    /// The Call's page data is a DDP-eligible argument (`XDRBUF_WRITE`,
+    /// e.g. NFS WRITE).
+    pub call_ddp: bool,
+    /// Largest possible Reply (`rq_rcv_buf.buflen`).
+    pub reply_max: u32,
+    /// Reply bytes outside its page list (head plus tail).
+    pub reply_nonpayload: u32,
+    /// The Reply's page data is a DDP-eligible result (`XDRBUF_READ`, e.g.
+    /// NFS READ).
+    pub reply_ddp: bool,
+    /// Direct data placement is allowed: false when RPCSEC_GSS integrity
+    /// or privacy must see every byte (`RPCAUTH_AUTH_DATATOUCH`).
+    pub ddp_allowed: bool,
+}
+
+/// How the Call travels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CallPlan {
+    /// RDMA_MSG, whole Call in the Send.
+    Inline,
+    /// RDMA_MSG, page data in a Read chunk at its position.
+    ReadChunk,
+    /// RDMA_NOMSG, whole Call in a Position Zero Read chunk.
+    PositionZero,
+}
+
+/// How the Reply is to come back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReplyPlan {
+    /// Entirely in the Responder's Send.
+    Inline,
+    /// Result data pushed into a Write chunk, the rest inline.
+    WriteChunk,
+    /// Whole Reply pushed into a Reply chunk.
+    ReplyChunk,
+}
+
+/// The planner's decision for one RPC.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Plan {
+    /// For the Call.
+    pub call: CallPlan,
+    /// For the Reply.
+    pub reply: ReplyPlan,
+}
+
+impl Plan {
+    /// The version 1 `rdma_proc` of the Call.
+    pub fn proc(&self) -> u32 {
+        match self.call {
+            CallPlan::PositionZero => v1::proc::NOMSG,
+            CallPlan::Inline | CallPlan::ReadChunk => v1::proc::MSG,
+        }
+    }
+}
+
+/// Chooses how to convey `rpc` on `conn`.
+pub fn plan(rpc: &Rpc, conn: &Connection) -> Plan {
+    let reply = if rpc.reply_max <= conn.max_inline_recv {
+        ReplyPlan::Inline
+    } else if rpc.ddp_allowed && rpc.reply_ddp && rpc.reply_nonpayload < conn.max_inline_recv {
+        ReplyPlan::WriteChunk
+    } else {
+        ReplyPlan::ReplyChunk
+    };
+    let call = if args_inline(rpc, conn) {
+        CallPlan::Inline
+    } else if rpc.ddp_allowed && rpc.call_ddp {
+        CallPlan::ReadChunk
+    } else {
+        CallPlan::PositionZero
+    };
+    Plan { call, reply }
+}
+
+/// Whether the Call fits one Send: its length, and one SGE per page its
+/// page list touches besides header, head and tail.
+fn args_inline(rpc: &Rpc, conn: &Connection) -> bool {
+    if rpc.call_len > conn.max_inline_send {
+        return false;
+    }
+    if rpc.call_page_len == 0 {
+        return true;
+    }
+    let page = u64::from(conn.page_size.max(1));
+    let offset = u64::from(rpc.call_page_base).checked_rem(page).unwrap_or(0);
+    let pages = offset
+        .saturating_add(u64::from(rpc.call_page_len))
+        .div_ceil(page);
+    pages.saturating_add(u64::from(MIN_SEND_SGES)) <= u64::from(conn.send_sges)
+}

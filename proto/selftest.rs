@@ -1,0 +1,1 @@
+//! Known-answer self tests, built in both the host crate and the kernel.
