@@ -1,1 +1,948 @@
-//! Known-answer self tests, built in both the host crate and the kernel.
+//! Known-answer self tests, built into both the host crate and the kernel.
+//!
+//! Each function checks one area against hand-assembled wire images (after
+//! the examples of RFC 8166 §4.7 and the XDR of the version 2 draft) or
+//! against the decisions rpcrdma.ko makes. They use neither allocation nor
+//! `std`, and report the first failed check by name, so the kernel's KUnit
+//! suite and `cargo test` run exactly the same assertions.
+
+use core::fmt;
+
+use super::backchannel::{self, Direction, Role};
+use super::chunk::{ChunkLists, ChunkSlices, ReadSegment, Segment};
+use super::credits::CreditWindow;
+use super::error::{DecodeError, ErrorKind};
+use super::header::{self, FixedHeader, MsgType};
+use super::limits::Limits;
+use super::negotiate::{Action, Answer, Negotiator, SendAs, Version};
+use super::plan::{self, CallPlan, Connection, DeviceLimits, ReplyPlan, Rpc};
+use super::pvt::{self, InlineThresholds, PrivateData};
+use super::v2::{self, ErrorCode};
+use super::{v1, xdr};
+
+/// The name of the first check that failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SelftestFailure(pub &'static str);
+
+impl fmt::Display for SelftestFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "selftest check failed: {}", self.0)
+    }
+}
+
+type Outcome = Result<(), SelftestFailure>;
+
+fn check(ok: bool, what: &'static str) -> Outcome {
+    if ok {
+        Ok(())
+    } else {
+        Err(SelftestFailure(what))
+    }
+}
+
+/// A wire image assembled from XDR words on the stack.
+struct Wire {
+    buf: [u8; 512],
+    len: usize,
+}
+
+impl Wire {
+    fn new(words: &[&[u32]]) -> Result<Self, SelftestFailure> {
+        let mut wire = Self {
+            buf: [0; 512],
+            len: 0,
+        };
+        let mut chunks = wire.buf.chunks_exact_mut(xdr::UNIT);
+        for &word in words.iter().flat_map(|part| part.iter()) {
+            let slot = chunks
+                .next()
+                .ok_or(SelftestFailure("wire image too long"))?;
+            slot.copy_from_slice(&word.to_be_bytes());
+            wire.len = wire.len.saturating_add(xdr::UNIT);
+        }
+        Ok(wire)
+    }
+
+    fn bytes(&self) -> &[u8] {
+        self.buf.get(..self.len).unwrap_or_default()
+    }
+}
+
+const XID: u32 = 0xcafe_0001;
+const CREDITS: u32 = 32;
+const H1: Segment = Segment {
+    handle: 0x1000_0001,
+    length: 8192,
+    offset: 0x0000_7f00_0000_1000,
+};
+const H2: Segment = Segment {
+    handle: 0x1000_0002,
+    length: 4096,
+    offset: 0x0000_7f00_0000_4000,
+};
+const H3: Segment = Segment {
+    handle: 0x1000_0003,
+    length: 0x0010_0000,
+    offset: 0xffff_8000_0000_0000,
+};
+
+/// Words of a plain segment: "HLOO" in RFC 8166 §4.7.
+const fn hloo(s: Segment) -> [u32; 4] {
+    let [a, b, c, d, e, f, g, h] = s.offset.to_be_bytes();
+    [
+        s.handle,
+        s.length,
+        u32::from_be_bytes([a, b, c, d]),
+        u32::from_be_bytes([e, f, g, h]),
+    ]
+}
+
+/// Words of an RDMA read segment: "PHLOO".
+const fn phloo(position: u32, s: Segment) -> [u32; 5] {
+    let [h, l, o1, o2] = hloo(s);
+    [position, h, l, o1, o2]
+}
+
+/// An RPC Call header start: what follows RDMA_MSG.
+const RPC_CALL: [u32; 2] = [XID, 0];
+const RPC_REPLY: [u32; 2] = [XID, 1];
+
+fn fixed(vers: u32) -> FixedHeader {
+    FixedHeader {
+        xid: XID,
+        vers,
+        credits: CREDITS,
+    }
+}
+
+fn lists_match(decoded: &ChunkLists<'_>, expected: &ChunkSlices<'_>) -> bool {
+    let reads = decoded.reads.segments().eq(expected.reads.iter().copied());
+    let writes = usize::try_from(decoded.writes.chunk_count()) == Ok(expected.writes.len())
+        && decoded
+            .writes
+            .chunks()
+            .zip(expected.writes)
+            .all(|(chunk, segs)| chunk.segments().eq(segs.iter().copied()));
+    let reply = match (decoded.reply, expected.reply) {
+        (Some(chunk), Some(segs)) => chunk.segments().eq(segs.iter().copied()),
+        (None, None) => true,
+        _ => false,
+    };
+    reads && writes && reply
+}
+
+/// Encodes `msg`, compares with `header` words, then decodes `header`
+/// followed by `payload` and compares with `msg`.
+fn v1_vector(
+    header: &[&[u32]],
+    payload: &[u32],
+    msg: &v1::Message<'_>,
+    what: &'static str,
+) -> Outcome {
+    let expected = Wire::new(header)?;
+    let mut out = [0u8; 512];
+    let len = v1::encode(&mut out, &fixed(v1::VERSION), msg).map_err(|_| SelftestFailure(what))?;
+    check(out.get(..len) == Some(expected.bytes()), what)?;
+    check(
+        v1::encode(
+            out.get_mut(..len.saturating_sub(1)).unwrap_or_default(),
+            &fixed(1),
+            msg,
+        )
+        .is_err(),
+        what,
+    )?;
+
+    let wire = Wire::new(&[header, &[payload]].concat_words()?)?;
+    let decoded = v1::decode(wire.bytes(), &Limits::DEFAULT).map_err(|_| SelftestFailure(what))?;
+    check(
+        decoded.fixed == fixed(v1::VERSION) && decoded.header_len == len,
+        what,
+    )?;
+    let ok = match (&decoded.body, msg) {
+        (v1::Body::Msg(got), v1::Message::Msg(want))
+        | (v1::Body::Nomsg(got), v1::Message::Nomsg(want)) => lists_match(got, want),
+        (v1::Body::Error(got), v1::Message::Error(want)) => got == want,
+        _ => false,
+    };
+    check(ok, what)
+}
+
+/// Joins a header's parts and a payload without allocating.
+trait ConcatWords<'w> {
+    fn concat_words(&self) -> Result<[&'w [u32]; 16], SelftestFailure>;
+}
+
+impl<'w> ConcatWords<'w> for [&[&'w [u32]]; 2] {
+    fn concat_words(&self) -> Result<[&'w [u32]; 16], SelftestFailure> {
+        let mut parts: [&[u32]; 16] = [&[]; 16];
+        let mut slots = parts.iter_mut();
+        for &part in self.iter().flat_map(|p| p.iter()) {
+            *slots.next().ok_or(SelftestFailure("too many parts"))? = part;
+        }
+        Ok(parts)
+    }
+}
+
+/// Version 1 headers: the chunk list shapes of RFC 8166 §4.7, a Long Call,
+/// and both RDMA_ERROR bodies.
+pub fn v1_header_vectors() -> Outcome {
+    // No chunks: "three 32-bit fields that contain zero".
+    v1_vector(
+        &[&[XID, 1, CREDITS, 0], &[0, 0, 0]],
+        &RPC_CALL,
+        &v1::Message::Msg(ChunkSlices::NONE),
+        "v1: short message",
+    )?;
+
+    // Read chunk "1 PHLOO 1 PHLOO 0" and Reply chunk "1 2 HLOO HLOO".
+    let reads = [
+        ReadSegment {
+            position: 8,
+            segment: H1,
+        },
+        ReadSegment {
+            position: 8,
+            segment: H2,
+        },
+    ];
+    v1_vector(
+        &[
+            &[XID, 1, CREDITS, 0],
+            &[1],
+            &phloo(8, H1),
+            &[1],
+            &phloo(8, H2),
+            &[0, 0, 1, 2],
+            &hloo(H2),
+            &hloo(H3),
+        ],
+        &RPC_CALL,
+        &v1::Message::Msg(ChunkSlices {
+            reads: &reads,
+            writes: &[],
+            reply: Some(&[H2, H3]),
+        }),
+        "v1: read chunk and reply chunk",
+    )?;
+
+    // Write list "1 3 HLOO HLOO HLOO 1 2 HLOO HLOO 0".
+    v1_vector(
+        &[
+            &[XID, 1, CREDITS, 0, 0, 1, 3],
+            &hloo(H1),
+            &hloo(H2),
+            &hloo(H3),
+            &[1, 2],
+            &hloo(H3),
+            &hloo(H1),
+            &[0, 0],
+        ],
+        &RPC_REPLY,
+        &v1::Message::Msg(ChunkSlices {
+            reads: &[],
+            writes: &[&[H1, H2, H3], &[H3, H1]],
+            reply: None,
+        }),
+        "v1: write list of two chunks",
+    )?;
+
+    // Long Call: RDMA_NOMSG with a Position Zero Read chunk.
+    let call = [ReadSegment {
+        position: 0,
+        segment: H3,
+    }];
+    v1_vector(
+        &[
+            &[XID, 1, CREDITS, 1, 1],
+            &phloo(0, H3),
+            &[0, 0, 1, 1],
+            &hloo(H1),
+        ],
+        &[],
+        &v1::Message::Nomsg(ChunkSlices {
+            reads: &call,
+            writes: &[],
+            reply: Some(&[H1]),
+        }),
+        "v1: long call",
+    )?;
+
+    v1_vector(
+        &[&[XID, 1, CREDITS, 4, 1, 1, 1]],
+        &[],
+        &v1::Message::Error(v1::RdmaError::Vers { low: 1, high: 1 }),
+        "v1: ERR_VERS",
+    )?;
+    v1_vector(
+        &[&[XID, 1, CREDITS, 4, 2]],
+        &[],
+        &v1::Message::Error(v1::RdmaError::Chunk),
+        "v1: ERR_CHUNK",
+    )?;
+
+    // The views group Read segments into chunks by position.
+    let wire = Wire::new(&[
+        &[XID, 1, CREDITS, 1, 1],
+        &phloo(0, H1),
+        &[1],
+        &phloo(0, H2),
+        &[1],
+        &phloo(12, H3),
+        &[0, 0, 0],
+    ])?;
+    let header = v1::decode(wire.bytes(), &Limits::DEFAULT)
+        .map_err(|_| SelftestFailure("v1: read chunks"))?;
+    let v1::Body::Nomsg(lists) = header.body else {
+        return Err(SelftestFailure("v1: read chunks"));
+    };
+    let mut chunks = lists.reads.chunks();
+    let zero = lists.reads.position_zero();
+    check(
+        lists.reads.chunk_count() == 2
+            && chunks
+                .next()
+                .is_some_and(|c| c.position() == 0 && c.len() == 2)
+            && chunks
+                .next()
+                .is_some_and(|c| c.position() == 12 && c.len() == 1)
+            && chunks.next().is_none()
+            && zero.is_some_and(|c| c.total_length() == 8192 + 4096),
+        "v1: read chunks grouped by position",
+    )
+}
+
+fn v2_vector(
+    header: &[&[u32]],
+    payload: &[u32],
+    msg: &v2::Message<'_>,
+    what: &'static str,
+) -> Outcome {
+    let expected = Wire::new(header)?;
+    let mut out = [0u8; 512];
+    let len = v2::encode(&mut out, &fixed(v2::VERSION), msg).map_err(|_| SelftestFailure(what))?;
+    check(out.get(..len) == Some(expected.bytes()), what)?;
+
+    let wire = Wire::new(&[header, &[payload]].concat_words()?)?;
+    let decoded = v2::decode(wire.bytes(), &Limits::DEFAULT).map_err(|_| SelftestFailure(what))?;
+    check(
+        decoded.fixed == fixed(v2::VERSION) && decoded.header_len == len,
+        what,
+    )?;
+    let ok = match (&decoded.body, msg) {
+        (v2::Body::Msg(got), v2::Message::Msg(want))
+        | (v2::Body::Nomsg(got), v2::Message::Nomsg(want)) => {
+            got.direction == want.direction
+                && got.inv_handle == want.inv_handle
+                && lists_match(&got.lists, &want.lists)
+        }
+        (v2::Body::Error(got), v2::Message::Error(want)) => got == want,
+        (v2::Body::Optional(got), v2::Message::Optional(want)) => got == want,
+        _ => false,
+    };
+    check(ok, what)
+}
+
+/// Version 2 headers: chunk lists with direction and invalidation handle,
+/// the five RDMA2_ERROR codes, and RDMA2_OPTIONAL with padded content.
+pub fn v2_header_vectors() -> Outcome {
+    let reads = [ReadSegment {
+        position: 8,
+        segment: H1,
+    }];
+    v2_vector(
+        &[
+            &[XID, 2, CREDITS, 0, 0, H1.handle, 1],
+            &phloo(8, H1),
+            &[0, 0, 1, 1],
+            &hloo(H2),
+        ],
+        &RPC_CALL,
+        &v2::Message::Msg(v2::Chunks {
+            direction: MsgType::Call,
+            inv_handle: H1.handle,
+            lists: ChunkSlices {
+                reads: &reads,
+                writes: &[],
+                reply: Some(&[H2]),
+            },
+        }),
+        "v2: call with read and reply chunks",
+    )?;
+    v2_vector(
+        &[&[XID, 2, CREDITS, 0, 1, 0, 0, 1, 1], &hloo(H3), &[0, 0]],
+        &RPC_REPLY,
+        &v2::Message::Msg(v2::Chunks {
+            direction: MsgType::Reply,
+            inv_handle: 0,
+            lists: ChunkSlices {
+                reads: &[],
+                writes: &[&[H3]],
+                reply: None,
+            },
+        }),
+        "v2: reply with write chunk",
+    )?;
+    v2_vector(
+        &[&[XID, 2, CREDITS, 1, 1, 0, 0, 0, 1, 1], &hloo(H2)],
+        &[],
+        &v2::Message::Nomsg(v2::Chunks {
+            direction: MsgType::Reply,
+            inv_handle: 0,
+            lists: ChunkSlices {
+                reads: &[],
+                writes: &[],
+                reply: Some(&[H2]),
+            },
+        }),
+        "v2: long reply",
+    )?;
+
+    let errors: [(&[u32], v2::RdmaError); 5] = [
+        (&[1, 1, 2], v2::RdmaError::Vers { low: 1, high: 2 }),
+        (&[2], v2::RdmaError::BadXdr),
+        (
+            &[3, 1, 2, 65536],
+            v2::RdmaError::CantReply {
+                processed: true,
+                segment_index: 2,
+                length_needed: 65536,
+            },
+        ),
+        (&[4], v2::RdmaError::InvalProc),
+        (&[5], v2::RdmaError::InvalOption),
+    ];
+    for (body, error) in errors {
+        v2_vector(
+            &[&[XID, 2, CREDITS, 4], body],
+            &[],
+            &v2::Message::Error(error),
+            "v2: RDMA2_ERROR",
+        )?;
+    }
+
+    let optional = v2::Optional {
+        direction: MsgType::Call,
+        opttype: 0x00c0_ffee,
+        optinfo: b"hello",
+    };
+    v2_vector(
+        &[&[
+            XID,
+            2,
+            CREDITS,
+            5,
+            0,
+            0x00c0_ffee,
+            5,
+            0x6865_6c6c,
+            0x6f00_0000,
+        ]],
+        &[],
+        &v2::Message::Optional(optional),
+        "v2: RDMA2_OPTIONAL",
+    )?;
+
+    // Both versions decode through the common entry point.
+    let wire = Wire::new(&[&[XID, 2, CREDITS, 0, 0, 0, 0, 0, 0], &RPC_CALL])?;
+    check(
+        matches!(
+            header::decode(wire.bytes(), &Limits::DEFAULT),
+            Ok(header::Header::V2(_))
+        ),
+        "v2: dispatch on rdma_vers",
+    )
+}
+
+/// RFC 8797 private data: the byte layout, size encoding, and the
+/// threshold negotiation, including the 1024-byte fallbacks.
+pub fn pvt_data_vectors() -> Outcome {
+    let ours = PrivateData {
+        remote_invalidate: true,
+        send_size: 4096,
+        recv_size: 8192,
+    };
+    let bytes = ours.encode();
+    check(bytes == [0xf6, 0xab, 0x0e, 0x18, 1, 1, 3, 7], "pvt: encode")?;
+    check(PrivateData::parse(&bytes) == Some(ours), "pvt: parse")?;
+    check(
+        pvt::encode_size(0) == 0
+            && pvt::encode_size(1024) == 0
+            && pvt::encode_size(2047) == 0
+            && pvt::encode_size(256 * 1024) == 255
+            && pvt::encode_size(u32::MAX) == 255
+            && pvt::decode_size(255) == 256 * 1024,
+        "pvt: size encoding",
+    )?;
+
+    let local = InlineThresholds {
+        send: 4096,
+        recv: 4096,
+    };
+    // Peer (server) sends 64 KiB replies, receives 2 KiB calls.
+    let peer = [0xf6, 0xab, 0x0e, 0x18, 1, 0, 63, 1, 0xee, 0xee];
+    let got = pvt::negotiate(local, &peer);
+    check(
+        got.inline.send == 2048 && got.inline.recv == 4096 && !got.peer_remote_invalidate,
+        "pvt: negotiate",
+    )?;
+    let fallback = InlineThresholds::V1_DEFAULT;
+    let cases: [&[u8]; 4] = [
+        &[],
+        &[0xf6, 0xab, 0x0e, 0x18, 1, 1, 3],
+        &[0xde, 0xad, 0xbe, 0xef, 1, 1, 3, 3],
+        &[0xf6, 0xab, 0x0e, 0x18, 2, 1, 3, 3],
+    ];
+    for case in cases {
+        check(
+            pvt::negotiate(local, case).inline == fallback,
+            "pvt: absent, short, foreign or future data means 1024",
+        )?;
+    }
+    check(
+        pvt::negotiate(
+            InlineThresholds {
+                send: 1024,
+                recv: 512,
+            },
+            &bytes,
+        )
+        .inline
+            == InlineThresholds {
+                send: 1024,
+                recv: 512,
+            },
+        "pvt: never above our own sizes",
+    )
+}
+
+/// A wire image, the error it must yield, and the Responder's answer.
+type MalformedCase<'w> = (&'w [&'w [u32]], DecodeError, Option<ErrorKind>);
+
+/// One malformed header per check, each with the answer RFC 8166 §4.5
+/// requires of a Responder.
+pub fn malformed_input() -> Outcome {
+    let tight = Limits {
+        max_segments_per_chunk: 2,
+        max_chunks_per_list: 2,
+        max_total_bytes: 16384,
+        position_alignment: 4,
+    };
+    let seg = hloo(Segment {
+        handle: 1,
+        length: 16,
+        offset: 0,
+    });
+    let seg4 = phloo(4, H2);
+    let cases: [MalformedCase<'_>; 21] = [
+        (&[&[XID, 1, CREDITS]], DecodeError::ShortFixedHeader, None),
+        (
+            &[&[XID, 3, CREDITS, 0]],
+            DecodeError::BadVersion { vers: 3 },
+            Some(ErrorKind::Vers),
+        ),
+        (
+            &[&[XID, 1, CREDITS, 9]],
+            DecodeError::UnknownProc { proc: 9 },
+            Some(ErrorKind::Chunk),
+        ),
+        (
+            &[&[XID, 1, CREDITS, 2, 0, 0, 0, 0]],
+            DecodeError::MsgpNotSupported,
+            Some(ErrorKind::Chunk),
+        ),
+        (
+            &[&[XID, 1, CREDITS, 3]],
+            DecodeError::DoneNotSupported,
+            None,
+        ),
+        (
+            &[&[XID, 1, CREDITS, 0, 1, 4, 1]],
+            DecodeError::Truncated,
+            Some(ErrorKind::Chunk),
+        ),
+        (
+            &[&[XID, 1, CREDITS, 0, 2]],
+            DecodeError::BadDiscriminator { value: 2 },
+            Some(ErrorKind::Chunk),
+        ),
+        (
+            &[&[XID, 1, CREDITS, 0, 0, 1, 3], &seg, &seg, &seg],
+            DecodeError::TooManySegments,
+            Some(ErrorKind::Chunk),
+        ),
+        (
+            &[&[XID, 1, CREDITS, 0, 0, 1, 0, 1, 0, 1, 0]],
+            DecodeError::TooManyChunks,
+            Some(ErrorKind::Chunk),
+        ),
+        (
+            &[&[XID, 1, CREDITS, 0, 0, 0, 1, 1], &hloo(H3)],
+            DecodeError::TooManyBytes,
+            Some(ErrorKind::Chunk),
+        ),
+        (
+            &[&[XID, 1, CREDITS, 1, 1], &phloo(6, H1)],
+            DecodeError::MisalignedPosition { position: 6 },
+            Some(ErrorKind::Chunk),
+        ),
+        (
+            &[&[XID, 1, CREDITS, 1, 1], &seg4, &[1], &phloo(0, H2)],
+            DecodeError::PositionOutOfOrder,
+            Some(ErrorKind::Chunk),
+        ),
+        (
+            &[
+                &[XID, 1, CREDITS, 0, 1],
+                &phloo(12, H2),
+                &[0, 0, 0],
+                &RPC_CALL,
+            ],
+            DecodeError::PositionBeyondPayload,
+            Some(ErrorKind::Chunk),
+        ),
+        (
+            &[
+                &[XID, 1, CREDITS, 0, 1],
+                &seg4,
+                &[1],
+                &phloo(8, H2),
+                &[0, 0, 0],
+                &RPC_CALL,
+            ],
+            DecodeError::OverlappingReadChunks,
+            Some(ErrorKind::Chunk),
+        ),
+        (
+            &[&[XID, 1, CREDITS, 1, 0, 0, 0]],
+            DecodeError::NomsgWithoutChunks,
+            Some(ErrorKind::Chunk),
+        ),
+        (
+            &[&[XID, 1, CREDITS, 0, 0, 0, 0, XID]],
+            DecodeError::ShortPayload,
+            Some(ErrorKind::Chunk),
+        ),
+        (
+            &[&[XID, 1, CREDITS, 0, 0, 0, 0, 7, 0]],
+            DecodeError::XidMismatch,
+            Some(ErrorKind::Chunk),
+        ),
+        (
+            &[&[XID, 1, CREDITS, 0, 0, 0, 0, XID, 2]],
+            DecodeError::BadMsgType { value: 2 },
+            Some(ErrorKind::Chunk),
+        ),
+        (
+            &[&[XID, 2, CREDITS, 0, 3]],
+            DecodeError::BadDirection { value: 3 },
+            Some(ErrorKind::Chunk),
+        ),
+        (
+            &[&[XID, 2, CREDITS, 0, 1, 0, 0, 0, 0], &RPC_CALL],
+            DecodeError::DirectionMismatch,
+            Some(ErrorKind::Chunk),
+        ),
+        (
+            &[&[XID, 1, CREDITS, 4, 7]],
+            DecodeError::MalformedError,
+            None,
+        ),
+    ];
+    for (words, error, answer) in cases {
+        let wire = Wire::new(words)?;
+        let got = header::decode(wire.bytes(), &tight);
+        check(got == Err(error), "malformed: wrong error")?;
+        check(error.reply_error() == answer, "malformed: wrong answer")?;
+    }
+    check(
+        DecodeError::UnknownProc { proc: 9 }.v2_reply_error() == Some(ErrorCode::InvalProc)
+            && DecodeError::Truncated.v2_reply_error() == Some(ErrorCode::BadXdr)
+            && DecodeError::BadVersion { vers: 3 }.v2_reply_error() == Some(ErrorCode::Vers)
+            && DecodeError::DoneNotSupported.v2_reply_error().is_none(),
+        "malformed: version 2 answers",
+    )?;
+    // Every proper prefix of a valid header is refused, never accepted.
+    let wire = Wire::new(&[
+        &[XID, 1, CREDITS, 0, 1],
+        &phloo(0, H1),
+        &[0, 1, 1],
+        &hloo(H2),
+        &[0, 0],
+        &RPC_CALL,
+    ])?;
+    let full = wire.bytes();
+    let header_len = full.len().saturating_sub(8);
+    for cut in 0..header_len {
+        check(
+            v1::decode(full.get(..cut).unwrap_or_default(), &Limits::DEFAULT).is_err(),
+            "malformed: truncated header accepted",
+        )?;
+    }
+    check(
+        v1::decode(full, &Limits::DEFAULT).is_ok(),
+        "malformed: baseline rejected",
+    )
+}
+
+/// Chunk planning decisions, table-driven against what rpcrdma.ko's
+/// `rpcrdma_marshal_req` chooses, and the credit window.
+pub fn planner_decisions() -> Outcome {
+    // A typical mlx5: large MRs, so 3 segments per chunk.
+    let mlx5 = DeviceLimits {
+        max_fast_reg_page_list_len: 512,
+        max_sge_rd: 30,
+        max_send_sge: 30,
+        page_size: 4096,
+    };
+    check(
+        mlx5.max_fr_depth() == 30 && mlx5.max_rdma_segs() == 11 && mlx5.send_sges() == 19,
+        "plan: device limits",
+    )?;
+    let small = DeviceLimits {
+        max_fast_reg_page_list_len: 16,
+        max_sge_rd: 1,
+        max_send_sge: 4,
+        page_size: 4096,
+    };
+    check(small.max_rdma_segs() == 16, "plan: small device")?;
+    check(
+        mlx5.segments_for(0, 1 << 20) == 9
+            && mlx5.segments_for(100, 4096) == 1
+            && small.segments_for(4000, 200) == 1,
+        "plan: segments for a payload",
+    )?;
+
+    let conn = Connection::new(
+        InlineThresholds {
+            send: 4096,
+            recv: 4096,
+        },
+        &mlx5,
+    );
+    check(
+        conn.max_inline_send == 4096 - 316 && conn.max_inline_recv == 4096 - 212,
+        "plan: inline budget",
+    )?;
+
+    let getattr = Rpc {
+        call_len: 200,
+        reply_max: 300,
+        reply_nonpayload: 300,
+        ddp_allowed: true,
+        ..Rpc::default()
+    };
+    let read = Rpc {
+        reply_max: 1 << 20,
+        reply_nonpayload: 400,
+        reply_ddp: true,
+        ..getattr
+    };
+    let write = Rpc {
+        call_len: 65536 + 300,
+        call_page_len: 65536,
+        call_ddp: true,
+        ..getattr
+    };
+    let readdir = Rpc {
+        reply_max: 32768,
+        reply_nonpayload: 32768,
+        ..getattr
+    };
+    let big_compound = Rpc {
+        call_len: 5000,
+        ..getattr
+    };
+    let cases = [
+        (
+            getattr,
+            CallPlan::Inline,
+            ReplyPlan::Inline,
+            "plan: GETATTR",
+        ),
+        (read, CallPlan::Inline, ReplyPlan::WriteChunk, "plan: READ"),
+        (
+            Rpc {
+                ddp_allowed: false,
+                ..read
+            },
+            CallPlan::Inline,
+            ReplyPlan::ReplyChunk,
+            "plan: READ under krb5i",
+        ),
+        (write, CallPlan::ReadChunk, ReplyPlan::Inline, "plan: WRITE"),
+        (
+            Rpc {
+                ddp_allowed: false,
+                ..write
+            },
+            CallPlan::PositionZero,
+            ReplyPlan::Inline,
+            "plan: WRITE under krb5p",
+        ),
+        (
+            readdir,
+            CallPlan::Inline,
+            ReplyPlan::ReplyChunk,
+            "plan: READDIR",
+        ),
+        (
+            big_compound,
+            CallPlan::PositionZero,
+            ReplyPlan::Inline,
+            "plan: large call",
+        ),
+        (
+            Rpc {
+                call_len: 3000,
+                call_page_len: 2000,
+                call_page_base: 4000,
+                ..getattr
+            },
+            CallPlan::Inline,
+            ReplyPlan::Inline,
+            "plan: small page payload inline",
+        ),
+    ];
+    for (rpc, call, reply, what) in cases {
+        let got = plan::plan(&rpc, &conn);
+        check(got.call == call && got.reply == reply, what)?;
+    }
+    // Too many pages for the device's Send SGEs forces a chunk.
+    let narrow = Connection::new(
+        InlineThresholds {
+            send: 4096,
+            recv: 4096,
+        },
+        &small,
+    );
+    let paged = Rpc {
+        call_len: 2100,
+        call_page_len: 2000,
+        call_page_base: 4000,
+        ..getattr
+    };
+    check(
+        plan::plan(&paged, &narrow).call == CallPlan::PositionZero,
+        "plan: SGE limit",
+    )?;
+    check(
+        plan::plan(&big_compound, &conn).proc() == v1::proc::NOMSG
+            && plan::plan(&getattr, &conn).proc() == v1::proc::MSG,
+        "plan: rdma_proc",
+    )?;
+
+    // Credits: start at one, sanitise grants, never exceed them.
+    let mut window = CreditWindow::new(128);
+    check(
+        window.try_acquire() && !window.try_acquire(),
+        "credits: one until granted",
+    )?;
+    check(
+        window.update(0) == 1 && window.update(100_000) == 128,
+        "credits: sanitised",
+    )?;
+    let mut sent = 1u32;
+    while window.try_acquire() {
+        sent = sent.saturating_add(1);
+    }
+    check(
+        sent == 128 && window.available() == 0,
+        "credits: window full",
+    )?;
+    window.update(4);
+    check(
+        !window.try_acquire(),
+        "credits: shrunk grant holds new calls",
+    )?;
+    window.release();
+    window.reset();
+    check(
+        window.in_flight() == 0 && window.granted() == 1,
+        "credits: reset",
+    )
+}
+
+/// The version negotiation state machine and message direction rules.
+pub fn negotiation() -> Outcome {
+    // A version 2 peer.
+    let mut n = Negotiator::new();
+    check(
+        n.send(1) == SendAs::Probe { max_inline: 1024 },
+        "negotiate: probe first",
+    )?;
+    check(
+        n.send(2) == SendAs::Wait,
+        "negotiate: one call during probe",
+    )?;
+    check(
+        n.on_answer(1, Answer::Reply { vers: 2 }) == Action::None,
+        "negotiate: v2 reply",
+    )?;
+    check(
+        n.send(2) == SendAs::Version(Version::V2),
+        "negotiate: settled on v2",
+    )?;
+
+    // A version 1 peer answers ERR_VERS 1..1: resend as v1, and remember.
+    let mut n = Negotiator::new();
+    n.send(7);
+    check(
+        n.on_answer(8, Answer::ErrVers { low: 1, high: 1 }) == Action::None,
+        "negotiate: other xid",
+    )?;
+    check(
+        n.on_answer(7, Answer::ErrVers { low: 1, high: 1 }) == Action::ResendAsV1 { xid: 7 },
+        "negotiate: fall back",
+    )?;
+    check(n.version() == Some(Version::V1), "negotiate: settled on v1")?;
+    n.on_connect();
+    check(
+        n.send(9) == SendAs::Version(Version::V1),
+        "negotiate: remembered across reconnect",
+    )?;
+
+    // A lost probe means version 1 too.
+    let mut n = Negotiator::new();
+    n.send(3);
+    check(
+        n.on_probe_lost() == Action::ResendAsV1 { xid: 3 },
+        "negotiate: lost probe",
+    )?;
+    check(
+        n.on_probe_lost() == Action::None,
+        "negotiate: nothing left to lose",
+    )?;
+
+    // No common version.
+    let mut n = Negotiator::new();
+    n.send(4);
+    check(
+        n.on_answer(4, Answer::ErrVers { low: 3, high: 4 }) == Action::Incompatible
+            && n.send(5) == SendAs::Wait,
+        "negotiate: incompatible",
+    )?;
+
+    // Direction: a backward Call from the server on a client's connection.
+    let wire = Wire::new(&[&[XID, 1, 8, 0, 0, 0, 0], &RPC_CALL])?;
+    let msg = header::decode(wire.bytes(), &Limits::DEFAULT)
+        .map_err(|_| SelftestFailure("direction: decode"))?;
+    check(
+        backchannel::classify(Role::Client, &msg) == Ok(Direction::BackwardCall)
+            && backchannel::classify(Role::Server, &msg) == Ok(Direction::ForwardCall),
+        "direction: by msg_type",
+    )?;
+    let wire = Wire::new(&[&[XID, 1, 8, 0, 0, 0, 1, 1], &hloo(H1), &RPC_REPLY])?;
+    let msg = header::decode(wire.bytes(), &Limits::DEFAULT)
+        .map_err(|_| SelftestFailure("direction: decode"))?;
+    check(
+        backchannel::classify(Role::Client, &msg) == Ok(Direction::ForwardReply)
+            && backchannel::classify(Role::Server, &msg)
+                == Err(backchannel::ClassifyError::BackwardWithChunks),
+        "direction: backward messages carry no chunks",
+    )?;
+    check(
+        backchannel::backward_credit(0) == 1 && backchannel::client_receive_buffers(5, 2) == 7,
+        "direction: backchannel credits",
+    )
+}
