@@ -1,5 +1,14 @@
 //! Runs the shared known-answer self tests (also run by KUnit).
 
+// Test code: panicking is how a test fails, and the inputs are ours.
+#![allow(
+    clippy::arithmetic_side_effects,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    clippy::unwrap_used
+)]
+
 use rpcrdma_proto::selftest;
 
 #[test]
