@@ -3,7 +3,7 @@
 //! The kernel module compiles the very same sources through
 //! `#[path = "proto/mod.rs"] pub mod proto;`; this crate root only exists so
 //! that `cargo test`, property tests, fuzzing and benchmarks run on the host.
-//! Everything lives in [`mod.rs`](core_root) and its submodules.
+//! Everything lives in `mod.rs` and its submodules, re-exported here.
 
 #![no_std]
 
