@@ -10,7 +10,8 @@
 //! A lost probe (connection loss or timeout) also means version 1. The
 //! outcome survives reconnects, so a version 1 peer is never probed twice.
 
-use super::v1;
+use super::header::Header;
+use super::{v1, v2};
 
 /// An RPC-over-RDMA protocol version.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -25,8 +26,8 @@ impl Version {
     /// The `rdma_vers` value.
     pub fn number(self) -> u32 {
         match self {
-            Self::V1 => super::v1::VERSION,
-            Self::V2 => super::v2::VERSION,
+            Self::V1 => v1::VERSION,
+            Self::V2 => v2::VERSION,
         }
     }
 }
@@ -63,6 +64,26 @@ pub enum Answer {
     },
     /// Any other transport error.
     OtherError,
+}
+
+impl Answer {
+    /// Reads the answer out of a decoded Reply header of either version.
+    pub fn of(header: &Header<'_>) -> Self {
+        match header {
+            Header::V1(h) => match h.body {
+                v1::Body::Error(v1::RdmaError::Vers { low, high }) => Self::ErrVers { low, high },
+                v1::Body::Error(v1::RdmaError::Chunk) => Self::OtherError,
+                v1::Body::Msg(_) | v1::Body::Nomsg(_) => Self::Reply { vers: v1::VERSION },
+            },
+            Header::V2(h) => match h.body {
+                v2::Body::Error(v2::RdmaError::Vers { low, high }) => Self::ErrVers { low, high },
+                v2::Body::Error(_) => Self::OtherError,
+                v2::Body::Msg(_) | v2::Body::Nomsg(_) | v2::Body::Optional(_) => {
+                    Self::Reply { vers: v2::VERSION }
+                }
+            },
+        }
+    }
 }
 
 /// What the transport must do after an event.
