@@ -801,6 +801,53 @@ pub fn planner_decisions() -> Outcome {
         let got = plan::plan(&rpc, &conn);
         check(got.call == call && got.reply == reply, what)?;
     }
+    // The thresholds' edges: `<=` for whole messages, `<` for the
+    // non-payload part of a Write chunk Reply, as in rpc_rdma.c.
+    let send = conn.max_inline_send;
+    let recv = conn.max_inline_recv;
+    let edges = [
+        (
+            Rpc {
+                call_len: send,
+                reply_max: recv,
+                ..getattr
+            },
+            CallPlan::Inline,
+            ReplyPlan::Inline,
+        ),
+        (
+            Rpc {
+                call_len: send.saturating_add(1),
+                reply_max: recv.saturating_add(1),
+                ..getattr
+            },
+            CallPlan::PositionZero,
+            ReplyPlan::ReplyChunk,
+        ),
+        (
+            Rpc {
+                reply_nonpayload: recv.saturating_sub(1),
+                ..read
+            },
+            CallPlan::Inline,
+            ReplyPlan::WriteChunk,
+        ),
+        (
+            Rpc {
+                reply_nonpayload: recv,
+                ..read
+            },
+            CallPlan::Inline,
+            ReplyPlan::ReplyChunk,
+        ),
+    ];
+    for (rpc, call, reply) in edges {
+        let got = plan::plan(&rpc, &conn);
+        check(
+            got.call == call && got.reply == reply,
+            "plan: threshold edges",
+        )?;
+    }
     // Too many pages for the device's Send SGEs forces a chunk.
     let narrow = Connection::new(
         InlineThresholds {
