@@ -41,16 +41,17 @@ fn check(ok: bool, what: &'static str) -> Outcome {
     }
 }
 
-/// A wire image assembled from XDR words on the stack.
+/// A wire image assembled from XDR words on the stack (kept small: KUnit
+/// runs these on a kernel stack).
 struct Wire {
-    buf: [u8; 512],
+    buf: [u8; 256],
     len: usize,
 }
 
 impl Wire {
     fn new(parts: &[&[u32]]) -> Result<Self, SelftestFailure> {
         let mut wire = Self {
-            buf: [0; 512],
+            buf: [0; 256],
             len: 0,
         };
         parts.iter().try_for_each(|part| wire.push(part))?;
@@ -147,7 +148,7 @@ fn v1_vector(
     what: &'static str,
 ) -> Outcome {
     let expected = Wire::new(header)?;
-    let mut out = [0u8; 512];
+    let mut out = [0u8; 256];
     let len = v1::encode(&mut out, &fixed(v1::VERSION), msg).map_err(|_| SelftestFailure(what))?;
     check(out.get(..len) == Some(expected.bytes()), what)?;
     check(
@@ -311,7 +312,7 @@ fn v2_vector(
     what: &'static str,
 ) -> Outcome {
     let expected = Wire::new(header)?;
-    let mut out = [0u8; 512];
+    let mut out = [0u8; 256];
     let len = v2::encode(&mut out, &fixed(v2::VERSION), msg).map_err(|_| SelftestFailure(what))?;
     check(out.get(..len) == Some(expected.bytes()), what)?;
 
@@ -870,6 +871,34 @@ pub fn planner_decisions() -> Outcome {
         plan::plan(&big_compound, &conn).proc() == v1::proc::NOMSG
             && plan::plan(&getattr, &conn).proc() == v1::proc::MSG,
         "plan: rdma_proc",
+    )?;
+
+    // The Responder's side.
+    let write_room = plan::ReplyRoom {
+        write_chunk: Some(1 << 20),
+        reply_chunk: None,
+    };
+    let reply_room = plan::ReplyRoom {
+        write_chunk: None,
+        reply_chunk: Some(65536),
+    };
+    let chose = |write_chunk, reply_chunk| {
+        Ok(plan::ResponsePlan {
+            write_chunk,
+            reply_chunk,
+        })
+    };
+    check(
+        plan::plan_response(300, 0, &plan::ReplyRoom::default(), 3800) == chose(false, false)
+            && plan::plan_response(4000, 0, &plan::ReplyRoom::default(), 3800)
+                == Err(plan::CantReply { needed: 3800 })
+            && plan::plan_response(65836, 65536, &write_room, 3800) == chose(true, false)
+            && plan::plan_response(2 << 20, 2 << 20, &write_room, 3800)
+                == Err(plan::CantReply { needed: 2 << 20 })
+            && plan::plan_response(300, 0, &reply_room, 3800) == chose(false, true)
+            && plan::plan_response(70000, 0, &reply_room, 3800)
+                == Err(plan::CantReply { needed: 70000 }),
+        "plan: responder",
     )?;
 
     // Credits: start at one, sanitise grants, never exceed them.
