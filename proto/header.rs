@@ -2,13 +2,10 @@
 //! dispatch on `rdma_vers`, and the checks tying a header to the RPC
 //! message that follows it.
 
-use super::error::DecodeError;
+use super::error::{DecodeError, EncodeError};
 use super::limits::Limits;
 use super::xdr::{self, Reader, Writer};
-use super::{error::EncodeError, v1, v2};
-
-/// Octets of the fixed header fields: xid, vers, credit and proc.
-pub const FIXED_LEN: usize = 16;
+use super::{v1, v2};
 
 /// The first three words of every RPC-over-RDMA header (RFC 8166 §4.2).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]

@@ -18,6 +18,19 @@
 //! - [`plan`], [`credits`]: chunk planning and the credit window.
 //! - [`selftest`]: known-answer checks shared by `cargo test` and KUnit.
 //!
+//! # From the transport
+//!
+//! Receiving: [`header::decode`] the buffer. On error, a Responder answers
+//! [`error::DecodeError::reply_error`] (or `v2_reply_error`) to the XID
+//! from [`header::peek_fixed`], and a Requester drops the message. A
+//! decoded message is routed with [`backchannel::classify`]; a forward
+//! Reply's credits go to [`credits::CreditWindow::update`] and its
+//! [`negotiate::Answer::of`] to the [`negotiate::Negotiator`].
+//!
+//! Sending: the Negotiator picks the version, [`plan::plan`] the chunks;
+//! once memory is registered, [`v1::encode`] or [`v2::encode`] writes the
+//! header into the Send buffer, ahead of the RPC message.
+//!
 //! Module code refers to its siblings with `super::`, never `crate::`,
 //! because the crate root differs between the two builds.
 
