@@ -6,9 +6,9 @@
 //! two directions have separate XID spaces (§1.3.4.1) and separate credit
 //! windows (§2.1.2).
 
-use super::chunk::ChunkLists;
-use super::error::DecodeError;
-use super::header::{Header, MsgType, RpcPrefix};
+use super::chunk::{ChunkLists, ChunkSlices};
+use super::error::{DecodeError, EncodeError};
+use super::header::{FixedHeader, Header, MsgType, RpcPrefix};
 use super::{v1, v2};
 
 /// Which end of the connection we are.
@@ -114,6 +114,19 @@ fn check_v1_backward(
 /// backchannel of `slots` slots: never zero (§2.1.2).
 pub fn backward_credit(slots: u32) -> u32 {
     slots.max(1)
+}
+
+/// Encodes the version 1 transport header of a backward-direction Call
+/// (sent by the server) or Reply (sent by the client) into `buf`, ahead of
+/// the RPC message with the same `xid` (§2.5, §2.6): RDMA_MSG, three empty
+/// chunk lists, and a non-zero credit value for a backchannel of `slots`.
+pub fn encode_backward_v1(buf: &mut [u8], xid: u32, slots: u32) -> Result<usize, EncodeError> {
+    let fixed = FixedHeader {
+        xid,
+        vers: v1::VERSION,
+        credits: backward_credit(slots),
+    };
+    v1::encode(buf, &fixed, &v1::Message::Msg(ChunkSlices::NONE))
 }
 
 /// Receive buffers a client must keep posted (§2.2.1): one per forward Call

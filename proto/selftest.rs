@@ -1010,6 +1010,13 @@ pub fn negotiation() -> Outcome {
                 == Err(backchannel::ClassifyError::BackwardWithChunks),
         "direction: backward messages carry no chunks",
     )?;
+    let mut out = [0u8; 32];
+    let len = backchannel::encode_backward_v1(&mut out, XID, 0).unwrap_or(0);
+    let expected = Wire::new(&[&[XID, 1, 1, 0, 0, 0, 0]])?;
+    check(
+        out.get(..len) == Some(expected.bytes()),
+        "direction: backward header",
+    )?;
     check(
         backchannel::backward_credit(0) == 1 && backchannel::client_receive_buffers(5, 2) == 7,
         "direction: backchannel credits",
