@@ -25,7 +25,7 @@ module! {
 const VERSION: &str = "0.1.0";
 
 /// The transport identifier sunrpc knows RPC-over-RDMA by (`XPRT_TRANSPORT_RDMA`).
-const TRANSPORT_IDENT: u32 = 256;
+const TRANSPORT_IDENT: i32 = 256;
 
 struct RpcRdma;
 
@@ -49,10 +49,11 @@ mod tests {
     /// Our constants must agree with the headers of the kernel we are built for.
     #[test]
     fn transport_ident_matches_headers() {
-        assert_eq!(TRANSPORT_IDENT, sys::XPRT_TRANSPORT_RDMA);
+        assert_eq!(TRANSPORT_IDENT, sys::xprt_transports_XPRT_TRANSPORT_RDMA);
+        // The backchannel flag is bit 31: compare as bit patterns.
         assert_eq!(
-            sys::XPRT_TRANSPORT_BC_RDMA,
-            TRANSPORT_IDENT | sys::XPRT_TRANSPORT_BC
+            sys::xprt_transports_XPRT_TRANSPORT_BC_RDMA as u32,
+            TRANSPORT_IDENT as u32 | sys::XPRT_TRANSPORT_BC
         );
     }
 }

@@ -23,10 +23,11 @@ for app in $("$root/bin/busybox" --list); do
 done
 for b in "${BINS[@]}"; do
     mkdir -p "$root$(dirname "$b")"; cp "$b" "$root$b"
-    ldd "$b" | awk '/=> \//{print $3} /^\s*\/lib/{print $1}' | while read -r lib; do
+    ldd "$b" | awk '/=> \//{print $3} /^[[:space:]]*\//{print $1}' | while read -r lib; do
         [ -e "$root$lib" ] || { mkdir -p "$root$(dirname "$lib")"; cp -L "$lib" "$root$lib"; }
     done
 done
+ln -s ../run "$root/var/run"   # rpcbind's socket, where the kernel registers
 ln -sf /usr/sbin/mount.nfs "$root/sbin/mount.nfs"
 ln -sf /usr/sbin/mount.nfs "$root/sbin/mount.nfs4"
 cp /etc/protocols /etc/netconfig /etc/services "$root/etc/"
@@ -37,6 +38,7 @@ printf '127.0.0.1 localhost\n192.0.2.1 server\n192.0.2.2 client\n2001:db8::1 ser
 touch "$root/var/lib/nfs/etab" "$root/var/lib/nfs/rmtab" "$root/etc/exports"
 install -m 0755 "$INIT" "$root/init"
 mkdir -p "$(dirname "$out")"
+rm -f "$(dirname "$out")"/base-*.cpio   # superseded builds
 (cd "$root" && find . -print0 | cpio --null -o -H newc --quiet) > "$out.tmp"
 mv "$out.tmp" "$out"
 ok "initramfs $(du -h "$out" | cut -f1)"

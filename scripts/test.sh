@@ -73,11 +73,11 @@ if want kunit && [ -n "$rs_ko" ]; then
 fi
 if want ref-rdma; then
     step "vm: ref-rdma (C client, C server, NFSv4.2 over RDMA)"
-    run_pair ref-rdma 900 "rr.mod=c" "rr.script=nfs-io rr.mod=c rr.proto=rdma rr.vers=4.2"
+    run_pair ref-rdma 480 "rr.mod=c" "rr.script=nfs-io rr.mod=c rr.proto=rdma rr.vers=4.2"
 fi
 if want ref-tcp; then
     step "vm: ref-tcp (NFSv4.2 over TCP)"
-    run_pair ref-tcp 900 "rr.mod=none" "rr.script=nfs-io rr.mod=none rr.proto=tcp rr.vers=4.2"
+    run_pair ref-tcp 480 "rr.mod=none" "rr.script=nfs-io rr.mod=none rr.proto=tcp rr.vers=4.2"
 fi
 
 echo "elapsed $((SECONDS - started)) s; logs in $RUN_DIR"

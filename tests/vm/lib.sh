@@ -14,11 +14,16 @@ result() {
 }
 note() { echo "RR-NOTE $*" > "$RESULTS"; echo "== $*"; }
 
-# check NAME CMD...: run CMD, report its exit status as the result NAME.
+# check NAME CMD...: run CMD, report its exit status as the result NAME and
+# return it, so that later steps can depend on earlier ones.
 check() {
     name=$1; shift
-    if out=$("$@" 2>&1); then result "$name" PASS
-    else result "$name" FAIL "$(echo "$out" | tail -n 3 | tr '\n' ' ')"; fi
+    if out=$("$@" 2>&1); then
+        result "$name" PASS
+    else
+        result "$name" FAIL "$(echo "$out" | tail -n 3 | tr '\n' ' ')"
+        return 1
+    fi
 }
 
 finish() {

@@ -23,9 +23,9 @@ esac
 # The server boots alongside us: retry until its listeners are up.
 nfs_mount() {
     i=0
-    until mount -t nfs -o "$opts" "$server:$export_path" /mnt; do
+    until mount -t nfs -o "$opts,retry=0" "$server:$export_path" /mnt; do
         i=$((i + 1))
-        [ $i -lt 40 ] || return 1
+        [ $i -lt 5 ] || return 1
         sleep 3
     done
     grep " /mnt " /proc/mounts
