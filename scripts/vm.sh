@@ -150,8 +150,10 @@ run_pair() {
     done
     cpid=$(vm_start client 52:54:00:00:00:02 "connect=127.0.0.1:$port" \
         "rr.role=client $cwords" "$VM_MEM_CLIENT")
+    local t0=$SECONDS
     vm_wait "$cpid" "$t" || rc=$?
     [ $rc -eq 0 ] || report "$scen/timeout" FAIL "client still running after $t s"
+    echo "  $scen: client ran $((SECONDS - t0)) s (host clock)"
     kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null
     vm_collect "$scen" server no
     vm_collect "$scen" client yes

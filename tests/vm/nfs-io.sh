@@ -67,7 +67,6 @@ rename_remove() {
 
 check client_net net_up 192.0.2.2 2001:db8::2
 check client_transport load_transport "${RR_MOD:-c}"
-start=$(date +%s)
 if check mount nfs_mount; then
     check transport_in_use transport_in_use
     check write_${size}MiB write_file
@@ -77,7 +76,6 @@ if check mount nfs_mount; then
     grep -A 3 "xprt:" /proc/self/mountstats
     check umount umount /mnt
 fi
-note "workload took $(($(date +%s) - start)) s"
 case ${RR_MOD:-c} in
 c)  check unload_transport rmmod rpcrdma ;;
 rs) check unload_transport rmmod rpcrdma_rs ;;
