@@ -79,6 +79,10 @@ if want ref-tcp; then
     step "vm: ref-tcp (NFSv4.2 over TCP)"
     run_pair ref-tcp 480 "rr.mod=none" "rr.script=nfs-io rr.mod=none rr.proto=tcp rr.vers=4.2"
 fi
+if want ref-reconnect; then
+    step "vm: ref-reconnect (C client: nfsd restart and 20 s link loss under I/O)"
+    run_pair ref-reconnect 600 "rr.mod=c" "rr.script=reconnect rr.mod=c rr.proto=rdma rr.vers=4.2"
+fi
 
 if [ -n "$fuzz_pid" ]; then
     step "host: waiting for the fuzzer"

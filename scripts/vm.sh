@@ -35,6 +35,10 @@ vm_prepare() {
 }
 
 # vm_start NAME MAC NETDEV "rr.* words": boot one guest in the background.
+# Big receive buffers without merging (mrg_rxbuf=off, MTU 9000) keep
+# virtio-net off page_pool: in 7.3, rxe frees dropped skbs with IRQs
+# disabled, which page_pool WARNs about (seen when the peer's link flaps).
+# That bug is rxe's, not the transport's; the log check stays strict.
 vm_start() {
     local name=$1 mac=$2 netdev=$3 words=$4 mem=$5 dir=$VM_DIR
     qemu-system-x86_64 -accel "$VM_ACCEL" -cpu max -smp 1 -m "$mem" \
@@ -42,7 +46,7 @@ vm_start() {
         -kernel "$VM_KERNEL" -initrd "$VM_RUNDIR/initrd.cpio" \
         -append "$VM_APPEND_BASE $words" \
         -serial "file:$dir/$name.console.log" -serial "file:$dir/$name.results.log" \
-        -netdev "socket,id=n0,$netdev" -device "virtio-net-pci,netdev=n0,mac=$mac" \
+        -netdev "socket,id=n0,$netdev" -device "virtio-net-pci,netdev=n0,mac=$mac,mrg_rxbuf=off,host_mtu=9000" \
         > "$dir/$name.qemu.log" 2>&1 &
     echo $!
 }

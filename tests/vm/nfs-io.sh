@@ -4,39 +4,7 @@
 
 size=${RR_SIZE:-64}
 files=${RR_FILES:-1000}
-proto=${RR_PROTO:-rdma}
-vers=${RR_VERS:-4.2}
-
-case $proto in
-rdma6) server="[$SERVER6]" ;;
-*)     server=$SERVER4 ;;
-esac
-case $proto in
-rdma | rdma6) opts="vers=$vers,proto=$proto,port=20049" ;;
-*)            opts="vers=$vers,proto=$proto" ;;
-esac
-case $vers in
-3) export_path=/export; opts="$opts,nolock" ;;
-*) export_path=/ ;;
-esac
-
-# The server boots alongside us: retry until its listeners are up.
-nfs_mount() {
-    i=0
-    until mount -t nfs -o "$opts,retry=0" "$server:$export_path" /mnt; do
-        i=$((i + 1))
-        [ $i -lt 5 ] || return 1
-        sleep 3
-    done
-    grep " /mnt " /proc/mounts
-}
-
-transport_in_use() {
-    want=$proto
-    [ "$want" = rdma6 ] && want=rdma
-    grep -q "proto=$proto" /proc/mounts &&
-        grep -q "xprt:[[:space:]]*$want" /proc/self/mountstats
-}
+. /scenario/nfs-mount.sh
 
 write_file() {
     dd if=/dev/urandom of=/tmp/data bs=1M count="$size" 2>/dev/null &&

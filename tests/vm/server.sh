@@ -31,6 +31,32 @@ nfsd_listen() {
     note "nfsd listening: $(tr '\n' ' ' < /proc/fs/nfsd/portlist)"
 }
 
+nfsd_restart() {
+    echo 0 > /proc/fs/nfsd/threads && sleep 5 &&
+        nfsd_listen && note "nfsd restarted"
+}
+
+link_flap() {
+    ip link set eth0 down && sleep 20 && ip link set eth0 up && note "link back up"
+}
+
+# Faults on request: the client drops a trigger file into the export, so the
+# fault lands while it has I/O going. Writing 0 threads destroys the
+# listeners, so nfsd_listen re-creates them.
+fault_watch() {
+    while :; do
+        for f in nfsd link; do
+            [ -e /export/.fault-$f ] || continue
+            rm -f /export/.fault-$f
+            case $f in
+            nfsd) check server_fault_nfsd_restart nfsd_restart ;;
+            link) check server_fault_link_flap link_flap ;;
+            esac
+        done
+        sleep 1
+    done
+}
+
 check server_net net_up $SERVER4 $SERVER6 &&
     check server_transport load_transport "${RR_MOD:-c}" &&
     check server_export export_fs &&
@@ -39,4 +65,4 @@ check server_net net_up $SERVER4 $SERVER6 &&
     check server_nfsd_listen nfsd_listen &&
     echo "RR-READY" > "$RESULTS"
 # The host powers us off once the client is done.
-while :; do sleep 3600; done
+fault_watch
