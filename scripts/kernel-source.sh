@@ -21,7 +21,7 @@ echo "deb http://deb.debian.org/debian trixie-backports main" > "$work/sources.l
 apt_private=(-o Dir::Etc::SourceList="$work/sources.list" -o Dir::Etc::SourceParts=-
              -o Dir::State::Lists="$work/lists" -o Dir::Cache::Archives="$work/archives"
              -o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache= -o Debug::NoLocking=1
-             -o APT::Get::List-Cleanup=0)
+             -o APT::Get::List-Cleanup=0 -o APT::Sandbox::User=root)
 tarball=
 step "kernel source: linux-source-$KVER from Debian (private apt configuration)"
 if apt-get "${apt_private[@]}" -q update >&2 &&

@@ -67,6 +67,12 @@ fi
 step "vm: scenarios (logs in $RUN_DIR)"
 vm_prepare "$kbuild" "$rs_ko" "$RUN_DIR"
 want() { [[ $1 =~ $ONLY ]]; }
+if want runner; then
+    step "vm: runner self-test (broken runs must fail)"
+    while read -r res name rest; do
+        report "${name%:}" "$res" "$rest"
+    done < <(scripts/selftest-runner.sh "$kbuild" "$RUN_DIR/runner" | grep -E '^(PASS|FAIL) ')
+fi
 if want kunit && [ -n "$rs_ko" ]; then
     step "vm: kunit"; run_single kunit 300 "rr.script=kunit"
     vm_collect_ktap kunit vm

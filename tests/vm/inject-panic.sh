@@ -1,0 +1,3 @@
+# Runner self-test: crash the guest. The runner must report a failure.
+# shellcheck shell=sh
+echo c > /proc/sysrq-trigger
