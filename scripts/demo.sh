@@ -26,6 +26,7 @@ echo
 echo "--- client transport (from /proc/self/mountstats) ---"
 grep -a -A 3 'xprt:' "$VM_DIR/client.console.log" | tr -d '\r' | grep -v '^--$' || true
 grep -a 'RR-NOTE' "$VM_DIR/client.results.log" "$VM_DIR/server.results.log" | tr -d '\r' | sed 's/.*RR-NOTE /note: /'
+rm -f "$RUN_DIR"/*.cpio
 echo "logs: $VM_DIR"
 printf '%d passed, %d failed\n' "$T_PASS" "$T_FAIL"
 [ "$T_FAIL" -eq 0 ]

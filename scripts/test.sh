@@ -14,6 +14,8 @@ ONLY=${ONLY:-.}
 T_PASS=0 T_FAIL=0
 RUN_DIR=${RUN_DIR:-$REPO_DIR/out/test-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$RUN_DIR"
+# Keep the logs of the last ten runs.
+ls -1dt "$REPO_DIR"/out/test-* 2>/dev/null | tail -n +11 | xargs -r rm -rf
 started=$SECONDS
 cd "$REPO_DIR"
 
@@ -90,6 +92,11 @@ if want ref-reconnect; then
     run_pair ref-reconnect 600 "rr.mod=c" "rr.script=reconnect rr.mod=c rr.proto=rdma rr.vers=4.2"
 fi
 
+if want rs-rdma; then
+    step "vm: rs-rdma (Rust client, C server, NFSv4.2 over RDMA)"
+    run_pair rs-rdma 600 "rr.mod=c" "rr.script=nfs-io rr.mod=rs rr.proto=rdma rr.vers=4.2 rr.size=16 rr.files=200"
+fi
+
 if [ -n "$fuzz_pid" ]; then
     step "host: waiting for the fuzzer"
     wait "$fuzz_pid"; frc=$?
@@ -99,6 +106,7 @@ if [ -n "$fuzz_pid" ]; then
     [ $frc -eq 0 ] || report fuzz/run FAIL "$(tail -n 5 "$RUN_DIR/fuzz.log" | tr '\n' ' ')"
 fi
 
+rm -f "$RUN_DIR"/*.cpio
 echo "elapsed $((SECONDS - started)) s; logs in $RUN_DIR"
 printf '%d passed, %d failed\n' "$T_PASS" "$T_FAIL"
 [ "$T_FAIL" -eq 0 ] && [ "$T_PASS" -gt 0 ]
