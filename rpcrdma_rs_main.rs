@@ -11,7 +11,9 @@ use kernel::prelude::*;
 
 #[path = "proto/mod.rs"]
 pub mod proto;
+mod rdma;
 mod sys;
+mod transport;
 
 module! {
     type: RpcRdma,
@@ -25,14 +27,17 @@ module! {
 const VERSION: &str = "0.1.0";
 
 /// The transport identifier sunrpc knows RPC-over-RDMA by (`XPRT_TRANSPORT_RDMA`).
-const TRANSPORT_IDENT: i32 = 256;
+const TRANSPORT_IDENT: i32 = transport::IDENT;
 
-struct RpcRdma;
+struct RpcRdma {
+    _client: transport::Registration,
+}
 
 impl kernel::Module for RpcRdma {
-    fn init(_module: &'static ThisModule) -> Result<Self> {
+    fn init(module: &'static ThisModule) -> Result<Self> {
+        let client = transport::Registration::new(module)?;
         pr_info!("rpcrdma_rs {VERSION} loaded (transport ident {TRANSPORT_IDENT})\n");
-        Ok(RpcRdma)
+        Ok(RpcRdma { _client: client })
     }
 }
 

@@ -3,6 +3,10 @@
  * Out-of-line wrappers for static inlines and KBUILD_MODNAME macros; see
  * helpers.h. Compiled into rpcrdma_rs.ko, so KBUILD_MODNAME names us.
  */
+#include <linux/jiffies.h>
+#include <linux/slab.h>
+#include <linux/sunrpc/sched.h>
+#include <linux/sunrpc/addr.h>
 #include "helpers.h"
 
 struct rdma_cm_id *rpcrdma_rs_create_id(struct net *net,
@@ -18,6 +22,17 @@ struct ib_pd *rpcrdma_rs_alloc_pd(struct ib_device *device, unsigned int flags)
 	return ib_alloc_pd(device, flags);
 }
 
+void rpcrdma_rs_dealloc_pd(struct ib_pd *pd)
+{
+	ib_dealloc_pd(pd);
+}
+
+struct ib_cq *rpcrdma_rs_alloc_cq(struct ib_device *device, void *private,
+				  int nr_cqe, enum ib_poll_context poll_ctx)
+{
+	return ib_alloc_cq_any(device, private, nr_cqe, poll_ctx);
+}
+
 int rpcrdma_rs_post_send(struct ib_qp *qp, const struct ib_send_wr *wr,
 			 const struct ib_send_wr **bad_wr)
 {
@@ -28,4 +43,166 @@ int rpcrdma_rs_post_recv(struct ib_qp *qp, const struct ib_recv_wr *wr,
 			 const struct ib_recv_wr **bad_wr)
 {
 	return ib_post_recv(qp, wr, bad_wr);
+}
+
+u64 rpcrdma_rs_dma_map_single(struct ib_device *dev, void *cpu_addr,
+			      size_t size, enum dma_data_direction dir)
+{
+	return ib_dma_map_single(dev, cpu_addr, size, dir);
+}
+
+int rpcrdma_rs_dma_mapping_error(struct ib_device *dev, u64 dma_addr)
+{
+	return ib_dma_mapping_error(dev, dma_addr);
+}
+
+void rpcrdma_rs_dma_unmap_single(struct ib_device *dev, u64 addr, size_t size,
+				 enum dma_data_direction dir)
+{
+	ib_dma_unmap_single(dev, addr, size, dir);
+}
+
+void rpcrdma_rs_dma_sync_for_cpu(struct ib_device *dev, u64 addr, size_t size,
+				 enum dma_data_direction dir)
+{
+	ib_dma_sync_single_for_cpu(dev, addr, size, dir);
+}
+
+void rpcrdma_rs_dma_sync_for_device(struct ib_device *dev, u64 addr,
+				    size_t size, enum dma_data_direction dir)
+{
+	ib_dma_sync_single_for_device(dev, addr, size, dir);
+}
+
+void rpcrdma_rs_init_completion(struct completion *c)
+{
+	init_completion(c);
+}
+
+void rpcrdma_rs_reinit_completion(struct completion *c)
+{
+	reinit_completion(c);
+}
+
+void rpcrdma_rs_complete(struct completion *c)
+{
+	complete(c);
+}
+
+long rpcrdma_rs_wait_completion(struct completion *c, unsigned long timeout)
+{
+	return wait_for_completion_interruptible_timeout(c, timeout);
+}
+
+void rpcrdma_rs_init_delayed_work(struct delayed_work *dwork, work_func_t fn)
+{
+	INIT_DELAYED_WORK(dwork, fn);
+}
+
+bool rpcrdma_rs_queue_delayed_work(struct delayed_work *dwork,
+				   unsigned long delay)
+{
+	return queue_delayed_work(system_long_wq, dwork, delay);
+}
+
+bool rpcrdma_rs_cancel_delayed_work_sync(struct delayed_work *dwork)
+{
+	return cancel_delayed_work_sync(dwork);
+}
+
+bool rpcrdma_rs_try_module_get(struct module *mod)
+{
+	return try_module_get(mod);
+}
+
+void rpcrdma_rs_module_put(struct module *mod)
+{
+	module_put(mod);
+}
+
+unsigned long rpcrdma_rs_jiffies(void)
+{
+	return jiffies;
+}
+
+unsigned long rpcrdma_rs_hz(void)
+{
+	return HZ;
+}
+
+char *rpcrdma_rs_kstrdup(const char *s)
+{
+	return kstrdup(s, GFP_KERNEL);
+}
+
+void rpcrdma_rs_kfree(const void *p)
+{
+	kfree(p);
+}
+
+void rpcrdma_rs_spin_lock(spinlock_t *lock)
+{
+	spin_lock(lock);
+}
+
+void rpcrdma_rs_spin_unlock(spinlock_t *lock)
+{
+	spin_unlock(lock);
+}
+
+bool rpcrdma_rs_xprt_connected(struct rpc_xprt *xprt)
+{
+	return xprt_connected(xprt);
+}
+
+void rpcrdma_rs_xprt_set_connected(struct rpc_xprt *xprt)
+{
+	xprt_set_connected(xprt);
+}
+
+void rpcrdma_rs_xprt_clear_connected(struct rpc_xprt *xprt)
+{
+	xprt_clear_connected(xprt);
+}
+
+void rpcrdma_rs_xprt_clear_connecting(struct rpc_xprt *xprt)
+{
+	xprt_clear_connecting(xprt);
+}
+
+void rpcrdma_rs_xprt_set_bound(struct rpc_xprt *xprt)
+{
+	xprt_set_bound(xprt);
+}
+
+bool rpcrdma_rs_reply_expected(struct rpc_task *task)
+{
+	return rpc_reply_expected(task);
+}
+
+size_t rpcrdma_rs_ntop(const struct sockaddr *sap, char *buf, size_t buflen)
+{
+	return rpc_ntop(sap, buf, buflen);
+}
+
+int rpcrdma_rs_read_xdr_buf(const struct xdr_buf *buf, void *obj,
+			    unsigned int len)
+{
+	return read_bytes_from_xdr_buf(buf, 0, obj, len);
+}
+
+int rpcrdma_rs_write_xdr_buf(const struct xdr_buf *buf, void *obj,
+			     unsigned int len)
+{
+	return write_bytes_to_xdr_buf(buf, 0, obj, len);
+}
+
+void rpcrdma_rs_rpcbind(struct rpc_task *task)
+{
+	rpcb_getport_async(task);
+}
+
+void *rpcrdma_rs_task_alloc(size_t size)
+{
+	return kmalloc(size, rpc_task_gfp_mask());
 }

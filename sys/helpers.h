@@ -6,6 +6,11 @@
 #ifndef RPCRDMA_RS_HELPERS_H
 #define RPCRDMA_RS_HELPERS_H
 
+#include <linux/completion.h>
+#include <linux/module.h>
+#include <linux/workqueue.h>
+#include <linux/sunrpc/clnt.h>
+#include <linux/sunrpc/xprt.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_cm.h>
 
@@ -14,9 +19,55 @@ struct rdma_cm_id *rpcrdma_rs_create_id(struct net *net,
 					 void *context, enum rdma_ucm_port_space ps,
 					 enum ib_qp_type qp_type);
 struct ib_pd *rpcrdma_rs_alloc_pd(struct ib_device *device, unsigned int flags);
+void rpcrdma_rs_dealloc_pd(struct ib_pd *pd);
+struct ib_cq *rpcrdma_rs_alloc_cq(struct ib_device *device, void *private,
+				  int nr_cqe, enum ib_poll_context poll_ctx);
 int rpcrdma_rs_post_send(struct ib_qp *qp, const struct ib_send_wr *wr,
 			 const struct ib_send_wr **bad_wr);
 int rpcrdma_rs_post_recv(struct ib_qp *qp, const struct ib_recv_wr *wr,
 			 const struct ib_recv_wr **bad_wr);
+u64 rpcrdma_rs_dma_map_single(struct ib_device *dev, void *cpu_addr,
+			      size_t size, enum dma_data_direction dir);
+int rpcrdma_rs_dma_mapping_error(struct ib_device *dev, u64 dma_addr);
+void rpcrdma_rs_dma_unmap_single(struct ib_device *dev, u64 addr, size_t size,
+				 enum dma_data_direction dir);
+void rpcrdma_rs_dma_sync_for_cpu(struct ib_device *dev, u64 addr, size_t size,
+				 enum dma_data_direction dir);
+void rpcrdma_rs_dma_sync_for_device(struct ib_device *dev, u64 addr,
+				    size_t size, enum dma_data_direction dir);
+
+void rpcrdma_rs_init_completion(struct completion *c);
+void rpcrdma_rs_reinit_completion(struct completion *c);
+void rpcrdma_rs_complete(struct completion *c);
+long rpcrdma_rs_wait_completion(struct completion *c, unsigned long timeout);
+
+void rpcrdma_rs_init_delayed_work(struct delayed_work *dwork, work_func_t fn);
+bool rpcrdma_rs_queue_delayed_work(struct delayed_work *dwork,
+				   unsigned long delay);
+bool rpcrdma_rs_cancel_delayed_work_sync(struct delayed_work *dwork);
+
+bool rpcrdma_rs_try_module_get(struct module *mod);
+void rpcrdma_rs_module_put(struct module *mod);
+unsigned long rpcrdma_rs_jiffies(void);
+unsigned long rpcrdma_rs_hz(void);
+char *rpcrdma_rs_kstrdup(const char *s);
+void rpcrdma_rs_kfree(const void *p);
+
+void rpcrdma_rs_spin_lock(spinlock_t *lock);
+void rpcrdma_rs_spin_unlock(spinlock_t *lock);
+
+bool rpcrdma_rs_xprt_connected(struct rpc_xprt *xprt);
+void rpcrdma_rs_xprt_set_connected(struct rpc_xprt *xprt);
+void rpcrdma_rs_xprt_clear_connected(struct rpc_xprt *xprt);
+void rpcrdma_rs_xprt_clear_connecting(struct rpc_xprt *xprt);
+void rpcrdma_rs_xprt_set_bound(struct rpc_xprt *xprt);
+bool rpcrdma_rs_reply_expected(struct rpc_task *task);
+size_t rpcrdma_rs_ntop(const struct sockaddr *sap, char *buf, size_t buflen);
+int rpcrdma_rs_read_xdr_buf(const struct xdr_buf *buf, void *obj,
+			    unsigned int len);
+int rpcrdma_rs_write_xdr_buf(const struct xdr_buf *buf, void *obj,
+			     unsigned int len);
+void rpcrdma_rs_rpcbind(struct rpc_task *task);
+void *rpcrdma_rs_task_alloc(size_t size);
 
 #endif

@@ -1,0 +1,696 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Safe RDMA abstractions over ib_core and rdma_cm.
+//!
+//! Each wrapper owns exactly one C object and releases it on drop. Work
+//! requests are posted through typed functions; completions arrive through
+//! an [`ib_cqe`](sys::ib_cqe) embedded in a caller-owned context, which the
+//! caller recovers with `container_of!`. Together with the sunrpc wrappers
+//! in `transport/`, this is the only place for `unsafe` above `sys`.
+
+use core::ffi::c_void;
+use core::ptr::NonNull;
+
+use kernel::error::{from_err_ptr, to_result};
+use kernel::prelude::*;
+
+use crate::sys;
+
+/// Timeout for address and route resolution, in milliseconds
+/// (`RDMA_RESOLVE_TIMEOUT` in rpcrdma.ko).
+pub(crate) const RESOLVE_TIMEOUT_MS: u32 = 5000;
+
+/// An RDMA-CM event, decoded from `struct rdma_cm_event`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CmEvent {
+    /// Address resolution finished.
+    AddrResolved,
+    /// Address resolution failed.
+    AddrError,
+    /// Route resolution finished.
+    RouteResolved,
+    /// Route resolution failed.
+    RouteError,
+    /// The connection is up; the peer's private data (RFC 8797) is
+    /// attached, at most [`PVT_LEN`] bytes of it.
+    Established {
+        /// The first bytes of the peer's private data.
+        private: [u8; PVT_LEN],
+        /// How many bytes of `private` are valid.
+        len: usize,
+    },
+    /// The connection attempt failed.
+    ConnectError,
+    /// The peer is unreachable.
+    Unreachable,
+    /// The peer rejected the connection; `stale` when the reject reason was
+    /// a stale connection.
+    Rejected {
+        /// The reject reason was `IB_CM_REJ_STALE_CONN`.
+        stale: bool,
+    },
+    /// The connection was closed.
+    Disconnected,
+    /// The device is being removed.
+    DeviceRemoval,
+    /// The local address changed.
+    AddrChange,
+    /// Any other event, by number.
+    Other(u32),
+}
+
+/// Private data bytes kept from an ESTABLISHED event.
+pub(crate) const PVT_LEN: usize = 8;
+
+/// `IB_CM_REJ_STALE_CONN`.
+const REJ_STALE_CONN: i32 = 10;
+
+impl CmEvent {
+    /// # Safety
+    ///
+    /// `event` must point to a valid `rdma_cm_event` for the duration of
+    /// the call.
+    unsafe fn from_raw(event: *const sys::rdma_cm_event) -> Self {
+        // SAFETY: The caller guarantees `event` is valid.
+        let event = unsafe { &*event };
+        match event.event {
+            sys::rdma_cm_event_type_RDMA_CM_EVENT_ADDR_RESOLVED => Self::AddrResolved,
+            sys::rdma_cm_event_type_RDMA_CM_EVENT_ADDR_ERROR => Self::AddrError,
+            sys::rdma_cm_event_type_RDMA_CM_EVENT_ROUTE_RESOLVED => Self::RouteResolved,
+            sys::rdma_cm_event_type_RDMA_CM_EVENT_ROUTE_ERROR => Self::RouteError,
+            sys::rdma_cm_event_type_RDMA_CM_EVENT_ESTABLISHED => {
+                let mut private = [0u8; PVT_LEN];
+                // SAFETY: For ESTABLISHED on an RC id, `param.conn` is the
+                // active member of the union.
+                let conn = unsafe { &event.param.conn };
+                let len = usize::from(conn.private_data_len).min(PVT_LEN);
+                if !conn.private_data.is_null() && len > 0 {
+                    // SAFETY: rdma_cm guarantees `private_data` holds
+                    // `private_data_len` bytes, and `len` is not more.
+                    let src =
+                        unsafe { core::slice::from_raw_parts(conn.private_data.cast::<u8>(), len) };
+                    private[..len].copy_from_slice(src);
+                }
+                Self::Established { private, len }
+            }
+            sys::rdma_cm_event_type_RDMA_CM_EVENT_CONNECT_ERROR => Self::ConnectError,
+            sys::rdma_cm_event_type_RDMA_CM_EVENT_UNREACHABLE => Self::Unreachable,
+            sys::rdma_cm_event_type_RDMA_CM_EVENT_REJECTED => Self::Rejected {
+                stale: event.status == REJ_STALE_CONN,
+            },
+            sys::rdma_cm_event_type_RDMA_CM_EVENT_DISCONNECTED => Self::Disconnected,
+            sys::rdma_cm_event_type_RDMA_CM_EVENT_DEVICE_REMOVAL => Self::DeviceRemoval,
+            sys::rdma_cm_event_type_RDMA_CM_EVENT_ADDR_CHANGE => Self::AddrChange,
+            other => Self::Other(other),
+        }
+    }
+}
+
+/// Receives the events of a [`CmId`]. Called in the CM's process context
+/// with the id's handler mutex held: it may sleep, but must not destroy the
+/// id.
+pub(crate) trait CmHandler: Sync {
+    /// One event.
+    fn event(&self, event: CmEvent);
+}
+
+/// An RDMA-CM identifier for an RC connection.
+///
+/// # Invariants
+///
+/// `ptr` is a live `rdma_cm_id` created by [`CmId::new`], whose context is a
+/// `H` that outlives it. `qp` tells whether `rdma_create_qp` succeeded on it.
+pub(crate) struct CmId<H: CmHandler> {
+    ptr: NonNull<sys::rdma_cm_id>,
+    qp: bool,
+    _handler: core::marker::PhantomData<*const H>,
+}
+
+// SAFETY: An `rdma_cm_id` may be used from any thread; the handler is `Sync`.
+unsafe impl<H: CmHandler> Send for CmId<H> {}
+// SAFETY: See above; `&CmId` only allows operations rdma_cm serialises.
+unsafe impl<H: CmHandler> Sync for CmId<H> {}
+
+/// Entry point called by C.
+///
+/// # Safety
+///
+/// Only called by the C side, with the arguments its contract promises.
+unsafe extern "C" fn cm_event_handler<H: CmHandler>(
+    id: *mut sys::rdma_cm_id,
+    event: *mut sys::rdma_cm_event,
+) -> i32 {
+    // SAFETY: `id` is the id we created in `CmId::new`, whose context is a
+    // `H` that outlives the id (type invariant of `CmId`).
+    let handler = unsafe { &*(*id).context.cast::<H>() };
+    // SAFETY: rdma_cm passes a valid event for the duration of the call.
+    let event = unsafe { CmEvent::from_raw(event) };
+    handler.event(event);
+    // Never ask rdma_cm to destroy the id: its owner does.
+    0
+}
+
+impl<H: CmHandler> CmId<H> {
+    /// Creates an RC id in `net` whose events go to `handler`.
+    ///
+    /// # Safety
+    ///
+    /// `net` must be a valid network namespace, and `handler` must stay
+    /// valid until the returned id is dropped.
+    pub(crate) unsafe fn new(net: *mut sys::net, handler: *const H) -> Result<Self> {
+        // SAFETY: The callback has the right signature; `handler` outlives
+        // the id by the caller's guarantee.
+        let ptr = from_err_ptr(unsafe {
+            sys::rpcrdma_rs_create_id(
+                net,
+                Some(cm_event_handler::<H>),
+                handler.cast_mut().cast::<c_void>(),
+                sys::rdma_ucm_port_space_RDMA_PS_TCP,
+                sys::ib_qp_type_IB_QPT_RC,
+            )
+        })?;
+        let ptr = NonNull::new(ptr).ok_or(ENOMEM)?;
+        Ok(Self {
+            ptr,
+            qp: false,
+            _handler: core::marker::PhantomData,
+        })
+    }
+
+    /// Starts resolving `dst` to a local device; completes with
+    /// [`CmEvent::AddrResolved`] or [`CmEvent::AddrError`].
+    ///
+    /// # Safety
+    ///
+    /// `dst` must point to a valid socket address.
+    pub(crate) unsafe fn resolve_addr(&self, dst: *const sys::sockaddr) -> Result {
+        // SAFETY: `self.ptr` is live; `dst` is valid by the caller's promise.
+        to_result(unsafe {
+            sys::rdma_resolve_addr(
+                self.ptr.as_ptr(),
+                core::ptr::null_mut(),
+                dst.cast_mut(),
+                core::ffi::c_ulong::from(RESOLVE_TIMEOUT_MS),
+            )
+        })
+    }
+
+    /// Starts route resolution; completes with [`CmEvent::RouteResolved`]
+    /// or [`CmEvent::RouteError`].
+    pub(crate) fn resolve_route(&self) -> Result {
+        // SAFETY: `self.ptr` is live.
+        to_result(unsafe {
+            sys::rdma_resolve_route(
+                self.ptr.as_ptr(),
+                core::ffi::c_ulong::from(RESOLVE_TIMEOUT_MS),
+            )
+        })
+    }
+
+    /// The device the address resolved to.
+    pub(crate) fn device(&self) -> Result<Device> {
+        // SAFETY: `self.ptr` is live.
+        let dev = unsafe { (*self.ptr.as_ptr()).device };
+        Ok(Device {
+            ptr: NonNull::new(dev).ok_or(ENODEV)?,
+        })
+    }
+
+    /// Creates the RC QP of this id.
+    pub(crate) fn create_qp(&mut self, pd: &Pd, attr: &mut QpAttr) -> Result {
+        // SAFETY: `self.ptr` and `pd.ptr` are live; `attr.0` is a fully
+        // initialised `ib_qp_init_attr` whose CQs are live.
+        to_result(unsafe { sys::rdma_create_qp(self.ptr.as_ptr(), pd.ptr.as_ptr(), &mut attr.0) })?;
+        self.qp = true;
+        Ok(())
+    }
+
+    /// The QP, once created.
+    pub(crate) fn qp(&self) -> Option<Qp> {
+        if !self.qp {
+            return None;
+        }
+        // SAFETY: `self.ptr` is live; `qp` is set by a successful
+        // `rdma_create_qp`.
+        let qp = unsafe { (*self.ptr.as_ptr()).qp };
+        NonNull::new(qp).map(|ptr| Qp { ptr })
+    }
+
+    /// Starts connecting with `param`; completes with an ESTABLISHED or an
+    /// error event.
+    pub(crate) fn connect(&self, param: &mut ConnParam<'_>) -> Result {
+        // SAFETY: `self.ptr` is live, `param.raw` points into `param`.
+        to_result(unsafe { sys::rdma_connect(self.ptr.as_ptr(), &mut param.raw) })
+    }
+
+    /// Disconnects (best effort; any error is ignored).
+    pub(crate) fn disconnect(&self) {
+        // SAFETY: `self.ptr` is live.
+        let _ = unsafe { sys::rdma_disconnect(self.ptr.as_ptr()) };
+    }
+
+    /// Flushes the QP's queues and waits for every completion, so that no
+    /// posted buffer is in use afterwards.
+    pub(crate) fn drain_qp(&self) {
+        if let Some(qp) = self.qp() {
+            // SAFETY: The QP is live and was created with room for the
+            // drain work requests.
+            unsafe { sys::ib_drain_qp(qp.ptr.as_ptr()) };
+        }
+    }
+
+    /// Destroys the QP, if any.
+    pub(crate) fn destroy_qp(&mut self) {
+        if self.qp {
+            // SAFETY: `self.ptr` is live and has a QP.
+            unsafe { sys::rdma_destroy_qp(self.ptr.as_ptr()) };
+            self.qp = false;
+        }
+    }
+}
+
+impl<H: CmHandler> Drop for CmId<H> {
+    fn drop(&mut self) {
+        self.destroy_qp();
+        // SAFETY: `self.ptr` is live and owned by us; this waits for any
+        // running event handler.
+        unsafe { sys::rdma_destroy_id(self.ptr.as_ptr()) };
+    }
+}
+
+/// Connection parameters for `rdma_connect`, borrowing the private data.
+pub(crate) struct ConnParam<'a> {
+    raw: sys::rdma_conn_param,
+    _private: core::marker::PhantomData<&'a [u8]>,
+}
+
+impl<'a> ConnParam<'a> {
+    /// RC connection parameters carrying `private`.
+    pub(crate) fn new(
+        private: &'a [u8],
+        responder_resources: u8,
+        initiator_depth: u8,
+        retry_count: u8,
+        rnr_retry_count: u8,
+    ) -> Self {
+        Self {
+            raw: sys::rdma_conn_param {
+                private_data: private.as_ptr().cast(),
+                private_data_len: u8::try_from(private.len()).unwrap_or(u8::MAX),
+                responder_resources,
+                initiator_depth,
+                flow_control: 0,
+                retry_count,
+                rnr_retry_count,
+                ..Default::default()
+            },
+            _private: core::marker::PhantomData,
+        }
+    }
+}
+
+/// An `ib_device`, borrowed from a CM id that outlives this value.
+///
+/// # Invariants
+///
+/// `ptr` is a live `ib_device`.
+#[derive(Clone, Copy)]
+pub(crate) struct Device {
+    ptr: NonNull<sys::ib_device>,
+}
+
+impl Device {
+    fn attrs(&self) -> &sys::ib_device_attr {
+        // SAFETY: `ptr` is live by the type invariant; attrs are constant
+        // once the device is registered.
+        unsafe { &(*self.ptr.as_ptr()).attrs }
+    }
+
+    /// Largest number of work requests per queue.
+    pub(crate) fn max_qp_wr(&self) -> u32 {
+        self.attrs().max_qp_wr
+    }
+
+    /// Largest number of incoming RDMA Reads.
+    pub(crate) fn max_qp_rd_atom(&self) -> u32 {
+        self.attrs().max_qp_rd_atom
+    }
+
+    /// Largest CQ.
+    pub(crate) fn max_cqe(&self) -> u32 {
+        self.attrs().max_cqe
+    }
+}
+
+/// A protection domain.
+///
+/// # Invariants
+///
+/// `ptr` is a live PD allocated by [`Pd::new`].
+pub(crate) struct Pd {
+    ptr: NonNull<sys::ib_pd>,
+}
+
+// SAFETY: PDs may be used and freed from any thread.
+unsafe impl Send for Pd {}
+// SAFETY: `&Pd` only reads the constant lkey.
+unsafe impl Sync for Pd {}
+
+impl Pd {
+    /// Allocates a PD on `dev`.
+    pub(crate) fn new(dev: &Device) -> Result<Self> {
+        // SAFETY: `dev.ptr` is live.
+        let ptr = from_err_ptr(unsafe { sys::rpcrdma_rs_alloc_pd(dev.ptr.as_ptr(), 0) })?;
+        Ok(Self {
+            ptr: NonNull::new(ptr).ok_or(ENOMEM)?,
+        })
+    }
+
+    /// The lkey covering all DMA-mapped memory.
+    pub(crate) fn local_dma_lkey(&self) -> u32 {
+        // SAFETY: `ptr` is live; the lkey is constant.
+        unsafe { (*self.ptr.as_ptr()).local_dma_lkey }
+    }
+}
+
+impl Drop for Pd {
+    fn drop(&mut self) {
+        // SAFETY: `ptr` is live and owned; every user (QP, ...) is gone.
+        unsafe { sys::rpcrdma_rs_dealloc_pd(self.ptr.as_ptr()) };
+    }
+}
+
+/// A completion queue polled from the `ib_comp_wq` workqueue: completion
+/// callbacks run in process context.
+///
+/// # Invariants
+///
+/// `ptr` is a live CQ allocated by [`Cq::new`].
+pub(crate) struct Cq {
+    ptr: NonNull<sys::ib_cq>,
+}
+
+// SAFETY: CQs may be used and freed from any thread.
+unsafe impl Send for Cq {}
+// SAFETY: `&Cq` allows no operation.
+unsafe impl Sync for Cq {}
+
+impl Cq {
+    /// Allocates a CQ of `entries` on `dev`.
+    pub(crate) fn new(dev: &Device, entries: u32) -> Result<Self> {
+        // SAFETY: `dev.ptr` is live.
+        let ptr = from_err_ptr(unsafe {
+            sys::rpcrdma_rs_alloc_cq(
+                dev.ptr.as_ptr(),
+                core::ptr::null_mut(),
+                i32::try_from(entries).map_err(|_| EINVAL)?,
+                sys::ib_poll_context_IB_POLL_WORKQUEUE,
+            )
+        })?;
+        Ok(Self {
+            ptr: NonNull::new(ptr).ok_or(ENOMEM)?,
+        })
+    }
+}
+
+impl Drop for Cq {
+    fn drop(&mut self) {
+        // SAFETY: `ptr` is live and owned; its QP is destroyed. This waits
+        // for the polling work to finish.
+        unsafe { sys::ib_free_cq(self.ptr.as_ptr()) };
+    }
+}
+
+/// Creation attributes of an RC QP.
+pub(crate) struct QpAttr(sys::ib_qp_init_attr);
+
+impl QpAttr {
+    /// An RC QP with one SGE each way, signalling only requested Sends.
+    pub(crate) fn rc(send_cq: &Cq, recv_cq: &Cq, send_wr: u32, recv_wr: u32) -> Self {
+        Self(sys::ib_qp_init_attr {
+            send_cq: send_cq.ptr.as_ptr(),
+            recv_cq: recv_cq.ptr.as_ptr(),
+            cap: sys::ib_qp_cap {
+                max_send_wr: send_wr,
+                max_recv_wr: recv_wr,
+                max_send_sge: 1,
+                max_recv_sge: 1,
+                ..Default::default()
+            },
+            sq_sig_type: sys::ib_sig_type_IB_SIGNAL_REQ_WR,
+            qp_type: sys::ib_qp_type_IB_QPT_RC,
+            port_num: u32::MAX,
+            ..Default::default()
+        })
+    }
+}
+
+/// A queue pair, borrowed from its CM id.
+///
+/// # Invariants
+///
+/// `ptr` is a live QP.
+#[derive(Clone, Copy)]
+pub(crate) struct Qp {
+    ptr: NonNull<sys::ib_qp>,
+}
+
+impl Qp {
+    /// The raw pointer, for a completion context that reposts.
+    pub(crate) fn as_ptr(&self) -> *mut sys::ib_qp {
+        self.ptr.as_ptr()
+    }
+
+    /// Rebuilds a borrowed QP from [`Qp::as_ptr`].
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must be a live QP for the lifetime of the returned value.
+    pub(crate) unsafe fn from_ptr(ptr: *mut sys::ib_qp) -> Option<Self> {
+        NonNull::new(ptr).map(|ptr| Self { ptr })
+    }
+
+    /// Posts a signalled Send of the first `len` bytes of `buf`.
+    ///
+    /// # Safety
+    ///
+    /// `cqe` must stay valid, and `buf` mapped and unmodified, until the
+    /// Send completes (successfully or flushed).
+    pub(crate) unsafe fn post_send(
+        &self,
+        cqe: *mut sys::ib_cqe,
+        buf: &DmaBuf,
+        len: u32,
+        lkey: u32,
+    ) -> Result {
+        let mut sge = sys::ib_sge {
+            addr: buf.addr,
+            length: len.min(buf.len_u32()),
+            lkey,
+        };
+        let mut wr = sys::ib_send_wr {
+            sg_list: &mut sge,
+            num_sge: 1,
+            opcode: sys::ib_wr_opcode_IB_WR_SEND,
+            send_flags: sys::ib_send_flags_IB_SEND_SIGNALED,
+            ..Default::default()
+        };
+        wr.__bindgen_anon_1.wr_cqe = cqe;
+        let mut bad = core::ptr::null();
+        // SAFETY: `self.ptr` is live; the WR and SGE are consumed before
+        // the call returns; `cqe` and `buf` outlive the Send by the caller's
+        // promise.
+        to_result(unsafe { sys::rpcrdma_rs_post_send(self.ptr.as_ptr(), &wr, &mut bad) })
+    }
+
+    /// Posts a Receive into all of `buf`.
+    ///
+    /// # Safety
+    ///
+    /// `cqe` must stay valid, and `buf` mapped and not accessed by the CPU,
+    /// until the Receive completes (successfully or flushed).
+    pub(crate) unsafe fn post_recv(
+        &self,
+        cqe: *mut sys::ib_cqe,
+        buf: &DmaBuf,
+        lkey: u32,
+    ) -> Result {
+        let mut sge = sys::ib_sge {
+            addr: buf.addr,
+            length: buf.len_u32(),
+            lkey,
+        };
+        let mut wr = sys::ib_recv_wr {
+            sg_list: &mut sge,
+            num_sge: 1,
+            ..Default::default()
+        };
+        wr.__bindgen_anon_1.wr_cqe = cqe;
+        let mut bad = core::ptr::null();
+        // SAFETY: As for `post_send`.
+        to_result(unsafe { sys::rpcrdma_rs_post_recv(self.ptr.as_ptr(), &wr, &mut bad) })
+    }
+}
+
+/// Transfer direction of a [`DmaBuf`].
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DmaDir {
+    /// The device reads (Send buffers).
+    ToDevice,
+    /// The device writes (Receive buffers).
+    FromDevice,
+}
+
+impl DmaDir {
+    fn raw(self) -> sys::dma_data_direction {
+        match self {
+            Self::ToDevice => sys::dma_data_direction_DMA_TO_DEVICE,
+            Self::FromDevice => sys::dma_data_direction_DMA_FROM_DEVICE,
+        }
+    }
+}
+
+/// A kmalloc'ed buffer, DMA-mapped for one device for its whole life.
+///
+/// # Invariants
+///
+/// `mem` is never resized, so its address is stable; `addr` is its mapping
+/// on `dev`, which outlives the buffer (the owner frees buffers before the
+/// CM id that holds the device).
+pub(crate) struct DmaBuf {
+    mem: KVec<u8>,
+    addr: u64,
+    dev: Device,
+    dir: DmaDir,
+}
+
+// SAFETY: The buffer is plain memory; the device pointer is only used for
+// DMA API calls, which any thread may make.
+unsafe impl Send for DmaBuf {}
+// SAFETY: `&DmaBuf` only reads.
+unsafe impl Sync for DmaBuf {}
+
+impl DmaBuf {
+    /// Allocates `len` zeroed bytes and maps them for `dev`.
+    pub(crate) fn new(dev: &Device, len: usize, dir: DmaDir) -> Result<Self> {
+        let mut mem = KVec::from_elem(0u8, len, GFP_KERNEL)?;
+        // SAFETY: `dev` is live; `mem` is `len` bytes of kmalloc memory.
+        let addr = unsafe {
+            sys::rpcrdma_rs_dma_map_single(
+                dev.ptr.as_ptr(),
+                mem.as_mut_ptr().cast(),
+                mem.len(),
+                dir.raw(),
+            )
+        };
+        // SAFETY: `dev` is live; `addr` came from the map call above.
+        if unsafe { sys::rpcrdma_rs_dma_mapping_error(dev.ptr.as_ptr(), addr) } != 0 {
+            return Err(EIO);
+        }
+        Ok(Self {
+            mem,
+            addr,
+            dev: *dev,
+            dir,
+        })
+    }
+
+    fn len_u32(&self) -> u32 {
+        u32::try_from(self.mem.len()).unwrap_or(u32::MAX)
+    }
+
+    /// Size in bytes.
+    pub(crate) fn len(&self) -> usize {
+        self.mem.len()
+    }
+
+    /// Makes the first `len` bytes written by the device visible to the CPU.
+    pub(crate) fn sync_for_cpu(&self, len: usize) {
+        // SAFETY: `addr` maps `mem` on the live `dev`; `len` is clamped.
+        unsafe {
+            sys::rpcrdma_rs_dma_sync_for_cpu(
+                self.dev.ptr.as_ptr(),
+                self.addr,
+                len.min(self.mem.len()),
+                self.dir.raw(),
+            )
+        };
+    }
+
+    /// Hands the first `len` bytes written by the CPU to the device.
+    pub(crate) fn sync_for_device(&self, len: usize) {
+        // SAFETY: As for `sync_for_cpu`.
+        unsafe {
+            sys::rpcrdma_rs_dma_sync_for_device(
+                self.dev.ptr.as_ptr(),
+                self.addr,
+                len.min(self.mem.len()),
+                self.dir.raw(),
+            )
+        };
+    }
+
+    /// The contents.
+    pub(crate) fn as_slice(&self) -> &[u8] {
+        &self.mem
+    }
+
+    /// The contents, for the CPU to fill.
+    pub(crate) fn as_mut_slice(&mut self) -> &mut [u8] {
+        &mut self.mem
+    }
+}
+
+impl Drop for DmaBuf {
+    fn drop(&mut self) {
+        // SAFETY: `addr` maps `mem` on the live `dev`; no work request uses
+        // it any more (the owner drains the QP first).
+        unsafe {
+            sys::rpcrdma_rs_dma_unmap_single(
+                self.dev.ptr.as_ptr(),
+                self.addr,
+                self.mem.len(),
+                self.dir.raw(),
+            )
+        };
+    }
+}
+
+/// A work completion, borrowed for the duration of a done callback.
+pub(crate) struct Wc<'a>(&'a sys::ib_wc);
+
+impl<'a> Wc<'a> {
+    /// # Safety
+    ///
+    /// `wc` must be valid for `'a`.
+    pub(crate) unsafe fn from_raw(wc: *const sys::ib_wc) -> Self {
+        // SAFETY: The caller guarantees validity.
+        Self(unsafe { &*wc })
+    }
+
+    /// The `ib_cqe` of the completed work request.
+    pub(crate) fn cqe(&self) -> *mut sys::ib_cqe {
+        // SAFETY: We always post with `wr_cqe`, so that is the active member.
+        unsafe { self.0.__bindgen_anon_1.wr_cqe }
+    }
+
+    /// Whether the work request succeeded.
+    pub(crate) fn ok(&self) -> bool {
+        self.0.status == sys::ib_wc_status_IB_WC_SUCCESS
+    }
+
+    /// Whether the work request was flushed by a QP going to error.
+    pub(crate) fn flushed(&self) -> bool {
+        self.0.status == sys::ib_wc_status_IB_WC_WR_FLUSH_ERR
+    }
+
+    /// The raw status, for logging.
+    pub(crate) fn status(&self) -> u32 {
+        self.0.status
+    }
+
+    /// Bytes received.
+    pub(crate) fn byte_len(&self) -> usize {
+        self.0.byte_len as usize
+    }
+}
