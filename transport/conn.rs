@@ -296,15 +296,18 @@ unsafe extern "C" fn send_done(_cq: *mut sys::ib_cq, wc: *mut sys::ib_wc) {
 
 /// A connection, owned by whoever holds `XPRT_LOCKED`.
 ///
-/// Fields drop in declaration order after [`Ep::drop`] has drained the QP:
-/// buffers, CQs, PD, then the CM id (which waits for its handler), then
-/// what the handlers share.
+/// Fields drop in declaration order after [`Ep::drop`] has drained and
+/// destroyed the QP: first the CQs (freeing a CQ waits for its polling
+/// work, so no completion handler runs afterwards, not even for a Receive
+/// reposted while the QP was draining), then the buffers, the PD, the CM
+/// id (which waits for its event handler), and last what the handlers
+/// share.
 pub(crate) struct Ep {
+    send_cq: Option<Cq>,
+    recv_cq: Option<Cq>,
     rx: KVec<RecvCtx>,
     tx: KVec<SendCtx>,
     tx_next: AtomicUsize,
-    send_cq: Option<Cq>,
-    recv_cq: Option<Cq>,
     pd: Option<Pd>,
     id: Option<CmId<Shared>>,
     shared: KBox<Shared>,
@@ -327,11 +330,11 @@ impl Ep {
         let shared = Shared::new(xprt)?;
         let mut ep = KBox::new(
             Ep {
+                send_cq: None,
+                recv_cq: None,
                 rx: KVec::new(),
                 tx: KVec::new(),
                 tx_next: AtomicUsize::new(0),
-                send_cq: None,
-                recv_cq: None,
                 pd: None,
                 id: None,
                 shared,
@@ -477,6 +480,10 @@ impl Ep {
 impl Drop for Ep {
     fn drop(&mut self) {
         self.shared.draining.store(true, Ordering::Release);
+        // Our own disconnect must not schedule another close.
+        self.shared
+            .status
+            .store(ECONNABORTED.to_errno(), Ordering::Release);
         if let Some(id) = self.id.as_mut() {
             id.disconnect();
             // Flush every posted Receive and Send: afterwards no buffer is
