@@ -91,6 +91,13 @@ if want ref-reconnect; then
     step "vm: ref-reconnect (C client: nfsd restart and 20 s link loss under I/O)"
     run_pair ref-reconnect 600 "rr.mod=c" "rr.script=reconnect rr.mod=c rr.proto=rdma rr.vers=4.2"
 fi
+# The other mounts a client transport must carry, with C on both sides.
+for spec in ref-rdma-v41:4.1:rdma ref-rdma-v3:3:rdma ref-rdma6:4.2:rdma6; do
+    IFS=: read -r name vers proto <<< "$spec"
+    want "$name" || continue
+    step "vm: $name (C client, C server, NFSv$vers over $proto)"
+    run_pair "$name" 480 "rr.mod=c" "rr.script=nfs-io rr.mod=c rr.proto=$proto rr.vers=$vers rr.size=16 rr.files=200"
+done
 
 if want rs-rdma; then
     step "vm: rs-rdma (Rust client, C server, NFSv4.2 over RDMA)"

@@ -2,9 +2,16 @@
 # shellcheck shell=sh
 
 RESULTS=/dev/ttyS1
+# Busybox's shell runs its own applets before searching PATH: name the
+# iproute2 binary in full, or the applet (which knows no nodad) runs instead.
+IP=/usr/sbin/ip
 FAILED=0
 SERVER4=192.0.2.1
 SERVER6=2001:db8::1
+# Fixed service ports, so NFSv3 clients need no rpcbind query.
+NFS_PORT=2049
+NFS_RDMA_PORT=20049
+MOUNTD_PORT=20048
 
 # result NAME PASS|FAIL [detail]: one line the host runner parses.
 result() {
@@ -34,10 +41,10 @@ finish() {
 
 # net_up ADDR4 ADDR6: address eth0 and put a soft-RoCE device on it.
 net_up() {
-    ip link set lo up
-    ip link set eth0 up
-    ip addr add "$1/24" dev eth0
-    ip -6 addr add "$2/64" dev eth0 nodad
+    $IP link set lo up &&
+        $IP link set eth0 up &&
+        $IP addr add "$1/24" dev eth0 &&
+        $IP -6 addr add "$2/64" dev eth0 nodad || return 1
     rdma link add rxe0 type rxe netdev eth0 || return 1
     note "rxe0 on eth0 $1 $2"
 }

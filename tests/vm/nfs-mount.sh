@@ -10,11 +10,11 @@ rdma6) server="[$SERVER6]" ;;
 *)     server=$SERVER4 ;;
 esac
 case $proto in
-rdma | rdma6) opts="vers=$vers,proto=$proto,port=20049" ;;
-*)            opts="vers=$vers,proto=$proto" ;;
+rdma | rdma6) opts="vers=$vers,proto=$proto,port=$NFS_RDMA_PORT" ;;
+*)            opts="vers=$vers,proto=$proto,port=$NFS_PORT" ;;
 esac
 case $vers in
-3) export_path=/export; opts="$opts,nolock" ;;
+3) export_path=/export; opts="$opts,nolock,mountproto=tcp,mountport=$MOUNTD_PORT" ;;
 *) export_path=/ ;;
 esac
 

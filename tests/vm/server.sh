@@ -19,7 +19,7 @@ nfsd_tune() {
 }
 
 rpc_daemons() {
-    mkdir -p /run/rpcbind && rpcbind && rpc.mountd
+    mkdir -p /run/rpcbind && rpcbind && rpc.mountd --port $MOUNTD_PORT
 }
 
 nfsd_listen() {
@@ -37,7 +37,7 @@ nfsd_restart() {
 }
 
 link_flap() {
-    ip link set eth0 down && sleep 20 && ip link set eth0 up && note "link back up"
+    $IP link set eth0 down && sleep 20 && $IP link set eth0 up && note "link back up"
 }
 
 # Faults on request: the client drops a trigger file into the export, so the
