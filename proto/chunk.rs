@@ -10,8 +10,6 @@
 //! Version 2 reuses the same XDR for its lists, so both versions share this
 //! code.
 
-use core::slice::ChunksExact;
-
 use super::error::{DecodeError, EncodeError};
 use super::limits::Limits;
 use super::xdr::{self, Reader, Writer};
@@ -73,17 +71,22 @@ impl ReadSegment {
 
 /// Iterator over the plain segments of a [`WriteChunk`].
 #[derive(Clone, Debug)]
-pub struct Segments<'a>(ChunksExact<'a, u8>);
+pub struct Segments<'a>(&'a [u8]);
 
 impl Iterator for Segments<'_> {
     type Item = Segment;
 
     fn next(&mut self) -> Option<Segment> {
-        Segment::from_wire(self.0.next()?)
+        let (entry, rest) = self.0.split_first_chunk::<SEGMENT_LEN>()?;
+        self.0 = rest;
+        Segment::from_wire(entry)
     }
 
+    // By hand rather than ChunksExact's: its runtime divisor leaves a
+    // division-by-zero panic path that 7.3's objtool flags.
     fn size_hint(&self) -> (usize, Option<usize>) {
-        self.0.size_hint()
+        let n = self.0.len() / SEGMENT_LEN;
+        (n, Some(n))
     }
 }
 
@@ -110,7 +113,7 @@ impl<'a> WriteChunk<'a> {
 
     /// The segments, in array order.
     pub fn segments(&self) -> Segments<'a> {
-        Segments(self.wire.chunks_exact(SEGMENT_LEN))
+        Segments(self.wire)
     }
 
     /// Sum of the segment lengths; cannot overflow `u64`.
@@ -123,17 +126,21 @@ impl<'a> WriteChunk<'a> {
 
 /// Iterator over the segments of a [`ReadChunk`] or a whole [`ReadList`].
 #[derive(Clone, Debug)]
-pub struct ReadSegments<'a>(ChunksExact<'a, u8>);
+pub struct ReadSegments<'a>(&'a [u8]);
 
 impl Iterator for ReadSegments<'_> {
     type Item = ReadSegment;
 
     fn next(&mut self) -> Option<ReadSegment> {
-        ReadSegment::from_entry(self.0.next()?)
+        let (entry, rest) = self.0.split_first_chunk::<READ_ENTRY_LEN>()?;
+        self.0 = rest;
+        ReadSegment::from_entry(entry)
     }
 
+    // See Segments::size_hint.
     fn size_hint(&self) -> (usize, Option<usize>) {
-        self.0.size_hint()
+        let n = self.0.len() / READ_ENTRY_LEN;
+        (n, Some(n))
     }
 }
 
@@ -166,7 +173,7 @@ impl<'a> ReadChunk<'a> {
 
     /// The chunk's segments, in list order.
     pub fn segments(&self) -> ReadSegments<'a> {
-        ReadSegments(self.wire.chunks_exact(READ_ENTRY_LEN))
+        ReadSegments(self.wire)
     }
 
     /// Sum of the segment lengths.
@@ -227,7 +234,7 @@ impl<'a> ReadList<'a> {
 
     /// Every Read segment, in list order.
     pub fn segments(&self) -> ReadSegments<'a> {
-        ReadSegments(self.wire.chunks_exact(READ_ENTRY_LEN))
+        ReadSegments(self.wire)
     }
 
     /// The Read chunks, in list (and so position) order.

@@ -19,6 +19,7 @@
 
 use super::pvt::InlineThresholds;
 use super::v1;
+use core::num::NonZeroU64;
 
 /// Octets of the smallest header: fixed fields and three empty lists
 /// (`RPCRDMA_HDRLEN_MIN`).
@@ -36,6 +37,19 @@ const MAX_INLINE: u32 = 65536;
 const MAX_HDR_SEGS: u32 = 16;
 /// Largest payload a chunk is sized for (1 MiB, as `RPCRDMA_MAX_DATA_SEGS`).
 const MAX_PAYLOAD: u32 = 1 << 20;
+
+/// `n / d` rounded up, a zero `d` counting as one. Dividing by a `NonZero`
+/// leaves no division-by-zero panic path in the object code (which objtool
+/// in 7.3 would not know to be noreturn).
+fn div_ceil(n: u64, d: u64) -> u64 {
+    let d = NonZeroU64::new(d).unwrap_or(NonZeroU64::MIN);
+    (n / d).saturating_add(u64::from(n % d != 0))
+}
+
+/// [`div_ceil`] for `u32`.
+fn div_ceil_u32(n: u32, d: u32) -> u32 {
+    u32::try_from(div_ceil(u64::from(n), u64::from(d))).unwrap_or(u32::MAX)
+}
 
 /// The RDMA device's memory registration and Send limits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -75,8 +89,7 @@ impl DeviceLimits {
     /// Segments a header may carry in one chunk (`re_max_rdma_segs`):
     /// enough MRs for a 1 MiB payload, plus head and tail, at most 16.
     pub fn max_rdma_segs(&self) -> u32 {
-        self.max_data_segs()
-            .div_ceil(self.max_fr_depth())
+        div_ceil_u32(self.max_data_segs(), self.max_fr_depth())
             .saturating_add(2)
             .min(MAX_HDR_SEGS)
     }
@@ -96,8 +109,8 @@ impl DeviceLimits {
             .checked_rem(page)
             .unwrap_or(0)
             .saturating_add(u64::from(len));
-        let pages = span.div_ceil(page);
-        let mrs = pages.div_ceil(u64::from(self.max_fr_depth()));
+        let pages = div_ceil(span, page);
+        let mrs = div_ceil(pages, u64::from(self.max_fr_depth()));
         u32::try_from(mrs).unwrap_or(u32::MAX)
     }
 }
@@ -241,9 +254,7 @@ fn args_inline(rpc: &Rpc, conn: &Connection) -> bool {
     }
     let page = u64::from(conn.page_size.max(1));
     let offset = u64::from(rpc.call_page_base).checked_rem(page).unwrap_or(0);
-    let pages = offset
-        .saturating_add(u64::from(rpc.call_page_len))
-        .div_ceil(page);
+    let pages = div_ceil(offset.saturating_add(u64::from(rpc.call_page_len)), page);
     pages.saturating_add(u64::from(MIN_SEND_SGES)) <= u64::from(conn.send_sges)
 }
 

@@ -60,13 +60,14 @@ impl Wire {
 
     fn push(&mut self, words: &[u32]) -> Outcome {
         for word in words {
-            let end = self.len.saturating_add(xdr::UNIT);
-            let slot = self
+            // A fixed-size slot: no length check left to fail at run time.
+            let slot: &mut [u8; xdr::UNIT] = self
                 .buf
-                .get_mut(self.len..end)
+                .get_mut(self.len..)
+                .and_then(|rest| rest.first_chunk_mut())
                 .ok_or(SelftestFailure("wire image too long"))?;
-            slot.copy_from_slice(&word.to_be_bytes());
-            self.len = end;
+            *slot = word.to_be_bytes();
+            self.len = self.len.saturating_add(xdr::UNIT);
         }
         Ok(())
     }

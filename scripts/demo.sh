@@ -3,15 +3,14 @@
 # VMs, mount NFSv4.2 over RDMA, write, read back and compare, and show what
 # happened (the guest's steps, its mountstats transport line, the timings).
 #
-#   CLIENT=c|rs     transport module in the client VM (default: c until the
-#                   rpcrdma_rs client transport lands; rs loads our module)
+#   CLIENT=rs|c     transport module in the client VM: rpcrdma_rs.ko (default)
 #   PROTO=rdma|rdma6|tcp   VERS=4.2|4.1|3   SIZE=MiB   FILES=count
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$REPO_DIR/scripts/vm.sh"
 
-CLIENT=${CLIENT:-c} PROTO=${PROTO:-rdma} VERS=${VERS:-4.2}
-SIZE=${SIZE:-64} FILES=${FILES:-200}
+CLIENT=${CLIENT:-rs} PROTO=${PROTO:-rdma} VERS=${VERS:-4.2}
+SIZE=${SIZE:-16} FILES=${FILES:-200}
 T_PASS=0 T_FAIL=0
 RUN_DIR=$REPO_DIR/out/demo-$(date +%Y%m%d-%H%M%S)
 

@@ -57,8 +57,11 @@ rs_ko=
 if KDIR=$kbuild scripts/build-module.sh CLIPPY=1 > "$RUN_DIR/module-build.log" 2>&1; then
     report build/module PASS
     rs_ko=$REPO_DIR/rpcrdma_rs.ko
-    if grep -E '^(warning|error)(\[|:)' "$RUN_DIR/module-build.log" > /dev/null; then
-        report build/module-clippy-clean FAIL "$(grep -m3 -E '^(warning|error)' "$RUN_DIR/module-build.log" | tr '\n' ' ')"
+    # rustc and clippy start lines with "warning:", objtool and modpost
+    # put the object's name first.
+    warn_re='(^|: )(warning|error)(\[[^]]*\])?:'
+    if grep -E "$warn_re" "$RUN_DIR/module-build.log" > /dev/null; then
+        report build/module-clippy-clean FAIL "$(grep -m3 -E "$warn_re" "$RUN_DIR/module-build.log" | tr '\n' ' ')"
     else
         report build/module-clippy-clean PASS
     fi

@@ -72,7 +72,7 @@ report() {
 vm_collect() {
     local scen=$1 name=$2 need_done=$3 log=$VM_DIR/$2.results.log tag tname status detail
     while read -r tag tname status detail; do
-        [ "$tag" = RR-RESULT ] && report "$scen/$tname" "$status" "$detail"
+        if [ "$tag" = RR-RESULT ]; then report "$scen/$tname" "$status" "$detail"; fi
     done < <(tr -d '\r' < "$log" 2>/dev/null)
     if [ "$need_done" = yes ] && ! grep -q '^RR-DONE' "$log" 2>/dev/null; then
         report "$scen/$name-finished" FAIL "guest did not finish (hang, panic or timeout); see $VM_DIR/$name.console.log"
