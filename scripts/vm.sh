@@ -78,7 +78,7 @@ vm_collect() {
         report "$scen/$name-finished" FAIL "guest did not finish (hang, panic or timeout); see $VM_DIR/$name.console.log"
     fi
     local bad
-    bad=$(grep -aE "$BAD_LOG" "$VM_DIR/$name.console.log" 2>/dev/null | head -n 3 | tr '\n' ' ')
+    bad=$(grep -aE "$BAD_LOG" "$VM_DIR/$name.console.log" 2>/dev/null | head -n 3 | tr '\n' ' ' || true)
     if [ -n "$bad" ]; then
         report "$scen/$name-kernel-log" FAIL "$bad"
     else
@@ -158,7 +158,7 @@ run_pair() {
     vm_wait "$cpid" "$t" || rc=$?
     [ $rc -eq 0 ] || report "$scen/timeout" FAIL "client still running after $t s"
     echo "  $scen: client ran $((SECONDS - t0)) s (host clock)"
-    kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null
+    kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null || true
     vm_collect "$scen" server no
     vm_collect "$scen" client yes
 }
