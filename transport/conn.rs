@@ -128,7 +128,7 @@ pub(crate) const OURS: InlineThresholds = InlineThresholds {
 
 impl CmHandler for Shared {
     fn event(&self, event: CmEvent) {
-        pr_debug!("rpcrdma_rs: cm event {:?}\n", event);
+        pr_debug!("cm event {:?}\n", event);
         match event {
             CmEvent::AddrResolved | CmEvent::RouteResolved => {
                 self.async_rc.store(0, Ordering::Release);
@@ -150,7 +150,7 @@ impl CmHandler for Shared {
                 self.inline_recv
                     .store(negotiated.inline.recv, Ordering::Release);
                 pr_debug!(
-                    "rpcrdma_rs: connected, inline send {} recv {}\n",
+                    "connected, inline send {} recv {}\n",
                     negotiated.inline.send,
                     negotiated.inline.recv
                 );
@@ -224,7 +224,7 @@ unsafe extern "C" fn recv_done(_cq: *mut sys::ib_cq, wc: *mut sys::ib_wc) {
     let xprt = shared.xprt();
     if !wc.ok() {
         if !wc.flushed() {
-            pr_warn!("rpcrdma_rs: receive failed, status {}\n", wc.status());
+            pr_warn!("receive failed, status {}\n", wc.status());
             xprt.force_disconnect();
         }
         return;
@@ -288,7 +288,7 @@ unsafe extern "C" fn send_done(_cq: *mut sys::ib_cq, wc: *mut sys::ib_wc) {
         unsafe { &*kernel::container_of!(wc.cqe().cast::<Opaque<sys::ib_cqe>>(), SendCtx, cqe) };
     ctx.busy.store(false, Ordering::Release);
     if !wc.ok() && !wc.flushed() {
-        pr_warn!("rpcrdma_rs: send failed, status {}\n", wc.status());
+        pr_warn!("send failed, status {}\n", wc.status());
         // SAFETY: `shared` outlives every context of its connection.
         unsafe { &*ctx.shared }.xprt().force_disconnect();
     }
@@ -491,6 +491,16 @@ impl Drop for Ep {
             id.drain_qp();
             id.destroy_qp();
         }
-        pr_debug!("rpcrdma_rs: connection torn down\n");
+        // Explicit order, whatever the field order: freeing a CQ waits for
+        // its polling work, so no completion handler runs afterwards; then
+        // the buffers go, the PD, and the CM id (which waits for its event
+        // handler); `shared` is dropped with the fields, last.
+        drop(self.send_cq.take());
+        drop(self.recv_cq.take());
+        drop(core::mem::take(&mut self.rx));
+        drop(core::mem::take(&mut self.tx));
+        drop(self.pd.take());
+        drop(self.id.take());
+        pr_debug!("connection torn down\n");
     }
 }

@@ -86,7 +86,7 @@ pub(crate) fn classify_received<'a>(msg: &'a [u8], stats: &Stats) -> Received<'a
     let hdr = match header::decode(msg, &limits) {
         Ok(hdr) => hdr,
         Err(err) => {
-            pr_debug!("rpcrdma_rs: dropping bad reply: {:?}\n", err);
+            pr_debug!("dropping bad reply: {:?}\n", err);
             bump(&stats.bad_reply_count, 1);
             return Received::Drop;
         }
@@ -95,7 +95,7 @@ pub(crate) fn classify_received<'a>(msg: &'a [u8], stats: &Stats) -> Received<'a
         Ok(Direction::ForwardReply) => {}
         Ok(Direction::BackwardCall) => {
             bump(&stats.bcall_dropped, 1);
-            pr_debug!("rpcrdma_rs: backward Call dropped (no backchannel)\n");
+            pr_debug!("backward Call dropped (no backchannel)\n");
             return Received::Drop;
         }
         Ok(_) | Err(_) => {
@@ -109,11 +109,7 @@ pub(crate) fn classify_received<'a>(msg: &'a [u8], stats: &Stats) -> Received<'a
             // We never offer chunks, so a Reply must come inline.
             v1::Body::Msg(lists) if lists.is_empty() => Ok(h.payload),
             v1::Body::Error(err) => {
-                pr_debug!(
-                    "rpcrdma_rs: RDMA_ERROR {:?} for xid {:#x}\n",
-                    err,
-                    fixed.xid
-                );
+                pr_debug!("RDMA_ERROR {:?} for xid {:#x}\n", err, fixed.xid);
                 Err(kernel::error::code::EIO)
             }
             v1::Body::Msg(_) | v1::Body::Nomsg(_) => {
@@ -183,6 +179,20 @@ mod tests {
         msg[32..36].copy_from_slice(&0u32.to_be_bytes());
         assert!(matches!(classify_received(&msg, &stats), Received::Drop));
         assert_eq!(stats.bcall_dropped.load(Ordering::Relaxed), 1);
+        // RDMA_ERROR (ERR_CHUNK) fails the RPC it names with EIO.
+        let mut err = [0u8; 20];
+        for (i, w) in [0xabcdu32, 1, 0, 4, 2].iter().enumerate() {
+            err[i * 4..i * 4 + 4].copy_from_slice(&w.to_be_bytes());
+        }
+        match classify_received(&err, &stats) {
+            Received::Reply {
+                credits, payload, ..
+            } => {
+                assert_eq!(credits, 1);
+                assert!(payload.is_err());
+            }
+            Received::Drop => panic!("dropped"),
+        }
         // Garbage is dropped and counted.
         assert!(matches!(
             classify_received(&msg[..10], &stats),

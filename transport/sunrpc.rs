@@ -17,6 +17,8 @@ use crate::sys;
 
 /// `XPRT_TRANSPORT_RDMA`.
 pub(crate) const IDENT: i32 = 256;
+/// Longest wait for the outcome of one connection attempt, in seconds.
+const CONNECT_WAIT_CAP_SECS: c_ulong = 180;
 /// Slots preallocated per transport.
 const MIN_SLOTS: u32 = 2;
 /// `IPPROTO_TCP`: `xprt->prot` names the address family's TCP for the
@@ -152,10 +154,18 @@ impl RdmaXprt {
         hz().saturating_mul(c_ulong::from(crate::rdma::RESOLVE_TIMEOUT_MS / 1000 + 1))
     }
 
+    /// How long to wait for rdma_cm's verdict on a connection attempt.
+    ///
+    /// rdma_cm retransmits the REQ by itself (about a minute in all) and
+    /// then reports an error, and a peer that is slow to accept, for
+    /// instance while it is still tearing down the connection we lost,
+    /// answers a REQ it received long ago. Giving up earlier and starting
+    /// over with a fresh REQ loses that, so like rpcrdma.ko we wait for the
+    /// verdict; the cap only guards against a verdict that never comes.
     pub(super) fn connect_timeout(&self) -> c_ulong {
         // SAFETY: `xprt` is live; a racy read of a word is harmless here.
         let to = unsafe { (*self.raw()).connect_timeout };
-        to.max(hz())
+        to.max(CONNECT_WAIT_CAP_SECS * hz())
     }
 
     /// Asks sunrpc to close the connection (through its autoclose work).
@@ -198,7 +208,7 @@ impl RdmaXprt {
             sys::rpcrdma_rs_spin_lock(&raw mut (*xprt).transport_lock);
             let cwnd = c_ulong::from(grant) << sys::RPC_CWNDSHIFT;
             if (*xprt).cwnd != cwnd {
-                pr_debug!("rpcrdma_rs: credits now {}\n", grant);
+                pr_debug!("credits now {}\n", grant);
                 (*xprt).cwnd = cwnd;
             }
             sys::rpcrdma_rs_spin_unlock(&raw mut (*xprt).transport_lock);
@@ -210,7 +220,10 @@ impl RdmaXprt {
         // SAFETY: As for `update_cwnd`.
         unsafe {
             sys::rpcrdma_rs_spin_lock(&raw mut (*xprt).transport_lock);
-            (*xprt).cong = 0;
+            // `cong` is left alone: requests sent on the old connection
+            // still hold their congestion slots and give them back when
+            // they are released; zeroing it would make that underflow and
+            // leave the transport congested for good.
             (*xprt).cwnd = c_ulong::from(1u32) << sys::RPC_CWNDSHIFT;
             sys::rpcrdma_rs_spin_unlock(&raw mut (*xprt).transport_lock);
         }
@@ -241,10 +254,7 @@ impl RdmaXprt {
             rqst
         };
         let Some(rqst) = NonNull::new(rqst) else {
-            pr_debug!(
-                "rpcrdma_rs: reply for unknown xid {:#x}\n",
-                u32::from_be(xid)
-            );
+            pr_debug!("reply for unknown xid {:#x}\n", u32::from_be(xid));
             return;
         };
         let status = match payload {
@@ -366,7 +376,7 @@ unsafe extern "C" fn xprt_setup(args: *mut sys::xprt_create) -> *mut sys::rpc_xp
         format_addresses(xprt);
         sys::rpcrdma_rs_init_delayed_work(rx.connect_work.get(), Some(connect_worker));
         (*xprt).max_payload = MAX_PAYLOAD;
-        pr_debug!("rpcrdma_rs: transport created\n");
+        pr_debug!("transport created\n");
     }
     xprt
 }
@@ -426,7 +436,7 @@ unsafe fn format_addresses(xprt: *mut sys::rpc_xprt) {
             (CString::try_from_fmt(fmt!("{:032x}", a)).ok(), c"rdma6")
         }
         _ => {
-            pr_err!("rpcrdma_rs: unrecognized address family\n");
+            pr_err!("unrecognized address family\n");
             return;
         }
     };
@@ -634,7 +644,7 @@ unsafe extern "C" fn op_connect(xprt: *mut sys::rpc_xprt, task: *mut sys::rpc_ta
     // SAFETY: The task holds XPRT_LOCKED; the connect worker inherits it.
     let locked = unsafe { sys::xprt_lock_connect(xprt, task, xprt.cast()) };
     if !locked {
-        pr_warn!("rpcrdma_rs: connect without the transport lock\n");
+        pr_warn!("connect without the transport lock\n");
     }
     let mut delay: c_ulong = 0;
     // SAFETY: With XPRT_LOCKED held we own the reconnect state.
@@ -647,7 +657,7 @@ unsafe extern "C" fn op_connect(xprt: *mut sys::rpc_xprt, task: *mut sys::rpc_ta
             sys::xprt_reconnect_backoff(xprt, init_reestablish());
         }
     }
-    pr_debug!("rpcrdma_rs: connect in {} jiffies\n", delay);
+    pr_debug!("connect in {} jiffies\n", delay);
     // SAFETY: The work was initialised in setup.
     unsafe { sys::rpcrdma_rs_queue_delayed_work(rx.connect_work.get(), delay) };
 }
@@ -689,11 +699,11 @@ unsafe extern "C" fn connect_worker(work: *mut sys::work_struct) {
                     .connect_time
                     .wrapping_add(jiffies().wrapping_sub((*xprt).stat.connect_start) as u64);
                 sys::rpcrdma_rs_xprt_set_connected(xprt);
-                pr_debug!("rpcrdma_rs: connected\n");
+                pr_debug!("connected\n");
                 EAGAIN.to_errno()
             }
             Err(err) => {
-                pr_debug!("rpcrdma_rs: connect failed: {:?}\n", err);
+                pr_debug!("connect failed: {:?}\n", err);
                 rx.backoff.store(true, Ordering::Relaxed);
                 err.to_errno()
             }
@@ -769,10 +779,7 @@ unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_int {
         }
         Err(SendError::TooBig) => {
             bump(&rx.stats.failed_marshal_count, 1);
-            pr_warn!(
-                "rpcrdma_rs: call of {} bytes exceeds the inline threshold\n",
-                snd_len
-            );
+            pr_warn!("call of {} bytes exceeds the inline threshold\n", snd_len);
             return EMSGSIZE.to_errno();
         }
         Err(SendError::Post) => {
@@ -819,7 +826,7 @@ unsafe extern "C" fn op_timer(xprt: *mut sys::rpc_xprt, _task: *mut sys::rpc_tas
 unsafe extern "C" fn op_close(xprt: *mut sys::rpc_xprt) {
     // SAFETY: sunrpc passes a live transport of ours and holds XPRT_LOCKED.
     let rx = unsafe { RdmaXprt::from_raw(xprt) };
-    pr_debug!("rpcrdma_rs: close\n");
+    pr_debug!("close\n");
     // SAFETY: XPRT_LOCKED is held.
     unsafe {
         if !rx.ep.load(Ordering::Acquire).is_null() {
@@ -839,7 +846,7 @@ unsafe extern "C" fn op_close(xprt: *mut sys::rpc_xprt) {
 unsafe extern "C" fn op_destroy(xprt: *mut sys::rpc_xprt) {
     // SAFETY: sunrpc passes a live transport of ours; nothing else uses it.
     let rx = unsafe { RdmaXprt::from_raw(xprt) };
-    pr_debug!("rpcrdma_rs: destroy\n");
+    pr_debug!("destroy\n");
     // SAFETY: The work was initialised in setup; after it is cancelled and
     // the connection torn down, nothing refers to the transport.
     unsafe {
