@@ -110,6 +110,14 @@ if want rs-rdma-v41; then
     step "vm: rs-rdma-v41 (Rust client, C server, NFSv4.1 over RDMA)"
     run_pair rs-rdma-v41 600 "rr.mod=c" "rr.script=nfs-io rr.mod=rs rr.proto=rdma rr.vers=4.1 rr.size=16 rr.files=200"
 fi
+if want rs-rdma-v3; then
+    step "vm: rs-rdma-v3 (Rust client, C server, NFSv3 over RDMA)"
+    run_pair rs-rdma-v3 600 "rr.mod=c" "rr.script=nfs-io rr.mod=rs rr.proto=rdma rr.vers=3 rr.size=16 rr.files=200"
+fi
+if want rs-rdma6; then
+    step "vm: rs-rdma6 (Rust client, C server, NFSv4.2 over RDMA on IPv6)"
+    run_pair rs-rdma6 600 "rr.mod=c" "rr.script=nfs-io rr.mod=rs rr.proto=rdma6 rr.vers=4.2 rr.size=16 rr.files=200"
+fi
 
 if [ -n "$fuzz_pid" ]; then
     step "host: waiting for the fuzzer"
