@@ -106,6 +106,8 @@ scenario rs-rdma-v3 600 c "Rust client, NFSv3 over RDMA" "$io rr.mod=rs rr.proto
 scenario rs-rdma6 600 c "Rust client, NFSv4.2 over RDMA on IPv6" "$io rr.mod=rs rr.proto=rdma6 rr.vers=4.2 $small"
 scenario rs-reconnect 600 c "Rust client: nfsd restart and 20 s link loss under I/O" \
     "rr.script=reconnect rr.mod=rs rr.proto=rdma rr.vers=4.2"
+scenario rs-device-removal 480 c "Rust client: its RDMA device deleted and re-added under a mount" \
+    "rr.script=device-removal rr.mod=rs rr.proto=rdma rr.vers=4.2"
 
 if [ -n "$fuzz_pid" ]; then
     step "host: waiting for the fuzzer"
