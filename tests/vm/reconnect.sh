@@ -1,6 +1,7 @@
-# Reconnect under I/O: the server restarts nfsd, then takes its link down for
-# 20 s, each while we write; each time the transport must reconnect by itself
-# and the data must read back intact. mountstats must count the reconnects.
+# Reconnect under I/O: for each fault in RR_FAULTS (nfsd: the server
+# restarts nfsd; link: the server's link goes down for 20 s) we write while it
+# is in effect; the transport must reconnect by itself, the data must read
+# back intact, and mountstats must count the reconnect.
 # shellcheck shell=sh
 
 . /scenario/nfs-mount.sh
@@ -26,8 +27,9 @@ check client_net net_up 192.0.2.2 2001:db8::2 &&
     check client_transport load_transport "${RR_MOD:-c}" &&
     check mount nfs_mount &&
     check make_data dd if=/dev/urandom of=/tmp/data bs=1M count="$size" &&
-    check reconnect_after_nfsd_restart write_through_fault nfsd &&
-    check reconnect_after_link_down write_through_fault link &&
-    check remove rm /mnt/data-nfsd /mnt/data-link
+    for fault in ${RR_FAULTS:-nfsd link}; do
+        check reconnect_after_$fault write_through_fault $fault || break
+        check remove_$fault rm /mnt/data-$fault || break
+    done
 grep -A 1 "xprt:" /proc/self/mountstats
 check umount umount /mnt
