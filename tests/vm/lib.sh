@@ -49,12 +49,47 @@ net_up() {
     note "rxe0 on eth0 $1 $2"
 }
 
-# load_transport c|rs|none: insmod the RPC/RDMA transport this run asks for.
+# load_transport c|rs|none: insmod the RPC/RDMA transport this run asks for,
+# with the tunables in RR_MODPARAMS (comma-separated name=value; the names
+# are rpcrdma_rs's parameters: max_inline_read, max_inline_write,
+# slot_table_entries). rpcrdma_rs takes them as module parameters and must
+# know each one; rpcrdma.ko has sysctls instead, set (and read back) before
+# anything mounts.
 load_transport() {
+    params=$(echo "${RR_MODPARAMS:-}" | tr , ' ')
     case $1 in
-    c)    insmod /modules/rpcrdma.ko ;;
-    rs)   insmod /modules/rpcrdma_rs.ko ;;
-    none) return 0 ;;
+    c)
+        insmod /modules/rpcrdma.ko || return 1
+        for kv in $params; do
+            case ${kv%%=*} in
+            max_inline_read | max_inline_write | slot_table_entries) ;;
+            *) echo "rpcrdma.ko has no tunable for '$kv'"; return 1 ;;
+            esac
+            f=/proc/sys/sunrpc/rdma_${kv%%=*}
+            echo "${kv#*=}" > "$f" || return 1
+            [ "$(cat "$f")" = "${kv#*=}" ] || { echo "$f: reads $(cat "$f"), not ${kv#*=}"; return 1; }
+        done
+        ;;
+    rs)
+        # shellcheck disable=SC2086 # one word per parameter
+        insmod /modules/rpcrdma_rs.ko $params || return 1
+        if dmesg | grep "rpcrdma_rs: unknown parameter"; then return 1; fi
+        ;;
+    none) [ -z "$params" ] || { echo "no transport module for '$params'"; return 1; } ;;
     *)    echo "unknown transport module '$1'"; return 1 ;;
     esac
+    [ -z "$params" ] || note "transport $1 loaded with $params"
+}
+
+# unload MODULE: rmmod, retrying for a while. sunrpc destroys a transport
+# from a work item after the last reference goes, so the module can stay
+# busy for a moment after umount returns.
+unload() {
+    i=0
+    until rmmod "$1"; do
+        i=$((i + 1))
+        [ $i -lt 10 ] || return 1
+        sleep 1
+    done
+    [ $i -eq 0 ] || echo "unloaded after $i retries"
 }

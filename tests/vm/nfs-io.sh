@@ -44,18 +44,6 @@ if check mount nfs_mount; then
     grep -A 3 "xprt:" /proc/self/mountstats
     check umount umount /mnt
 fi
-# sunrpc destroys a transport from a work item after the last reference
-# goes, so the module can stay busy for a moment after umount returns.
-unload() {
-    i=0
-    until rmmod "$1"; do
-        i=$((i + 1))
-        [ $i -lt 10 ] || return 1
-        sleep 1
-    done
-    [ $i -eq 0 ] || echo "unloaded after $i retries"
-}
-
 case ${RR_MOD:-c} in
 c)  check unload_transport unload rpcrdma ;;
 rs) check unload_transport unload rpcrdma_rs ;;
