@@ -6,8 +6,9 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 BINS=(/usr/sbin/ip /usr/bin/rdma /usr/sbin/mount.nfs /usr/sbin/exportfs
-      /usr/sbin/rpc.mountd /usr/sbin/rpcbind /usr/sbin/rpc.statd /usr/bin/fio)
-PKGS=(busybox-static iproute2 nfs-common nfs-kernel-server rpcbind fio libc6)
+      /usr/sbin/rpc.mountd /usr/sbin/rpcbind /usr/sbin/rpc.statd /usr/bin/fio
+      /usr/bin/getfattr /usr/bin/setfattr /usr/bin/getfacl /usr/bin/setfacl)
+PKGS=(busybox-static iproute2 nfs-common nfs-kernel-server rpcbind fio attr acl libc6)
 INIT=$REPO_DIR/tests/vm/init
 
 key=$( { cat "$0" "$INIT"; dpkg-query -W "${PKGS[@]}"; } | sha256sum | cut -c1-12)

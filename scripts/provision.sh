@@ -6,7 +6,7 @@ set -euo pipefail
 
 PKGS=(clang-19 lld-19 llvm-19 libclang-19-dev bc flex bison libelf-dev libssl-dev
       cpio xz-utils zstd dwarves make gcc busybox-static qemu-system-x86 iproute2
-      rdma-core nfs-kernel-server nfs-common rpcbind fio kmod curl ca-certificates)
+      rdma-core nfs-kernel-server nfs-common rpcbind fio attr acl kmod curl ca-certificates)
 BINDGEN_MIN=0.71.1
 
 missing=()

@@ -84,11 +84,11 @@ if want kunit && [ -n "$rs_ko" ]; then
     step "vm: kunit"; run_single kunit 300 "rr.script=kunit"
     vm_collect_ktap kunit vm
 fi
-# scenario NAME TIMEOUT SERVER_MOD DESCRIPTION "client rr.* words"
+# scenario NAME TIMEOUT SERVER_MOD DESCRIPTION "client rr.* words" ["server rr.* words"]
 scenario() {
     want "$1" || return 0
     step "vm: $1 ($4)"
-    run_pair "$1" "$2" "rr.mod=$3" "$5"
+    run_pair "$1" "$2" "rr.mod=$3${6:+ $6}" "$5"
 }
 io="rr.script=nfs-io"
 small="rr.size=16 rr.files=200"
@@ -110,6 +110,25 @@ scenario rs-reconnect 600 c "Rust client: nfsd restarted under I/O" \
     "rr.script=reconnect rr.mod=rs rr.proto=rdma rr.vers=4.2 rr.faults=nfsd"
 scenario rs-device-removal 480 c "Rust client: its RDMA device deleted and re-added under a mount" \
     "rr.script=device-removal rr.mod=rs rr.proto=rdma rr.vers=4.2"
+# Issue 5, large transfers (tests/vm/chunks.sh): rsize/wsize 1 MiB, a size
+# sweep, a big file, 5000 directory entries, long symlinks, big xattrs and
+# ACLs; every kind of chunk must be counted and every MR released. With
+# default inline thresholds (4 KiB) and with 1 KiB ones (many more calls
+# and replies need chunks). The server is always nfsd with rpcrdma.ko.
+chunks="rr.script=chunks rr.proto=rdma rr.vers=4.2"
+big="rr.bigsize=${CHUNKS_BIGSIZE:-384}"
+tiny="rr.modparams=max_inline_read=1024,max_inline_write=1024"
+srv1m="rr.maxblksize=1048576"
+scenario ref-chunks 900 c "C client: chunks, 1 MiB rsize/wsize, big file" "$chunks rr.mod=c $big" "$srv1m"
+scenario ref-chunks-small-inline 900 c "C client: chunks with 1 KiB inline thresholds" "$chunks rr.mod=c $tiny" "$srv1m"
+# The same for rpcrdma_rs: only on request until it registers memory (FRWR).
+for s in rs-chunks rs-chunks-small-inline; do
+    want_explicitly "$s" || continue
+    case $s in
+    rs-chunks) scenario rs-chunks 900 c "Rust client: chunks, 1 MiB rsize/wsize, big file" "$chunks rr.mod=rs $big" "$srv1m" ;;
+    *) scenario "$s" 900 c "Rust client: chunks with 1 KiB inline thresholds" "$chunks rr.mod=rs $tiny" "$srv1m" ;;
+    esac
+done
 # The server's link down for 20 s under I/O. Both clients, rpcrdma.ko and
 # rpcrdma_rs, pass this on a quiet machine and have each failed to come back
 # within 600 s on a loaded one, so it runs only when ONLY names it.

@@ -11,11 +11,16 @@ export_fs() {
     exportfs -ra
 }
 
-# Versions, lease and grace must be set before listeners and threads exist.
+# Versions, lease and grace must be set before listeners and threads exist;
+# so must the largest READ/WRITE (RR_MAXBLKSIZE), which nfsd otherwise
+# scales down with the VM's memory (256 KiB here).
 nfsd_tune() {
     echo "+3 +4 +4.1 +4.2" > /proc/fs/nfsd/versions &&
         echo 10 > /proc/fs/nfsd/nfsv4leasetime &&
-        echo 10 > /proc/fs/nfsd/nfsv4gracetime
+        echo 10 > /proc/fs/nfsd/nfsv4gracetime || return 1
+    [ -z "${RR_MAXBLKSIZE:-}" ] && return 0
+    echo "$RR_MAXBLKSIZE" > /proc/fs/nfsd/max_block_size &&
+        note "nfsd max_block_size $(cat /proc/fs/nfsd/max_block_size)"
 }
 
 rpc_daemons() {
@@ -40,11 +45,25 @@ link_flap() {
     $IP link set eth0 down && sleep 20 && $IP link set eth0 up && note "link back up"
 }
 
+# populate_dir: the client asks for a big directory by writing "NAME COUNT"
+# to /export/.populate; we make COUNT empty files in /export/NAME and append
+# "done". Creating them over NFS costs two round trips each (minutes under
+# TCG); the client only needs them to exist to list them.
+populate_dir() {
+    read -r name count < /export/.populate || return 1
+    mkdir "/export/$name" && cd "/export/$name" &&
+        seq 1 "$count" | sed 's/^/entry-with-a-longish-name-/' | xargs touch &&
+        cd / && echo "done" >> /export/.populate
+}
+
 # Faults on request: the client drops a trigger file into the export, so the
 # fault lands while it has I/O going. Writing 0 threads destroys the
 # listeners, so nfsd_listen re-creates them.
 fault_watch() {
     while :; do
+        if [ -s /export/.populate ] && ! grep -q "done" /export/.populate; then
+            check server_populate_dir populate_dir
+        fi
         for f in nfsd link; do
             [ -e /export/.fault-$f ] || continue
             rm -f /export/.fault-$f
