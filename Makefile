@@ -5,6 +5,7 @@
 #
 #   make demo         build everything, boot the VM pair, mount NFS over RDMA, do I/O
 #   make test         every test: host, fuzz, build checks, KUnit and VM scenarios
+#   make bench        fio over NFS/RDMA: rpcrdma.ko client, then rpcrdma_rs; table and PNG
 #   make module       rpcrdma_rs.ko against KDIR (default: the cached test kernel)
 #   make KDIR=/path   the same against your own built 7.3 tree
 
@@ -12,7 +13,7 @@ KDIR ?=
 LLVM ?= -19
 export KDIR LLVM
 
-.PHONY: all module demo test provision kernel check clean
+.PHONY: all module demo test bench provision kernel check clean
 all: module
 
 provision:
@@ -29,6 +30,9 @@ demo: provision
 
 test: provision
 	scripts/test.sh
+
+bench: provision
+	scripts/bench.sh
 
 clean:
 	[ -z "$(KDIR)" ] || $(MAKE) -C $(KDIR) M=$(CURDIR) clean
