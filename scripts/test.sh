@@ -5,6 +5,7 @@
 #
 #   FUZZ_SECONDS=60  seconds per fuzz target (0 skips fuzzing)
 #   ONLY=regex       run only the VM scenarios whose name matches
+#   CHUNKS_BIGSIZE=384  MiB of the big file in ref-chunks (and rs-chunks)
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$REPO_DIR/scripts/vm.sh"
