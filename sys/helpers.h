@@ -69,5 +69,8 @@ int rpcrdma_rs_write_xdr_buf(const struct xdr_buf *buf, void *obj,
 			     unsigned int len);
 void rpcrdma_rs_rpcbind(struct rpc_task *task);
 void *rpcrdma_rs_task_alloc(size_t size);
+bool rpcrdma_rs_debug_enabled(void);
+void rpcrdma_rs_debug(const char *msg);
+bool rpcrdma_rs_warn_ratelimit(void);
 
 #endif

@@ -128,7 +128,7 @@ pub(crate) const OURS: InlineThresholds = InlineThresholds {
 
 impl CmHandler for Shared {
     fn event(&self, event: CmEvent) {
-        pr_debug!("cm event {:?}\n", event);
+        rdebug!("cm event {:?}\n", event);
         match event {
             CmEvent::AddrResolved | CmEvent::RouteResolved => {
                 self.async_rc.store(0, Ordering::Release);
@@ -149,7 +149,7 @@ impl CmHandler for Shared {
                     .store(negotiated.inline.send, Ordering::Release);
                 self.inline_recv
                     .store(negotiated.inline.recv, Ordering::Release);
-                pr_debug!(
+                rdebug!(
                     "connected, inline send {} recv {}\n",
                     negotiated.inline.send,
                     negotiated.inline.recv
@@ -174,6 +174,7 @@ impl Shared {
     fn fail(&self, err: Error) {
         let was = self.status.swap(err.to_errno(), Ordering::AcqRel);
         if was == ESTABLISHED {
+            rdebug!("connection lost ({})\n", err.to_errno());
             self.xprt().force_disconnect();
         }
         self.wake();
@@ -224,7 +225,7 @@ unsafe extern "C" fn recv_done(_cq: *mut sys::ib_cq, wc: *mut sys::ib_wc) {
     let xprt = shared.xprt();
     if !wc.ok() {
         if !wc.flushed() {
-            pr_warn!("receive failed, status {}\n", wc.status());
+            rwarn!("receive failed, status {}\n", wc.status());
             xprt.force_disconnect();
         }
         return;
@@ -288,7 +289,7 @@ unsafe extern "C" fn send_done(_cq: *mut sys::ib_cq, wc: *mut sys::ib_wc) {
         unsafe { &*kernel::container_of!(wc.cqe().cast::<Opaque<sys::ib_cqe>>(), SendCtx, cqe) };
     ctx.busy.store(false, Ordering::Release);
     if !wc.ok() && !wc.flushed() {
-        pr_warn!("send failed, status {}\n", wc.status());
+        rwarn!("send failed, status {}\n", wc.status());
         // SAFETY: `shared` outlives every context of its connection.
         unsafe { &*ctx.shared }.xprt().force_disconnect();
     }
@@ -501,6 +502,6 @@ impl Drop for Ep {
         drop(core::mem::take(&mut self.tx));
         drop(self.pd.take());
         drop(self.id.take());
-        pr_debug!("connection torn down\n");
+        rdebug!("connection torn down\n");
     }
 }

@@ -86,7 +86,7 @@ pub(crate) fn classify_received<'a>(msg: &'a [u8], stats: &Stats) -> Received<'a
     let hdr = match header::decode(msg, &limits) {
         Ok(hdr) => hdr,
         Err(err) => {
-            pr_debug!("dropping bad reply: {:?}\n", err);
+            rdebug!("dropping bad reply: {:?}\n", err);
             bump(&stats.bad_reply_count, 1);
             return Received::Drop;
         }
@@ -95,7 +95,7 @@ pub(crate) fn classify_received<'a>(msg: &'a [u8], stats: &Stats) -> Received<'a
         Ok(Direction::ForwardReply) => {}
         Ok(Direction::BackwardCall) => {
             bump(&stats.bcall_dropped, 1);
-            pr_debug!("backward Call dropped (no backchannel)\n");
+            rdebug!("backward Call dropped (no backchannel)\n");
             return Received::Drop;
         }
         Ok(_) | Err(_) => {
@@ -109,7 +109,7 @@ pub(crate) fn classify_received<'a>(msg: &'a [u8], stats: &Stats) -> Received<'a
             // We never offer chunks, so a Reply must come inline.
             v1::Body::Msg(lists) if lists.is_empty() => Ok(h.payload),
             v1::Body::Error(err) => {
-                pr_debug!("RDMA_ERROR {:?} for xid {:#x}\n", err, fixed.xid);
+                rdebug!("RDMA_ERROR {:?} for xid {:#x}\n", err, fixed.xid);
                 Err(kernel::error::code::EIO)
             }
             v1::Body::Msg(_) | v1::Body::Nomsg(_) => {
