@@ -37,7 +37,22 @@ nfsd_restart() {
 }
 
 link_flap() {
-    $IP link set eth0 down && sleep 20 && $IP link set eth0 up && note "link back up"
+    $IP link set eth0 down && sleep 20 && $IP link set eth0 up && note "link back up" &&
+        (link_state_log &)
+}
+
+# What the server's side of the link looks like once it is back, for
+# diagnosing clients that fail to reconnect: neighbours, RDMA resources and
+# rxe packet counters, every 15 s for two minutes.
+link_state_log() {
+    for _ in 1 2 3 4 5 6 7 8; do
+        sleep 15
+        echo "== server link state at $(cut -d' ' -f1 /proc/uptime)"
+        $IP neigh show dev eth0
+        rdma resource show
+        rdma resource show cm_id
+        rdma statistic show link rxe0/1
+    done
 }
 
 # Faults on request: the client drops a trigger file into the export, so the
