@@ -334,11 +334,15 @@ pub fn plan_response(
 /// first segment that does not start a page, or after one that does not
 /// end a page. Each segment is expected to lie within one page. Returns
 /// at least one while `segs` is not empty.
-pub fn mr_segments(segs: &[(u32, u32)], depth: u32, page_size: u32) -> usize {
+pub fn mr_segments(
+    segs: impl IntoIterator<Item = (u32, u32)>,
+    depth: u32,
+    page_size: u32,
+) -> usize {
     let page = page_size.max(1);
     let depth = usize::try_from(depth.max(1)).unwrap_or(usize::MAX);
     let mut taken = 0usize;
-    for &(offset, len) in segs {
+    for (offset, len) in segs {
         if taken >= depth {
             break;
         }

@@ -27,20 +27,20 @@ const PAGE: u32 = 4096;
 fn mr_segments_follow_page_boundaries() {
     // Whole pages: as many as the depth allows.
     let pages = [(0, PAGE); 40];
-    assert_eq!(mr_segments(&pages, 32, PAGE), 32);
-    assert_eq!(mr_segments(&pages[32..], 32, PAGE), 8);
+    assert_eq!(mr_segments(pages, 32, PAGE), 32);
+    assert_eq!(mr_segments(pages[32..].iter().copied(), 32, PAGE), 8);
     // A head ending mid-page stands alone.
-    assert_eq!(mr_segments(&[(100, 200), (0, PAGE)], 32, PAGE), 1);
+    assert_eq!(mr_segments([(100, 200), (0, PAGE)], 32, PAGE), 1);
     // A first segment starting mid-page but ending on a boundary joins the next.
     assert_eq!(
-        mr_segments(&[(100, PAGE - 100), (0, PAGE), (0, 5)], 32, PAGE),
+        mr_segments([(100, PAGE - 100), (0, PAGE), (0, 5)], 32, PAGE),
         3
     );
     // A later segment starting mid-page starts a new MR.
-    assert_eq!(mr_segments(&[(0, PAGE), (8, 100)], 32, PAGE), 1);
-    assert_eq!(mr_segments(&[], 32, PAGE), 0);
+    assert_eq!(mr_segments([(0, PAGE), (8, 100)], 32, PAGE), 1);
+    assert_eq!(mr_segments([], 32, PAGE), 0);
     // Depth zero counts as one.
-    assert_eq!(mr_segments(&pages, 0, PAGE), 1);
+    assert_eq!(mr_segments(pages, 0, PAGE), 1);
 }
 
 fn reply(nomsg: bool, chunks: &ChunkSlices<'_>) -> Vec<u8> {
