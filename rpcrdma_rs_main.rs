@@ -118,4 +118,9 @@ mod proto_tests {
     fn negotiation() {
         assert_eq!(selftest::negotiation(), Ok(()));
     }
+
+    #[test]
+    fn requester_chunk_rules() {
+        assert_eq!(selftest::requester_chunk_rules(), Ok(()));
+    }
 }

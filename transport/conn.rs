@@ -82,6 +82,12 @@ pub(crate) struct Shared {
     pub(crate) gen: u64,
     /// Sends completed (successfully or flushed), in posting order.
     sends_done: AtomicU64,
+    /// The Receive contexts (a vector that never changes once set), for
+    /// the Send completion to find Replies waiting for it.
+    rx: AtomicPtr<RecvCtx>,
+    rx_len: AtomicUsize,
+    /// Replies waiting for their Call's Send to complete.
+    waiters: AtomicU32,
     /// What we advertise in the private data.
     ours: InlineThresholds,
 }
@@ -108,6 +114,9 @@ impl Shared {
                 pool: AtomicPtr::new(core::ptr::null_mut()),
                 gen: GENERATION.fetch_add(1, Ordering::Relaxed),
                 sends_done: AtomicU64::new(0),
+                rx: AtomicPtr::new(core::ptr::null_mut()),
+                rx_len: AtomicUsize::new(0),
+                waiters: AtomicU32::new(0),
                 ours: InlineThresholds {
                     send: cfg.inline_write,
                     recv: cfg.inline_read,
@@ -152,6 +161,62 @@ impl Shared {
     /// when this is at least `n`.
     pub(crate) fn sends_completed(&self) -> u64 {
         self.sends_done.load(Ordering::Acquire)
+    }
+
+    /// Holds the Reply in `ctx` until the Send numbered `seq` completed,
+    /// like rpcrdma.ko's `reply_waits_for_send`: an RPC completes only
+    /// after its Call's Send did. Returns false when the Send completed in
+    /// the meantime and the caller is to go on with the Reply itself.
+    pub(crate) fn defer_until_sent(&self, ctx: &RecvCtx, seq: u64, pending: Pending) -> bool {
+        // SAFETY: The Receive completion owns `pending` (type invariant of
+        // `RecvCtx`) until it publishes `wait_seq`.
+        unsafe { *ctx.pending.get() = pending };
+        self.waiters.fetch_add(1, Ordering::SeqCst);
+        ctx.wait_seq.store(seq, Ordering::SeqCst);
+        if self.sends_completed() >= seq
+            && ctx
+                .wait_seq
+                .compare_exchange(seq, 0, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+        {
+            self.waiters.fetch_sub(1, Ordering::SeqCst);
+            return false;
+        }
+        true
+    }
+
+    /// Finishes the Replies whose Sends have now completed.
+    fn wake_waiters(&self) {
+        if self.waiters.load(Ordering::SeqCst) == 0 {
+            return;
+        }
+        let done = self.sends_completed();
+        let rx = self.rx.load(Ordering::Acquire);
+        let n = self.rx_len.load(Ordering::Acquire);
+        if rx.is_null() {
+            return;
+        }
+        // SAFETY: `rx` points to the connection's Receive contexts, a
+        // vector that is never resized and is freed only after the CQs, so
+        // after this handler.
+        let contexts = unsafe { core::slice::from_raw_parts(rx.cast_const(), n) };
+        for ctx in contexts {
+            let w = ctx.wait_seq.load(Ordering::SeqCst);
+            if w == 0 || w > done {
+                continue;
+            }
+            if ctx
+                .wait_seq
+                .compare_exchange(w, 0, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+            {
+                self.waiters.fetch_sub(1, Ordering::SeqCst);
+                // SAFETY: Winning the exchange hands us the pending Reply.
+                let pending = unsafe { *ctx.pending.get() };
+                self.xprt().finish_reply(self, ctx, pending, true);
+                ctx.repost(self);
+            }
+        }
     }
 
     /// The negotiated inline thresholds.
@@ -232,13 +297,16 @@ pub(crate) struct Pending {
 /// # Invariants
 ///
 /// `pending` is only accessed by the Receive completion of this buffer
-/// and, after it posted LOCAL_INVs on `linv_cqe`, by their completion; the
-/// buffer is reposted only after that.
+/// and, after it posted LOCAL_INVs on `linv_cqe`, by their completion, or
+/// after it published `wait_seq`, by whoever resets `wait_seq` to zero;
+/// the buffer is reposted only after that.
 pub(crate) struct RecvCtx {
     cqe: Opaque<sys::ib_cqe>,
     linv_cqe: Opaque<sys::ib_cqe>,
     buf: DmaBuf,
     pending: UnsafeCell<Pending>,
+    /// Number of the Send this buffer's Reply waits for; 0 for none.
+    wait_seq: AtomicU64,
     shared: *const Shared,
 }
 
@@ -256,6 +324,7 @@ impl RecvCtx {
                 rqst: core::ptr::null_mut(),
                 len: 0,
             }),
+            wait_seq: AtomicU64::new(0),
             shared,
         })
     }
@@ -645,11 +714,12 @@ unsafe extern "C" fn send_done(_cq: *mut sys::ib_cq, wc: *mut sys::ib_wc) {
     ctx.busy.store(false, Ordering::Release);
     // SAFETY: `shared` outlives every context of its connection.
     let shared = unsafe { &*ctx.shared };
-    shared.sends_done.fetch_add(1, Ordering::Release);
+    shared.sends_done.fetch_add(1, Ordering::SeqCst);
     if !wc.ok() && !wc.flushed() {
         pr_warn!("send failed, status {}\n", wc.status());
         shared.xprt().force_disconnect();
     }
+    shared.wake_waiters();
 }
 
 /// A connection, owned by whoever holds `XPRT_LOCKED`.
@@ -801,6 +871,14 @@ impl Ep {
         }
         ep_ref.rx = rx;
         ep_ref.tx = tx;
+        ep_ref
+            .shared
+            .rx_len
+            .store(ep_ref.rx.len(), Ordering::Release);
+        ep_ref
+            .shared
+            .rx
+            .store(ep_ref.rx.as_ptr().cast_mut(), Ordering::Release);
         ep_ref.shared.lkey.store(lkey, Ordering::Relaxed);
         ep_ref.shared.qp.store(qp.as_ptr(), Ordering::Release);
         for ctx in ep_ref.rx.iter() {
@@ -928,6 +1006,9 @@ impl Drop for Ep {
         // event handler); `shared` is dropped with the fields, last.
         drop(self.send_cq.take());
         drop(self.recv_cq.take());
+        self.shared
+            .rx
+            .store(core::ptr::null_mut(), Ordering::Release);
         drop(core::mem::take(&mut self.rx));
         drop(core::mem::take(&mut self.tx));
         self.shared

@@ -281,12 +281,29 @@ impl RdmaXprt {
         };
         // SAFETY: The request is pinned, so its buffer (and state) stays.
         let st = unsafe { ReqState::of(rqst) };
-        if st.send_seq.load(Ordering::Relaxed) > shared.sends_completed() {
-            bump(&self.stats.reply_waits_for_send, 1);
-        }
+        let pending = Pending {
+            rqst: rqst.as_ptr(),
+            len,
+        };
+        // Without LOCAL_INVs, which complete after the Send on the same
+        // queue, a Reply may overtake its Call's Send completion.
+        let wait_send = || {
+            let seq = st.send_seq.load(Ordering::Relaxed);
+            if seq != 0
+                && st.gen.load(Ordering::Relaxed) == shared.gen
+                && seq > shared.sends_completed()
+            {
+                bump(&self.stats.reply_waits_for_send, 1);
+                return shared.defer_until_sent(ctx, seq, pending);
+            }
+            false
+        };
         let mut mrs = [0u16; MAX_RPC_MRS];
         let n = st.mrs(shared.gen, &mut mrs);
         let (Some(pool), false) = (shared.pool(), n == 0) else {
+            if wait_send() {
+                return Handled::Deferred;
+            }
             // SAFETY: Pinned.
             unsafe { self.complete(rqst, payload, st) };
             return Handled::Done;
@@ -330,14 +347,13 @@ impl RdmaXprt {
         }
         if list.is_empty() {
             st.set_mrs(&[]);
+            if wait_send() {
+                return Handled::Deferred;
+            }
             // SAFETY: Pinned.
             unsafe { self.complete(rqst, payload, st) };
             return Handled::Done;
         }
-        let pending = Pending {
-            rqst: rqst.as_ptr(),
-            len,
-        };
         match pool.invalidate(shared, list, ctx, pending) {
             Ok(()) => {
                 bump(&self.stats.local_inv_needed, list.len() as u64);
