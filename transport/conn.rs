@@ -741,6 +741,11 @@ pub(crate) struct Ep {
     id: Option<CmId<Shared>>,
     /// The device's registration limits.
     pub(crate) limits: DeviceLimits,
+    /// The Write chunk pad: an MR over `pad_buf` registered for the whole
+    /// connection, offered as the last segment of a Write chunk whose
+    /// length is not a multiple of four (`re_write_pad_mr`).
+    write_pad: Option<(u16, Registered)>,
+    pad_buf: Option<KBox<[u8; 64]>>,
     /// Sends posted on this connection.
     sends_posted: AtomicU64,
     shared: KBox<Shared>,
@@ -778,6 +783,8 @@ impl Ep {
                     page_size: kernel::page::PAGE_SIZE as u32,
                 },
                 sends_posted: AtomicU64::new(0),
+                write_pad: None,
+                pad_buf: None,
                 shared,
             },
             GFP_KERNEL,
@@ -907,7 +914,39 @@ impl Ep {
             to_result(status)?;
             return Err(ENOTCONN);
         }
+        ep.register_write_pad(&qp)?;
         Ok(ep)
+    }
+
+    /// Registers the Write chunk pad (`frwr_wp_create`), once the QP can
+    /// send.
+    fn register_write_pad(&mut self, qp: &Qp) -> Result {
+        let buf = KBox::new([0u8; 64], GFP_KERNEL)?;
+        // SAFETY: `buf` is kmalloc memory.
+        let page = unsafe { sys::rpcrdma_rs_virt_to_page(buf.as_ptr().cast()) };
+        let offset = (buf.as_ptr() as usize & (kernel::page::PAGE_SIZE - 1)) as u32;
+        let pool = self.pool.as_deref().ok_or(ENOTCONN)?;
+        // SAFETY: `buf` lives in `pad_buf` until after the pool is freed.
+        let (i, reg) = unsafe {
+            pool.register(
+                &[PageSeg {
+                    page,
+                    offset,
+                    len: 4,
+                }],
+                true,
+            )?
+        };
+        self.pad_buf = Some(buf);
+        self.write_pad = Some((i, reg));
+        let (first, _) = pool.reg_chain(&[i]).ok_or(EINVAL)?;
+        // SAFETY: A valid one-WR chain whose cqe lives with the pool.
+        unsafe { qp.post_chain(first) }
+    }
+
+    /// The Write chunk pad segment.
+    pub(crate) fn write_pad(&self) -> Option<Registered> {
+        self.write_pad.map(|(_, reg)| reg)
     }
 
     /// The negotiated inline thresholds.
@@ -1015,6 +1054,9 @@ impl Drop for Ep {
             .pool
             .store(core::ptr::null_mut(), Ordering::Release);
         if let Some(pool) = self.pool.take() {
+            if let Some((i, _)) = self.write_pad.take() {
+                pool.release(i, true);
+            }
             let busy = pool
                 .slots
                 .iter()

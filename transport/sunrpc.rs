@@ -1176,6 +1176,21 @@ unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_int {
                         &mut writes,
                         &mut held,
                     )?;
+                    let mut n = n;
+                    let mut bytes = bytes;
+                    // Some servers want room for the XDR pad of a Write
+                    // chunk that is not a multiple of four long.
+                    if (*rcv).page_len & 3 != 0 {
+                        let pad = ep.write_pad().ok_or(EIO)?;
+                        let slot = writes.get_mut(n).ok_or(EMSGSIZE)?;
+                        *slot = Segment {
+                            handle: pad.rkey,
+                            length: pad.length,
+                            offset: pad.iova,
+                        };
+                        n += 1;
+                        bytes = bytes.saturating_add(pad.length);
+                    }
                     nwrites = n;
                     st.offered_write.store(bytes, Ordering::Relaxed);
                     bump(&rx.stats.write_chunk_count, n as u64);
