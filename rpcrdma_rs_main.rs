@@ -9,6 +9,8 @@
 
 use kernel::prelude::*;
 
+#[macro_use]
+mod log;
 #[path = "proto/mod.rs"]
 pub mod proto;
 mod rdma;

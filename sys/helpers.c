@@ -3,7 +3,9 @@
  * Out-of-line wrappers for static inlines and KBUILD_MODNAME macros; see
  * helpers.h. Compiled into rpcrdma_rs.ko, so KBUILD_MODNAME names us.
  */
+#include <linux/dynamic_debug.h>
 #include <linux/jiffies.h>
+#include <linux/ratelimit.h>
 #include <linux/slab.h>
 #include <linux/mm.h>
 #include <linux/scatterlist.h>
@@ -263,4 +265,39 @@ void rpcrdma_rs_rpcbind(struct rpc_task *task)
 void *rpcrdma_rs_task_alloc(size_t size)
 {
 	return kmalloc(size, rpc_task_gfp_mask());
+}
+
+/*
+ * One dynamic debug call site for the whole module: "module rpcrdma_rs +p"
+ * in dynamic_debug/control turns it on, and Rust formats nothing while it
+ * is off.
+ */
+static struct _ddebug *rpcrdma_rs_ddebug(void)
+{
+	DEFINE_DYNAMIC_DEBUG_METADATA(descriptor, "%s");
+
+	return &descriptor;
+}
+
+bool rpcrdma_rs_debug_enabled(void)
+{
+	struct _ddebug *dp = rpcrdma_rs_ddebug();
+
+	/* The control file changes the flags under us: reload them. */
+	barrier();
+	return dp->flags & _DPRINTK_FLAGS_PRINT;
+}
+
+void rpcrdma_rs_debug(const char *msg)
+{
+	__dynamic_pr_debug(rpcrdma_rs_ddebug(), "%s", msg);
+}
+
+/* One rate limit shared by every warning the peer can provoke. */
+bool rpcrdma_rs_warn_ratelimit(void)
+{
+	static DEFINE_RATELIMIT_STATE(rs, DEFAULT_RATELIMIT_INTERVAL,
+				      DEFAULT_RATELIMIT_BURST);
+
+	return __ratelimit(&rs);
 }

@@ -80,5 +80,8 @@ void rpcrdma_rs_update_fast_reg_key(struct ib_mr *mr, u8 newkey);
 int rpcrdma_rs_dereg_mr(struct ib_mr *mr);
 void rpcrdma_rs_rpcbind(struct rpc_task *task);
 void *rpcrdma_rs_task_alloc(size_t size);
+bool rpcrdma_rs_debug_enabled(void);
+void rpcrdma_rs_debug(const char *msg);
+bool rpcrdma_rs_warn_ratelimit(void);
 
 #endif

@@ -230,7 +230,7 @@ impl Shared {
 
 impl CmHandler for Shared {
     fn event(&self, event: CmEvent) {
-        pr_debug!("cm event {:?}\n", event);
+        rdebug!("cm event {:?}\n", event);
         match event {
             CmEvent::AddrResolved | CmEvent::RouteResolved => {
                 self.async_rc.store(0, Ordering::Release);
@@ -251,7 +251,7 @@ impl CmHandler for Shared {
                     .store(negotiated.inline.send, Ordering::Release);
                 self.inline_recv
                     .store(negotiated.inline.recv, Ordering::Release);
-                pr_debug!(
+                rdebug!(
                     "connected, inline send {} recv {}\n",
                     negotiated.inline.send,
                     negotiated.inline.recv
@@ -276,6 +276,7 @@ impl Shared {
     fn fail(&self, err: Error) {
         let was = self.status.swap(err.to_errno(), Ordering::AcqRel);
         if was == ESTABLISHED {
+            rdebug!("connection lost ({})\n", err.to_errno());
             self.xprt().force_disconnect();
         }
         self.wake();
@@ -384,7 +385,7 @@ unsafe extern "C" fn recv_done(_cq: *mut sys::ib_cq, wc: *mut sys::ib_wc) {
     let xprt = shared.xprt();
     if !wc.ok() {
         if !wc.flushed() {
-            pr_warn!("receive failed, status {}\n", wc.status());
+            rwarn!("receive failed, status {}\n", wc.status());
             xprt.force_disconnect();
         }
         return;
@@ -415,7 +416,7 @@ unsafe extern "C" fn linv_done(_cq: *mut sys::ib_cq, wc: *mut sys::ib_wc) {
     // pending Reply to us.
     let pending = unsafe { *ctx.pending.get() };
     if !wc.ok() && !wc.flushed() {
-        pr_warn!("local invalidate failed, status {}\n", wc.status());
+        rwarn!("local invalidate failed, status {}\n", wc.status());
         shared.xprt().force_disconnect();
     }
     shared.xprt().finish_reply(shared, ctx, pending, wc.ok());
@@ -462,7 +463,7 @@ unsafe extern "C" fn mr_done(_cq: *mut sys::ib_cq, wc: *mut sys::ib_wc) {
     // SAFETY: `shared` outlives the pool.
     let shared = unsafe { &*slot.shared };
     if !wc.ok() && !wc.flushed() {
-        pr_warn!("memory registration failed, status {}\n", wc.status());
+        rwarn!("memory registration failed, status {}\n", wc.status());
         shared.xprt().force_disconnect();
     }
 }
@@ -716,7 +717,7 @@ unsafe extern "C" fn send_done(_cq: *mut sys::ib_cq, wc: *mut sys::ib_wc) {
     let shared = unsafe { &*ctx.shared };
     shared.sends_done.fetch_add(1, Ordering::SeqCst);
     if !wc.ok() && !wc.flushed() {
-        pr_warn!("send failed, status {}\n", wc.status());
+        rwarn!("send failed, status {}\n", wc.status());
         shared.xprt().force_disconnect();
     }
     shared.wake_waiters();
@@ -1067,6 +1068,6 @@ impl Drop for Ep {
         }
         drop(self.pd.take());
         drop(self.id.take());
-        pr_debug!("connection torn down\n");
+        rdebug!("connection torn down\n");
     }
 }

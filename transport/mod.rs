@@ -164,7 +164,7 @@ pub(crate) fn classify_received<'a>(
     let hdr = match header::decode(msg, &limits) {
         Ok(hdr) => hdr,
         Err(err) => {
-            pr_debug!("dropping bad reply: {:?}\n", err);
+            rdebug!("dropping bad reply: {:?}\n", err);
             bump(&stats.bad_reply_count, 1);
             return Received::Drop;
         }
@@ -173,7 +173,7 @@ pub(crate) fn classify_received<'a>(
         Ok(Direction::ForwardReply) => {}
         Ok(Direction::BackwardCall) => {
             bump(&stats.bcall_dropped, 1);
-            pr_debug!("backward Call dropped (no backchannel)\n");
+            rdebug!("backward Call dropped (no backchannel)\n");
             return Received::Drop;
         }
         Ok(_) | Err(_) => {
@@ -195,7 +195,7 @@ pub(crate) fn classify_received<'a>(
                 payload: &[],
             }),
             v1::Body::Error(err) => {
-                pr_debug!("RDMA_ERROR {:?} for xid {:#x}\n", err, fixed.xid);
+                rdebug!("RDMA_ERROR {:?} for xid {:#x}\n", err, fixed.xid);
                 Err(kernel::error::code::EIO)
             }
         },

@@ -181,6 +181,21 @@ impl RdmaXprt {
         to.max(CONNECT_WAIT_CAP_SECS * hz())
     }
 
+    /// The server address as printed in mountstats, for log messages.
+    pub(super) fn peer(&self) -> &kernel::str::CStr {
+        // SAFETY: `xprt` is live; the display strings are set in `setup`
+        // and replaced only by `set_port`, before the first connect.
+        let ptr = unsafe {
+            (*self.raw()).address_strings[sys::rpc_display_format_t_RPC_DISPLAY_ADDR as usize]
+        };
+        if ptr.is_null() {
+            return c"?";
+        }
+        // SAFETY: Display strings are NUL-terminated and live as long as
+        // the transport.
+        unsafe { kernel::str::CStr::from_char_ptr(ptr.cast()) }
+    }
+
     /// Asks sunrpc to close the connection (through its autoclose work).
     pub(super) fn force_disconnect(&self) {
         // SAFETY: `xprt` is live.
@@ -221,7 +236,7 @@ impl RdmaXprt {
             sys::rpcrdma_rs_spin_lock(&raw mut (*xprt).transport_lock);
             let cwnd = c_ulong::from(grant) << sys::RPC_CWNDSHIFT;
             if (*xprt).cwnd != cwnd {
-                pr_debug!("credits now {}\n", grant);
+                rdebug!("credits now {}\n", grant);
                 (*xprt).cwnd = cwnd;
             }
             sys::rpcrdma_rs_spin_unlock(&raw mut (*xprt).transport_lock);
@@ -276,7 +291,7 @@ impl RdmaXprt {
             rqst
         };
         let Some(rqst) = NonNull::new(rqst) else {
-            pr_debug!("reply for unknown xid {:#x}\n", u32::from_be(xid));
+            rdebug!("reply for unknown xid {:#x}\n", u32::from_be(xid));
             return Handled::Done;
         };
         // SAFETY: The request is pinned, so its buffer (and state) stays.
@@ -334,7 +349,7 @@ impl RdmaXprt {
                     list = rest.get(..m).unwrap_or(&[]);
                 }
                 None => {
-                    pr_warn!("server invalidated a key that is not the RPC's: closing\n");
+                    rwarn!("server invalidated a key that is not the RPC's: closing\n");
                     bump(&self.stats.bad_remote_inv, 1);
                     bump(&self.stats.bad_reply_count, 1);
                     self.force_disconnect();
@@ -429,7 +444,7 @@ impl RdmaXprt {
                     c_int::try_from(written).unwrap_or(EIO.to_errno())
                 }
                 Err(err) => {
-                    pr_debug!("bad reply: {:?}\n", err);
+                    rdebug!("bad reply: {:?}\n", err);
                     bump(&self.stats.bad_reply_count, 1);
                     EIO.to_errno()
                 }
@@ -707,7 +722,7 @@ unsafe extern "C" fn xprt_setup(args: *mut sys::xprt_create) -> *mut sys::rpc_xp
         format_addresses(xprt);
         sys::rpcrdma_rs_init_delayed_work(rx.connect_work.get(), Some(connect_worker));
         (*xprt).max_payload = MAX_PAYLOAD;
-        pr_debug!("transport created\n");
+        rdebug!("transport created\n");
     }
     xprt
 }
@@ -1007,7 +1022,7 @@ unsafe extern "C" fn op_connect(xprt: *mut sys::rpc_xprt, task: *mut sys::rpc_ta
             sys::xprt_reconnect_backoff(xprt, init_reestablish());
         }
     }
-    pr_debug!("connect in {} jiffies\n", delay);
+    rdebug!("connect in {} jiffies\n", delay);
     // SAFETY: The work was initialised in setup.
     unsafe { sys::rpcrdma_rs_queue_delayed_work(rx.connect_work.get(), delay) };
 }
@@ -1034,12 +1049,15 @@ unsafe extern "C" fn connect_worker(work: *mut sys::work_struct) {
     // SAFETY: As above.
     unsafe { sys::rpcrdma_rs_xprt_clear_connected(xprt) };
     rx.reset_cwnd();
+    let start = jiffies();
     let result = Ep::connect(rx, &rx.cfg);
+    let took_ms = jiffies().wrapping_sub(start).saturating_mul(1000) / hz().max(1);
     // SAFETY: `xprt` is live; we still hold the connect lock.
     let status = unsafe {
         sys::rpcrdma_rs_xprt_clear_connecting(xprt);
         match result {
             Ok(ep) => {
+                let ep_inline = ep.inline();
                 rx.ep.store(KBox::into_raw(ep), Ordering::Release);
                 rx.backoff.store(false, Ordering::Relaxed);
                 (*xprt).connect_cookie = (*xprt).connect_cookie.wrapping_add(1);
@@ -1048,12 +1066,24 @@ unsafe extern "C" fn connect_worker(work: *mut sys::work_struct) {
                     .stat
                     .connect_time
                     .wrapping_add(jiffies().wrapping_sub((*xprt).stat.connect_start) as u64);
+                let inline = ep_inline;
                 sys::rpcrdma_rs_xprt_set_connected(xprt);
-                pr_debug!("connected\n");
+                pr_info!(
+                    "connected to {} (inline send {} recv {}) in {} ms\n",
+                    rx.peer(),
+                    inline.send,
+                    inline.recv,
+                    took_ms
+                );
                 EAGAIN.to_errno()
             }
             Err(err) => {
-                pr_debug!("connect failed: {:?}\n", err);
+                pr_info!(
+                    "connect to {} failed ({}) after {} ms\n",
+                    rx.peer(),
+                    err.to_errno(),
+                    took_ms
+                );
                 rx.backoff.store(true, Ordering::Relaxed);
                 err.to_errno()
             }
@@ -1293,7 +1323,7 @@ unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_int {
         }
         Err(SendError::TooBig) => {
             bump(&rx.stats.failed_marshal_count, 1);
-            pr_warn!("call of {} bytes exceeds the inline threshold\n", snd_len);
+            rwarn!("call of {} bytes exceeds the inline threshold\n", snd_len);
             return EMSGSIZE.to_errno();
         }
         Err(SendError::Post) => {
@@ -1343,10 +1373,11 @@ unsafe extern "C" fn op_timer(xprt: *mut sys::rpc_xprt, _task: *mut sys::rpc_tas
 unsafe extern "C" fn op_close(xprt: *mut sys::rpc_xprt) {
     // SAFETY: sunrpc passes a live transport of ours and holds XPRT_LOCKED.
     let rx = unsafe { RdmaXprt::from_raw(xprt) };
-    pr_debug!("close\n");
+    rdebug!("close\n");
     // SAFETY: XPRT_LOCKED is held.
     unsafe {
         if !rx.ep.load(Ordering::Acquire).is_null() {
+            pr_info!("connection to {} closed\n", rx.peer());
             rx.backoff.store(true, Ordering::Relaxed);
         }
         rx.teardown();
@@ -1363,7 +1394,7 @@ unsafe extern "C" fn op_close(xprt: *mut sys::rpc_xprt) {
 unsafe extern "C" fn op_destroy(xprt: *mut sys::rpc_xprt) {
     // SAFETY: sunrpc passes a live transport of ours; nothing else uses it.
     let rx = unsafe { RdmaXprt::from_raw(xprt) };
-    pr_debug!("destroy\n");
+    rdebug!("destroy\n");
     // SAFETY: The work was initialised in setup; after it is cancelled and
     // the connection torn down, nothing refers to the transport.
     unsafe {

@@ -23,8 +23,19 @@ write_through_fault() {
     [ "$after" -gt "$before" ]
 }
 
+# Connection events in the log: rpcrdma_rs's debug messages through
+# dynamic debug (the C module has tracepoints instead).
+debug_on() {
+    [ "${RR_MOD:-c}" != rs ] && return 0
+    ctl=/sys/kernel/debug/dynamic_debug/control
+    dmesg -n 8 && echo 'module rpcrdma_rs +p' > $ctl || return 1
+    grep 'rpcrdma_rs' $ctl | grep -q '=p' ||
+        { grep -c . $ctl; grep rpcrdma $ctl; return 1; }
+}
+
 check client_net net_up 192.0.2.2 2001:db8::2 &&
     check client_transport load_transport "${RR_MOD:-c}" &&
+    check client_debug debug_on &&
     check mount nfs_mount &&
     check make_data dd if=/dev/urandom of=/tmp/data bs=1M count="$size" &&
     for fault in ${RR_FAULTS:-nfsd link}; do
