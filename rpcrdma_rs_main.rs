@@ -23,6 +23,20 @@ module! {
     authors: ["rpcrdma_rs developers"],
     description: "RPC/RDMA transport for sunrpc, in Rust",
     license: "GPL",
+    params: {
+        max_inline_read: u32 {
+            default: crate::transport::DEF_INLINE,
+            description: "Largest Reply received inline, bytes (1024..65536)",
+        },
+        max_inline_write: u32 {
+            default: crate::transport::DEF_INLINE,
+            description: "Largest Call sent inline, bytes (1024..65536)",
+        },
+        slot_table_entries: u32 {
+            default: crate::transport::DEF_SLOTS,
+            description: "RPC slots and credits requested per transport (4..256)",
+        },
+    },
 }
 
 /// Release of this module, printed at load.
@@ -38,7 +52,13 @@ struct RpcRdma {
 impl kernel::Module for RpcRdma {
     fn init(module: &'static ThisModule) -> Result<Self> {
         let client = transport::Registration::new(module)?;
-        pr_info!("rpcrdma_rs {VERSION} loaded (transport ident {TRANSPORT_IDENT})\n");
+        let cfg = transport::Config::from_params();
+        pr_info!(
+            "rpcrdma_rs {VERSION} loaded (transport ident {TRANSPORT_IDENT}, inline read {} write {}, {} slots)\n",
+            cfg.inline_read,
+            cfg.inline_write,
+            cfg.slots
+        );
         Ok(RpcRdma { _client: client })
     }
 }
@@ -99,5 +119,10 @@ mod proto_tests {
     #[test]
     fn negotiation() {
         assert_eq!(selftest::negotiation(), Ok(()));
+    }
+
+    #[test]
+    fn requester_chunk_rules() {
+        assert_eq!(selftest::requester_chunk_rules(), Ok(()));
     }
 }

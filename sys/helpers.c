@@ -7,6 +7,8 @@
 #include <linux/jiffies.h>
 #include <linux/ratelimit.h>
 #include <linux/slab.h>
+#include <linux/mm.h>
+#include <linux/scatterlist.h>
 #include <linux/sunrpc/sched.h>
 #include <linux/sunrpc/addr.h>
 #include "helpers.h"
@@ -187,16 +189,72 @@ size_t rpcrdma_rs_ntop(const struct sockaddr *sap, char *buf, size_t buflen)
 	return rpc_ntop(sap, buf, buflen);
 }
 
-int rpcrdma_rs_read_xdr_buf(const struct xdr_buf *buf, void *obj,
-			    unsigned int len)
+int rpcrdma_rs_read_xdr_buf(const struct xdr_buf *buf, unsigned int base,
+			    void *obj, unsigned int len)
 {
-	return read_bytes_from_xdr_buf(buf, 0, obj, len);
+	return read_bytes_from_xdr_buf(buf, base, obj, len);
 }
 
-int rpcrdma_rs_write_xdr_buf(const struct xdr_buf *buf, void *obj,
-			     unsigned int len)
+int rpcrdma_rs_write_xdr_buf(const struct xdr_buf *buf, unsigned int base,
+			     void *obj, unsigned int len)
 {
-	return write_bytes_to_xdr_buf(buf, 0, obj, len);
+	return write_bytes_to_xdr_buf(buf, base, obj, len);
+}
+
+int rpcrdma_rs_alloc_sparse_pages(struct xdr_buf *buf)
+{
+	struct page **ppages;
+	int len;
+
+	len = buf->page_len;
+	ppages = buf->pages + (buf->page_base >> PAGE_SHIFT);
+	while (len > 0) {
+		if (!*ppages)
+			*ppages = alloc_page(GFP_NOWAIT);
+		if (!*ppages)
+			return -ENOBUFS;
+		ppages++;
+		len -= PAGE_SIZE;
+	}
+	return 0;
+}
+
+struct page *rpcrdma_rs_virt_to_page(const void *addr)
+{
+	return virt_to_page(addr);
+}
+
+void rpcrdma_rs_sg_init_table(struct scatterlist *sg, unsigned int nents)
+{
+	sg_init_table(sg, nents);
+}
+
+void rpcrdma_rs_sg_set_page(struct scatterlist *sg, struct page *page,
+			    unsigned int len, unsigned int offset)
+{
+	sg_set_page(sg, page, len, offset);
+}
+
+int rpcrdma_rs_dma_map_sg(struct ib_device *dev, struct scatterlist *sg,
+			  int nents, enum dma_data_direction dir)
+{
+	return ib_dma_map_sg(dev, sg, nents, dir);
+}
+
+void rpcrdma_rs_dma_unmap_sg(struct ib_device *dev, struct scatterlist *sg,
+			     int nents, enum dma_data_direction dir)
+{
+	ib_dma_unmap_sg(dev, sg, nents, dir);
+}
+
+void rpcrdma_rs_update_fast_reg_key(struct ib_mr *mr, u8 newkey)
+{
+	ib_update_fast_reg_key(mr, newkey);
+}
+
+int rpcrdma_rs_dereg_mr(struct ib_mr *mr)
+{
+	return ib_dereg_mr(mr);
 }
 
 void rpcrdma_rs_rpcbind(struct rpc_task *task)

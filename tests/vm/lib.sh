@@ -49,11 +49,13 @@ net_up() {
     note "rxe0 on eth0 $1 $2"
 }
 
-# load_transport c|rs|none: insmod the RPC/RDMA transport this run asks for.
+# load_transport c|rs|none: insmod the RPC/RDMA transport this run asks for,
+# with the module parameters of rr.modparams (comma-separated name=value).
 load_transport() {
     case $1 in
     c)    insmod /modules/rpcrdma.ko ;;
-    rs)   insmod /modules/rpcrdma_rs.ko ;;
+    # shellcheck disable=SC2086
+    rs)   insmod /modules/rpcrdma_rs.ko ${RR_MODPARAMS:-} ;;
     none) return 0 ;;
     *)    echo "unknown transport module '$1'"; return 1 ;;
     esac
