@@ -23,20 +23,6 @@ module! {
     authors: ["rpcrdma_rs developers"],
     description: "RPC/RDMA transport for sunrpc, in Rust",
     license: "GPL",
-    params: {
-        max_inline_read: u32 {
-            default: crate::transport::DEF_INLINE,
-            description: "Largest Reply received inline, bytes (1024..65536)",
-        },
-        max_inline_write: u32 {
-            default: crate::transport::DEF_INLINE,
-            description: "Largest Call sent inline, bytes (1024..65536)",
-        },
-        slot_table_entries: u32 {
-            default: crate::transport::DEF_SLOTS,
-            description: "RPC slots and credits requested per transport (4..256)",
-        },
-    },
 }
 
 /// Release of this module, printed at load.

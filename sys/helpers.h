@@ -83,5 +83,7 @@ void *rpcrdma_rs_task_alloc(size_t size);
 bool rpcrdma_rs_debug_enabled(void);
 void rpcrdma_rs_debug(const char *msg);
 bool rpcrdma_rs_warn_ratelimit(void);
+void rpcrdma_rs_params(unsigned int *inline_read, unsigned int *inline_write,
+		       unsigned int *slots);
 
 #endif

@@ -34,10 +34,9 @@ use crate::proto::v1;
 
 pub(crate) use sunrpc::{RdmaXprt, Registration, IDENT};
 
-/// Default RPC slots, and credits we ask for (`RPCRDMA_DEF_SLOT_TABLE`).
+/// Default RPC slots, and credits we ask for (`RPCRDMA_DEF_SLOT_TABLE`;
+/// the default of the slot_table_entries parameter in `sys/helpers.c`).
 pub(crate) const DEF_SLOTS: u32 = 128;
-/// Default inline send and receive size (`RPCRDMA_DEF_INLINE`).
-pub(crate) const DEF_INLINE: u32 = 4096;
 /// Largest RPC payload (NFS rsize/wsize): 1 MiB, moved by RDMA in chunks
 /// (`RPCRDMA_MAX_DATA_SEGS` pages).
 pub(crate) const MAX_PAYLOAD: usize = 1 << 20;
@@ -67,13 +66,11 @@ impl Config {
         }
     }
 
-    /// The module parameters, clamped.
+    /// The module parameters (`sys/helpers.c`, which refuses values out
+    /// of range), clamped once more so that nothing here depends on it.
     pub(crate) fn from_params() -> Self {
-        Self::clamped(
-            crate::module_parameters::max_inline_read.value(),
-            crate::module_parameters::max_inline_write.value(),
-            crate::module_parameters::slot_table_entries.value(),
-        )
+        let (inline_read, inline_write, slots) = sunrpc::module_params();
+        Self::clamped(inline_read, inline_write, slots)
     }
 }
 /// Smallest version 1 transport header (`RPCRDMA_HDRLEN_MIN`).

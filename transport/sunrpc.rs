@@ -38,6 +38,15 @@ fn hz() -> c_ulong {
     unsafe { sys::rpcrdma_rs_hz() }
 }
 
+/// The module parameters: max_inline_read, max_inline_write and
+/// slot_table_entries.
+pub(super) fn module_params() -> (u32, u32, u32) {
+    let (mut inline_read, mut inline_write, mut slots) = (0, 0, 0);
+    // SAFETY: The helper only writes the three integers.
+    unsafe { sys::rpcrdma_rs_params(&mut inline_read, &mut inline_write, &mut slots) };
+    (inline_read, inline_write, slots)
+}
+
 fn jiffies() -> c_ulong {
     // SAFETY: Reads the jiffies counter.
     unsafe { sys::rpcrdma_rs_jiffies() }
