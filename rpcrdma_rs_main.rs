@@ -9,6 +9,8 @@
 
 use kernel::prelude::*;
 
+#[macro_use]
+mod log;
 #[path = "proto/mod.rs"]
 pub mod proto;
 mod rdma;
@@ -36,7 +38,13 @@ struct RpcRdma {
 impl kernel::Module for RpcRdma {
     fn init(module: &'static ThisModule) -> Result<Self> {
         let client = transport::Registration::new(module)?;
-        pr_info!("rpcrdma_rs {VERSION} loaded (transport ident {TRANSPORT_IDENT})\n");
+        let cfg = transport::Config::from_params();
+        pr_info!(
+            "rpcrdma_rs {VERSION} loaded (transport ident {TRANSPORT_IDENT}, inline read {} write {}, {} slots)\n",
+            cfg.inline_read,
+            cfg.inline_write,
+            cfg.slots
+        );
         Ok(RpcRdma { _client: client })
     }
 }
@@ -97,5 +105,10 @@ mod proto_tests {
     #[test]
     fn negotiation() {
         assert_eq!(selftest::negotiation(), Ok(()));
+    }
+
+    #[test]
+    fn requester_chunk_rules() {
+        assert_eq!(selftest::requester_chunk_rules(), Ok(()));
     }
 }

@@ -326,3 +326,170 @@ pub fn plan_response(
         }),
     }
 }
+
+/// Pages one MR may cover next: how many of `segs` (each `(offset in its
+/// page, length)`, in order) one FRWR registration of at most `depth`
+/// pages takes, as rpcrdma.ko's `frwr_map` decides. An MR's pages must
+/// be contiguous in its I/O virtual space, so a registration ends at the
+/// first segment that does not start a page, or after one that does not
+/// end a page. Each segment is expected to lie within one page. Returns
+/// at least one while `segs` is not empty.
+pub fn mr_segments(
+    segs: impl IntoIterator<Item = (u32, u32)>,
+    depth: u32,
+    page_size: u32,
+) -> usize {
+    let page = page_size.max(1);
+    let depth = usize::try_from(depth.max(1)).unwrap_or(usize::MAX);
+    let mut taken = 0usize;
+    for (offset, len) in segs {
+        if taken >= depth {
+            break;
+        }
+        if taken > 0 && offset != 0 {
+            break;
+        }
+        taken = taken.saturating_add(1);
+        let end = u64::from(offset).saturating_add(u64::from(len));
+        if end.checked_rem(u64::from(page)).unwrap_or(0) != 0 {
+            break;
+        }
+    }
+    taken
+}
+
+/// What the Requester offered for one RPC's Reply, to check the Reply
+/// against.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Offered {
+    /// Bytes registered for the Write chunk (payload plus any XDR pad
+    /// segment), if one was sent.
+    pub write_chunk: Option<u32>,
+    /// Bytes registered for the Reply chunk, if one was sent.
+    pub reply_chunk: Option<u32>,
+}
+
+/// How a received Reply is laid out, once checked against [`Offered`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReplyShape {
+    /// RDMA_MSG, all of it inline.
+    Inline,
+    /// RDMA_MSG whose result data the Responder wrote into our Write
+    /// chunk: `written` bytes (already bounded by what we registered).
+    Write {
+        /// Bytes written, the sum of the returned segment lengths.
+        written: u32,
+    },
+    /// RDMA_NOMSG: the whole Reply is in our Reply chunk, `written` bytes.
+    Reply {
+        /// Bytes written into the Reply chunk.
+        written: u32,
+    },
+}
+
+/// A Reply that cannot be accepted: drop it, count it, fail the RPC.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BadReply {
+    /// More than one Write chunk, or a Read list in a Reply.
+    UnexpectedList,
+    /// A Write chunk or Reply chunk we did not offer.
+    NotOffered,
+    /// The Responder claims to have written more than we registered.
+    TooLong,
+    /// RDMA_NOMSG without a Reply chunk, or with a Write list too.
+    BadNomsg,
+}
+
+/// Sum of segment lengths, `None` past `u32::MAX`.
+fn written(chunk: &super::chunk::WriteChunk<'_>) -> Option<u32> {
+    u32::try_from(chunk.total_length()).ok()
+}
+
+/// Checks the chunk lists of a Reply against what we offered
+/// (`rpcrdma_decode_msg` and `rpcrdma_decode_nomsg`, plus bounds rpcrdma.ko
+/// does not check: a written length beyond the registration is refused).
+pub fn check_reply(
+    nomsg: bool,
+    lists: &super::chunk::ChunkLists<'_>,
+    offered: &Offered,
+) -> Result<ReplyShape, BadReply> {
+    if !lists.reads.is_empty() || lists.writes.chunk_count() > 1 {
+        return Err(BadReply::UnexpectedList);
+    }
+    let write = lists.writes.chunks().next();
+    if nomsg {
+        let (Some(reply), None) = (lists.reply, write) else {
+            return Err(BadReply::BadNomsg);
+        };
+        let room = offered.reply_chunk.ok_or(BadReply::NotOffered)?;
+        let written = written(&reply).ok_or(BadReply::TooLong)?;
+        if written > room {
+            return Err(BadReply::TooLong);
+        }
+        return Ok(ReplyShape::Reply { written });
+    }
+    if lists.reply.is_some() {
+        return Err(BadReply::UnexpectedList);
+    }
+    match write {
+        None => Ok(ReplyShape::Inline),
+        Some(chunk) => {
+            let room = offered.write_chunk.ok_or(BadReply::NotOffered)?;
+            let written = written(&chunk).ok_or(BadReply::TooLong)?;
+            if written > room {
+                return Err(BadReply::TooLong);
+            }
+            Ok(ReplyShape::Write { written })
+        }
+    }
+}
+
+/// Where the inline part of a Reply that used a Write chunk goes in the
+/// receive `xdr_buf` (`rpcrdma_inline_fixup`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct WriteFixup {
+    /// The head shrinks to this length, so that the directly placed data
+    /// follows the inline part at once (both `rq_rcv_buf` and
+    /// `rq_private_buf`); `None` leaves it.
+    pub trim_head: Option<u32>,
+    /// Inline bytes copied to the start of the buffer.
+    pub head_copy: u32,
+    /// Offset in the buffer of the inline bytes after the head: past the
+    /// written data and its XDR pad.
+    pub rest_offset: u32,
+    /// The Reply's length in the buffer.
+    pub total: u32,
+}
+
+/// Lays out a Reply of `inline_len` inline bytes and `written` bytes in
+/// the Write chunk into a receive buffer whose head is `head_len` long and
+/// whose page list holds `page_len` bytes. The data written stays where it
+/// landed, at the start of the page list; `written` is trimmed to
+/// `page_len` (what the Responder wrote past it went into the pad).
+pub fn write_fixup(head_len: u32, page_len: u32, inline_len: u32, written: u32) -> WriteFixup {
+    let data = written.min(page_len);
+    let padded = data.saturating_add(3) & !3;
+    let trim_head = (written > 0 && inline_len < head_len).then_some(inline_len);
+    let head_copy = inline_len.min(head_len);
+    let head_after = trim_head.unwrap_or(head_len);
+    let rest = inline_len.saturating_sub(head_copy);
+    let rest_offset = head_after.saturating_add(padded);
+    WriteFixup {
+        trim_head,
+        head_copy,
+        rest_offset,
+        // Like rpcrdma.ko, the length counts the data's XDR pad.
+        total: if rest == 0 {
+            head_copy.saturating_add(padded)
+        } else {
+            rest_offset.saturating_add(rest)
+        },
+    }
+}
+
+/// Whether the R_key a Responder invalidated with Send With Invalidate is
+/// one of the `ours` this RPC registered (RFC 8166 §3.3.4). Any other key
+/// is a protocol violation: the connection is closed.
+pub fn remote_invalidation_ok(rkey: u32, ours: &[u32]) -> Option<usize> {
+    ours.iter().position(|&k| k == rkey)
+}

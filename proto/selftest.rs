@@ -1023,3 +1023,59 @@ pub fn negotiation() -> Outcome {
         "direction: backchannel credits",
     )
 }
+
+/// The Requester's chunk rules: FRWR segmentation, the written lengths a
+/// Reply may claim, the Write-list layout and the Send With Invalidate
+/// key check.
+pub fn requester_chunk_rules() -> Outcome {
+    let page = 4096;
+    let whole = [(0u32, 4096u32); 40];
+    check(
+        plan::mr_segments(whole, 32, page) == 32
+            && plan::mr_segments([(100, 200), (0, 4096)], 32, page) == 1
+            && plan::mr_segments([(100, 3996), (0, 4096), (0, 5)], 32, page) == 3
+            && plan::mr_segments([(0, 4096), (8, 100)], 32, page) == 1,
+        "frwr: MR segmentation",
+    )?;
+    let f = plan::write_fixup(140, 1 << 20, 112, 1001);
+    check(
+        f.trim_head == Some(112) && f.head_copy == 112 && f.total == 112 + 1004,
+        "frwr: write list trim",
+    )?;
+    check(
+        plan::write_fixup(100, 4096, 100, 4099).total == 4196,
+        "frwr: written length bounded by the pages",
+    )?;
+    check(
+        plan::remote_invalidation_ok(5, &[7, 5]) == Some(1)
+            && plan::remote_invalidation_ok(6, &[7, 5]).is_none(),
+        "frwr: remote invalidation key",
+    )?;
+    // A Reply claiming 4097 bytes in a 4096-byte Reply chunk.
+    let mut buf = [0u8; 64];
+    let seg = [Segment {
+        handle: 1,
+        length: 4097,
+        offset: 0,
+    }];
+    let chunks = ChunkSlices {
+        reply: Some(&seg),
+        ..ChunkSlices::NONE
+    };
+    let n = v1::encode(&mut buf, &fixed(1), &v1::Message::Nomsg(chunks))
+        .map_err(|_| SelftestFailure("frwr: encode"))?;
+    let hdr = v1::decode(buf.get(..n).unwrap_or(&[]), &Limits::DEFAULT)
+        .map_err(|_| SelftestFailure("frwr: decode"))?;
+    let offered = plan::Offered {
+        write_chunk: None,
+        reply_chunk: Some(4096),
+    };
+    let too_long = match hdr.body {
+        v1::Body::Nomsg(lists) => plan::check_reply(true, &lists, &offered),
+        _ => Ok(plan::ReplyShape::Inline),
+    };
+    check(
+        too_long == Err(plan::BadReply::TooLong),
+        "frwr: reply chunk overrun refused",
+    )
+}

@@ -3,8 +3,12 @@
  * Out-of-line wrappers for static inlines and KBUILD_MODNAME macros; see
  * helpers.h. Compiled into rpcrdma_rs.ko, so KBUILD_MODNAME names us.
  */
+#include <linux/dynamic_debug.h>
 #include <linux/jiffies.h>
+#include <linux/ratelimit.h>
 #include <linux/slab.h>
+#include <linux/mm.h>
+#include <linux/scatterlist.h>
 #include <linux/sunrpc/sched.h>
 #include <linux/sunrpc/addr.h>
 #include "helpers.h"
@@ -185,16 +189,72 @@ size_t rpcrdma_rs_ntop(const struct sockaddr *sap, char *buf, size_t buflen)
 	return rpc_ntop(sap, buf, buflen);
 }
 
-int rpcrdma_rs_read_xdr_buf(const struct xdr_buf *buf, void *obj,
-			    unsigned int len)
+int rpcrdma_rs_read_xdr_buf(const struct xdr_buf *buf, unsigned int base,
+			    void *obj, unsigned int len)
 {
-	return read_bytes_from_xdr_buf(buf, 0, obj, len);
+	return read_bytes_from_xdr_buf(buf, base, obj, len);
 }
 
-int rpcrdma_rs_write_xdr_buf(const struct xdr_buf *buf, void *obj,
-			     unsigned int len)
+int rpcrdma_rs_write_xdr_buf(const struct xdr_buf *buf, unsigned int base,
+			     void *obj, unsigned int len)
 {
-	return write_bytes_to_xdr_buf(buf, 0, obj, len);
+	return write_bytes_to_xdr_buf(buf, base, obj, len);
+}
+
+int rpcrdma_rs_alloc_sparse_pages(struct xdr_buf *buf)
+{
+	struct page **ppages;
+	int len;
+
+	len = buf->page_len;
+	ppages = buf->pages + (buf->page_base >> PAGE_SHIFT);
+	while (len > 0) {
+		if (!*ppages)
+			*ppages = alloc_page(GFP_NOWAIT);
+		if (!*ppages)
+			return -ENOBUFS;
+		ppages++;
+		len -= PAGE_SIZE;
+	}
+	return 0;
+}
+
+struct page *rpcrdma_rs_virt_to_page(const void *addr)
+{
+	return virt_to_page(addr);
+}
+
+void rpcrdma_rs_sg_init_table(struct scatterlist *sg, unsigned int nents)
+{
+	sg_init_table(sg, nents);
+}
+
+void rpcrdma_rs_sg_set_page(struct scatterlist *sg, struct page *page,
+			    unsigned int len, unsigned int offset)
+{
+	sg_set_page(sg, page, len, offset);
+}
+
+int rpcrdma_rs_dma_map_sg(struct ib_device *dev, struct scatterlist *sg,
+			  int nents, enum dma_data_direction dir)
+{
+	return ib_dma_map_sg(dev, sg, nents, dir);
+}
+
+void rpcrdma_rs_dma_unmap_sg(struct ib_device *dev, struct scatterlist *sg,
+			     int nents, enum dma_data_direction dir)
+{
+	ib_dma_unmap_sg(dev, sg, nents, dir);
+}
+
+void rpcrdma_rs_update_fast_reg_key(struct ib_mr *mr, u8 newkey)
+{
+	ib_update_fast_reg_key(mr, newkey);
+}
+
+int rpcrdma_rs_dereg_mr(struct ib_mr *mr)
+{
+	return ib_dereg_mr(mr);
 }
 
 void rpcrdma_rs_rpcbind(struct rpc_task *task)
@@ -205,4 +265,87 @@ void rpcrdma_rs_rpcbind(struct rpc_task *task)
 void *rpcrdma_rs_task_alloc(size_t size)
 {
 	return kmalloc(size, rpc_task_gfp_mask());
+}
+
+/*
+ * One dynamic debug call site for the whole module: "module rpcrdma_rs +p"
+ * in dynamic_debug/control turns it on, and Rust formats nothing while it
+ * is off.
+ */
+static struct _ddebug *rpcrdma_rs_ddebug(void)
+{
+	DEFINE_DYNAMIC_DEBUG_METADATA(descriptor, "%s");
+
+	return &descriptor;
+}
+
+bool rpcrdma_rs_debug_enabled(void)
+{
+	struct _ddebug *dp = rpcrdma_rs_ddebug();
+
+	/* The control file changes the flags under us: reload them. */
+	barrier();
+	return dp->flags & _DPRINTK_FLAGS_PRINT;
+}
+
+void rpcrdma_rs_debug(const char *msg)
+{
+	__dynamic_pr_debug(rpcrdma_rs_ddebug(), "%s", msg);
+}
+
+/* One rate limit shared by every warning the peer can provoke. */
+bool rpcrdma_rs_warn_ratelimit(void)
+{
+	static DEFINE_RATELIMIT_STATE(rs, DEFAULT_RATELIMIT_INTERVAL,
+				      DEFAULT_RATELIMIT_BURST);
+
+	return __ratelimit(&rs);
+}
+
+/*
+ * Module parameters, the counterparts of rpcrdma.ko's sunrpc sysctls. They
+ * live here because the Rust module! macro of this kernel registers its
+ * parameters without a sysfs mode. Out-of-range values are refused, as
+ * the sysctls refuse them; a change applies to transports created later.
+ */
+static unsigned int max_inline_read = 4096;
+static unsigned int max_inline_write = 4096;
+static unsigned int slot_table_entries = 128;
+
+static int param_set_inline(const char *val, const struct kernel_param *kp)
+{
+	return param_set_uint_minmax(val, kp, 1024, 65536);
+}
+
+static int param_set_slots(const char *val, const struct kernel_param *kp)
+{
+	return param_set_uint_minmax(val, kp, 4, 256);
+}
+
+static const struct kernel_param_ops inline_ops = {
+	.set = param_set_inline,
+	.get = param_get_uint,
+};
+
+static const struct kernel_param_ops slots_ops = {
+	.set = param_set_slots,
+	.get = param_get_uint,
+};
+
+module_param_cb(max_inline_read, &inline_ops, &max_inline_read, 0644);
+MODULE_PARM_DESC(max_inline_read,
+		 "Largest Reply received inline, bytes (1024-65536, default 4096)");
+module_param_cb(max_inline_write, &inline_ops, &max_inline_write, 0644);
+MODULE_PARM_DESC(max_inline_write,
+		 "Largest Call sent inline, bytes (1024-65536, default 4096)");
+module_param_cb(slot_table_entries, &slots_ops, &slot_table_entries, 0644);
+MODULE_PARM_DESC(slot_table_entries,
+		 "RPC slots and credits requested per transport (4-256, default 128)");
+
+void rpcrdma_rs_params(unsigned int *inline_read, unsigned int *inline_write,
+		       unsigned int *slots)
+{
+	*inline_read = READ_ONCE(max_inline_read);
+	*inline_write = READ_ONCE(max_inline_write);
+	*slots = READ_ONCE(slot_table_entries);
 }

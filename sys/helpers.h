@@ -63,11 +63,27 @@ void rpcrdma_rs_xprt_clear_connecting(struct rpc_xprt *xprt);
 void rpcrdma_rs_xprt_set_bound(struct rpc_xprt *xprt);
 bool rpcrdma_rs_reply_expected(struct rpc_task *task);
 size_t rpcrdma_rs_ntop(const struct sockaddr *sap, char *buf, size_t buflen);
-int rpcrdma_rs_read_xdr_buf(const struct xdr_buf *buf, void *obj,
-			    unsigned int len);
-int rpcrdma_rs_write_xdr_buf(const struct xdr_buf *buf, void *obj,
-			     unsigned int len);
+int rpcrdma_rs_read_xdr_buf(const struct xdr_buf *buf, unsigned int base,
+			    void *obj, unsigned int len);
+int rpcrdma_rs_write_xdr_buf(const struct xdr_buf *buf, unsigned int base,
+			     void *obj, unsigned int len);
+int rpcrdma_rs_alloc_sparse_pages(struct xdr_buf *buf);
+struct page *rpcrdma_rs_virt_to_page(const void *addr);
+void rpcrdma_rs_sg_init_table(struct scatterlist *sg, unsigned int nents);
+void rpcrdma_rs_sg_set_page(struct scatterlist *sg, struct page *page,
+			    unsigned int len, unsigned int offset);
+int rpcrdma_rs_dma_map_sg(struct ib_device *dev, struct scatterlist *sg,
+			  int nents, enum dma_data_direction dir);
+void rpcrdma_rs_dma_unmap_sg(struct ib_device *dev, struct scatterlist *sg,
+			     int nents, enum dma_data_direction dir);
+void rpcrdma_rs_update_fast_reg_key(struct ib_mr *mr, u8 newkey);
+int rpcrdma_rs_dereg_mr(struct ib_mr *mr);
 void rpcrdma_rs_rpcbind(struct rpc_task *task);
 void *rpcrdma_rs_task_alloc(size_t size);
+bool rpcrdma_rs_debug_enabled(void);
+void rpcrdma_rs_debug(const char *msg);
+bool rpcrdma_rs_warn_ratelimit(void);
+void rpcrdma_rs_params(unsigned int *inline_read, unsigned int *inline_write,
+		       unsigned int *slots);
 
 #endif

@@ -11,24 +11,45 @@
 //! completion ordering.
 
 use core::cell::UnsafeCell;
-use core::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
+use core::sync::atomic::{
+    AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering,
+};
 
 use kernel::error::to_result;
 use kernel::prelude::*;
 use kernel::types::Opaque;
 
-use super::{RdmaXprt, INLINE_SIZE, MAX_SLOTS};
+use super::{bump, Config, RdmaXprt};
+use crate::proto::plan::DeviceLimits;
 use crate::proto::pvt::{self, InlineThresholds, PrivateData};
-use crate::rdma::{CmEvent, CmHandler, CmId, ConnParam, Cq, DmaBuf, DmaDir, Pd, Qp, QpAttr, Wc};
+use crate::rdma::{
+    CmEvent, CmHandler, CmId, ConnParam, Cq, DmaBuf, DmaDir, Mr, PageSeg, Pd, Qp, QpAttr,
+    Registered, Wc,
+};
 use crate::sys;
 
-/// Receives kept posted: one per credit we ask for, plus two for
-/// backward-direction Calls (which we drop).
-pub(crate) const RECVS: u32 = MAX_SLOTS + 2;
+/// Receives kept posted: one per credit we ask for, two for
+/// backward-direction Calls (which we drop), and a quarter more because a
+/// buffer is reposted only after its Reply's RPC completed, and a new
+/// Call may go out (and its Reply come back) in between.
+fn recvs(cfg: &Config) -> u32 {
+    cfg.slots + cfg.slots / 4 + 2
+}
+
 /// Send buffers per connection. Sends complete in order on an RC QP, so
 /// the pool is a ring; twice the slot count makes it run dry only when
 /// Send completions lag a whole window behind.
-pub(crate) const SENDS: u32 = MAX_SLOTS * 2;
+fn sends(cfg: &Config) -> u32 {
+    cfg.slots * 2
+}
+
+/// Most MRs one RPC holds: a Read, a Write and a Reply chunk of at most
+/// `RPCRDMA_MAX_HDR_SEGS` segments each.
+pub(crate) const MAX_RPC_MRS: usize = 48;
+
+/// Unique number of each connection, so that a request can tell whether
+/// the MRs it remembers belong to the current one.
+static GENERATION: AtomicU64 = AtomicU64::new(1);
 
 /// Connection status values kept in [`Shared::status`].
 const PENDING: i32 = 0;
@@ -55,6 +76,20 @@ pub(crate) struct Shared {
     /// Negotiated inline thresholds.
     inline_send: AtomicU32,
     inline_recv: AtomicU32,
+    /// The MR pool, once allocated; freed after the CQs.
+    pool: AtomicPtr<MrPool>,
+    /// This connection's number (see [`GENERATION`]).
+    pub(crate) gen: u64,
+    /// Sends completed (successfully or flushed), in posting order.
+    sends_done: AtomicU64,
+    /// The Receive contexts (a vector that never changes once set), for
+    /// the Send completion to find Replies waiting for it.
+    rx: AtomicPtr<RecvCtx>,
+    rx_len: AtomicUsize,
+    /// Replies waiting for their Call's Send to complete.
+    waiters: AtomicU32,
+    /// What we advertise in the private data.
+    ours: InlineThresholds,
 }
 
 // SAFETY: All mutable state is atomic or a C completion, which is
@@ -64,7 +99,7 @@ unsafe impl Send for Shared {}
 unsafe impl Sync for Shared {}
 
 impl Shared {
-    fn new(xprt: &RdmaXprt) -> Result<KBox<Self>> {
+    fn new(xprt: &RdmaXprt, cfg: &Config) -> Result<KBox<Self>> {
         let shared = KBox::new(
             Self {
                 xprt,
@@ -76,6 +111,16 @@ impl Shared {
                 draining: AtomicBool::new(false),
                 inline_send: AtomicU32::new(pvt::MIN_SIZE),
                 inline_recv: AtomicU32::new(pvt::MIN_SIZE),
+                pool: AtomicPtr::new(core::ptr::null_mut()),
+                gen: GENERATION.fetch_add(1, Ordering::Relaxed),
+                sends_done: AtomicU64::new(0),
+                rx: AtomicPtr::new(core::ptr::null_mut()),
+                rx_len: AtomicUsize::new(0),
+                waiters: AtomicU32::new(0),
+                ours: InlineThresholds {
+                    send: cfg.inline_write,
+                    recv: cfg.inline_read,
+                },
             },
             GFP_KERNEL,
         )?;
@@ -85,7 +130,7 @@ impl Shared {
         Ok(shared)
     }
 
-    fn xprt(&self) -> &RdmaXprt {
+    pub(crate) fn xprt(&self) -> &RdmaXprt {
         // SAFETY: By the type invariant `xprt` outlives us.
         unsafe { &*self.xprt }
     }
@@ -111,6 +156,69 @@ impl Shared {
         }
     }
 
+    /// Sends completed so far: on an RC QP they complete in order, so
+    /// the Send numbered `n` (see [`Ep::next_send_seq`]) has completed
+    /// when this is at least `n`.
+    pub(crate) fn sends_completed(&self) -> u64 {
+        self.sends_done.load(Ordering::Acquire)
+    }
+
+    /// Holds the Reply in `ctx` until the Send numbered `seq` completed,
+    /// like rpcrdma.ko's `reply_waits_for_send`: an RPC completes only
+    /// after its Call's Send did. Returns false when the Send completed in
+    /// the meantime and the caller is to go on with the Reply itself.
+    pub(crate) fn defer_until_sent(&self, ctx: &RecvCtx, seq: u64, pending: Pending) -> bool {
+        // SAFETY: The Receive completion owns `pending` (type invariant of
+        // `RecvCtx`) until it publishes `wait_seq`.
+        unsafe { *ctx.pending.get() = pending };
+        self.waiters.fetch_add(1, Ordering::SeqCst);
+        ctx.wait_seq.store(seq, Ordering::SeqCst);
+        if self.sends_completed() >= seq
+            && ctx
+                .wait_seq
+                .compare_exchange(seq, 0, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+        {
+            self.waiters.fetch_sub(1, Ordering::SeqCst);
+            return false;
+        }
+        true
+    }
+
+    /// Finishes the Replies whose Sends have now completed.
+    fn wake_waiters(&self) {
+        if self.waiters.load(Ordering::SeqCst) == 0 {
+            return;
+        }
+        let done = self.sends_completed();
+        let rx = self.rx.load(Ordering::Acquire);
+        let n = self.rx_len.load(Ordering::Acquire);
+        if rx.is_null() {
+            return;
+        }
+        // SAFETY: `rx` points to the connection's Receive contexts, a
+        // vector that is never resized and is freed only after the CQs, so
+        // after this handler.
+        let contexts = unsafe { core::slice::from_raw_parts(rx.cast_const(), n) };
+        for ctx in contexts {
+            let w = ctx.wait_seq.load(Ordering::SeqCst);
+            if w == 0 || w > done {
+                continue;
+            }
+            if ctx
+                .wait_seq
+                .compare_exchange(w, 0, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+            {
+                self.waiters.fetch_sub(1, Ordering::SeqCst);
+                // SAFETY: Winning the exchange hands us the pending Reply.
+                let pending = unsafe { *ctx.pending.get() };
+                self.xprt().finish_reply(self, ctx, pending, true);
+                ctx.repost(self);
+            }
+        }
+    }
+
     /// The negotiated inline thresholds.
     pub(crate) fn inline(&self) -> InlineThresholds {
         InlineThresholds {
@@ -120,15 +228,9 @@ impl Shared {
     }
 }
 
-/// Our RFC 8797 advertisement: what we send and can receive inline.
-pub(crate) const OURS: InlineThresholds = InlineThresholds {
-    send: INLINE_SIZE as u32,
-    recv: INLINE_SIZE as u32,
-};
-
 impl CmHandler for Shared {
     fn event(&self, event: CmEvent) {
-        pr_debug!("cm event {:?}\n", event);
+        rdebug!("cm event {:?}\n", event);
         match event {
             CmEvent::AddrResolved | CmEvent::RouteResolved => {
                 self.async_rc.store(0, Ordering::Release);
@@ -144,12 +246,12 @@ impl CmHandler for Shared {
                 self.wake();
             }
             CmEvent::Established { private, len } => {
-                let negotiated = pvt::negotiate(OURS, private.get(..len).unwrap_or(&[]));
+                let negotiated = pvt::negotiate(self.ours, private.get(..len).unwrap_or(&[]));
                 self.inline_send
                     .store(negotiated.inline.send, Ordering::Release);
                 self.inline_recv
                     .store(negotiated.inline.recv, Ordering::Release);
-                pr_debug!(
+                rdebug!(
                     "connected, inline send {} recv {}\n",
                     negotiated.inline.send,
                     negotiated.inline.recv
@@ -174,26 +276,56 @@ impl Shared {
     fn fail(&self, err: Error) {
         let was = self.status.swap(err.to_errno(), Ordering::AcqRel);
         if was == ESTABLISHED {
+            rdebug!("connection lost ({})\n", err.to_errno());
             self.xprt().force_disconnect();
         }
         self.wake();
     }
 }
 
+/// A Reply held between its Receive completion and the completion of the
+/// LOCAL_INVs of its RPC's MRs.
+#[derive(Clone, Copy)]
+pub(crate) struct Pending {
+    /// The request, pinned.
+    pub(crate) rqst: *mut sys::rpc_rqst,
+    /// Bytes received.
+    pub(crate) len: usize,
+}
+
 /// A posted Receive buffer.
+///
+/// # Invariants
+///
+/// `pending` is only accessed by the Receive completion of this buffer
+/// and, after it posted LOCAL_INVs on `linv_cqe`, by their completion, or
+/// after it published `wait_seq`, by whoever resets `wait_seq` to zero;
+/// the buffer is reposted only after that.
 pub(crate) struct RecvCtx {
     cqe: Opaque<sys::ib_cqe>,
+    linv_cqe: Opaque<sys::ib_cqe>,
     buf: DmaBuf,
+    pending: UnsafeCell<Pending>,
+    /// Number of the Send this buffer's Reply waits for; 0 for none.
+    wait_seq: AtomicU64,
     shared: *const Shared,
 }
 
 impl RecvCtx {
-    fn new(shared: &Shared, dev: &crate::rdma::Device) -> Result<Self> {
+    fn new(shared: &Shared, dev: &crate::rdma::Device, size: usize) -> Result<Self> {
         Ok(Self {
             cqe: Opaque::new(sys::ib_cqe {
                 done: Some(recv_done),
             }),
-            buf: DmaBuf::new(dev, INLINE_SIZE, DmaDir::FromDevice)?,
+            linv_cqe: Opaque::new(sys::ib_cqe {
+                done: Some(linv_done),
+            }),
+            buf: DmaBuf::new(dev, size, DmaDir::FromDevice)?,
+            pending: UnsafeCell::new(Pending {
+                rqst: core::ptr::null_mut(),
+                len: 0,
+            }),
+            wait_seq: AtomicU64::new(0),
             shared,
         })
     }
@@ -205,6 +337,35 @@ impl RecvCtx {
         // is neither resized nor freed before the QP is drained.
         unsafe { qp.post_recv(self.cqe.get(), &self.buf, lkey) }
     }
+
+    /// The first `len` bytes received.
+    pub(crate) fn msg(&self, len: usize) -> &[u8] {
+        self.buf.as_slice().get(..len).unwrap_or(&[])
+    }
+
+    /// Reposts the buffer, unless the connection is going.
+    fn repost(&self, shared: &Shared) {
+        if shared.draining.load(Ordering::Acquire) {
+            return;
+        }
+        // SAFETY: The QP pointer is set before any Receive is posted and the
+        // QP is destroyed only after draining, i.e. after this handler
+        // returns.
+        let Some(qp) = (unsafe { Qp::from_ptr(shared.qp.load(Ordering::Acquire)) }) else {
+            return;
+        };
+        if self.post(&qp, shared.lkey.load(Ordering::Relaxed)).is_err() {
+            shared.xprt().force_disconnect();
+        }
+    }
+}
+
+/// What the transport did with a received message.
+pub(crate) enum Handled {
+    /// Done: repost the buffer.
+    Done,
+    /// LOCAL_INVs were posted; [`linv_done`] finishes the Reply.
+    Deferred,
 }
 
 /// Entry point called by C.
@@ -224,27 +385,292 @@ unsafe extern "C" fn recv_done(_cq: *mut sys::ib_cq, wc: *mut sys::ib_wc) {
     let xprt = shared.xprt();
     if !wc.ok() {
         if !wc.flushed() {
-            pr_warn!("receive failed, status {}\n", wc.status());
+            rwarn!("receive failed, status {}\n", wc.status());
             xprt.force_disconnect();
         }
         return;
     }
     let len = wc.byte_len().min(ctx.buf.len());
     ctx.buf.sync_for_cpu(len);
-    xprt.receive(
-        ctx.buf.as_slice().get(..len).unwrap_or(&[]),
-        shared.inline().recv,
-    );
-    if shared.draining.load(Ordering::Acquire) {
-        return;
+    if let Handled::Done = xprt.receive(shared, ctx, len, wc.invalidated_rkey()) {
+        ctx.repost(shared);
     }
-    // SAFETY: The QP pointer is set before any Receive is posted and the QP
-    // is destroyed only after draining, i.e. after this handler returns.
-    let Some(qp) = (unsafe { Qp::from_ptr(shared.qp.load(Ordering::Acquire)) }) else {
-        return;
+}
+
+/// Completion of the last (signalled) LOCAL_INV of a Reply's RPC.
+///
+/// # Safety
+///
+/// Only called by the C side, with the arguments its contract promises.
+unsafe extern "C" fn linv_done(_cq: *mut sys::ib_cq, wc: *mut sys::ib_wc) {
+    // SAFETY: ib_core passes a valid completion for the call.
+    let wc = unsafe { Wc::from_raw(wc) };
+    // SAFETY: The last LOCAL_INV of a Reply is posted with the `linv_cqe`
+    // of its `RecvCtx`, valid until the QP is drained.
+    let ctx = unsafe {
+        &*kernel::container_of!(wc.cqe().cast::<Opaque<sys::ib_cqe>>(), RecvCtx, linv_cqe)
     };
-    if ctx.post(&qp, shared.lkey.load(Ordering::Relaxed)).is_err() {
-        xprt.force_disconnect();
+    // SAFETY: `shared` outlives every context of its connection.
+    let shared = unsafe { &*ctx.shared };
+    // SAFETY: By the type invariant, the Receive completion handed the
+    // pending Reply to us.
+    let pending = unsafe { *ctx.pending.get() };
+    if !wc.ok() && !wc.flushed() {
+        rwarn!("local invalidate failed, status {}\n", wc.status());
+        shared.xprt().force_disconnect();
+    }
+    shared.xprt().finish_reply(shared, ctx, pending, wc.ok());
+    ctx.repost(shared);
+}
+
+/// MR slot states.
+const MR_FREE: u8 = 0;
+const MR_BUSY: u8 = 1;
+/// Taken out of use: its state is unknown after a failed operation.
+const MR_DEAD: u8 = 2;
+
+/// One MR of the pool with its work requests.
+///
+/// # Invariants
+///
+/// Whoever moved `state` from [`MR_FREE`] to [`MR_BUSY`] owns `mr`,
+/// `reg_wr` and `inv_wr` until it stores [`MR_FREE`] again: the sender
+/// while it registers, then the Reply's handlers, which receive the MR
+/// through the request state (released by the sender before posting, and
+/// acquired by the Receive handler), and the LOCAL_INV completion.
+pub(crate) struct MrSlot {
+    mr: UnsafeCell<Mr>,
+    reg_wr: UnsafeCell<sys::ib_reg_wr>,
+    inv_wr: UnsafeCell<sys::ib_send_wr>,
+    cqe: Opaque<sys::ib_cqe>,
+    state: AtomicU8,
+    rkey: AtomicU32,
+    shared: *const Shared,
+}
+
+/// Completion of an unsignalled REG_MR or LOCAL_INV: only errors report.
+///
+/// # Safety
+///
+/// Only called by the C side, with the arguments its contract promises.
+unsafe extern "C" fn mr_done(_cq: *mut sys::ib_cq, wc: *mut sys::ib_wc) {
+    // SAFETY: ib_core passes a valid completion for the call.
+    let wc = unsafe { Wc::from_raw(wc) };
+    // SAFETY: REG_MR and unsignalled LOCAL_INV carry the `cqe` of their
+    // `MrSlot`, valid until the QP is drained.
+    let slot =
+        unsafe { &*kernel::container_of!(wc.cqe().cast::<Opaque<sys::ib_cqe>>(), MrSlot, cqe) };
+    // SAFETY: `shared` outlives the pool.
+    let shared = unsafe { &*slot.shared };
+    if !wc.ok() && !wc.flushed() {
+        rwarn!("memory registration failed, status {}\n", wc.status());
+        shared.xprt().force_disconnect();
+    }
+}
+
+/// The connection's FRWR MRs.
+///
+/// # Invariants
+///
+/// `slots` is never resized after creation.
+pub(crate) struct MrPool {
+    slots: KVec<MrSlot>,
+    next: AtomicUsize,
+    depth: u32,
+}
+
+// SAFETY: Every slot's mutable state is owned as described in `MrSlot`.
+unsafe impl Send for MrPool {}
+// SAFETY: See above.
+unsafe impl Sync for MrPool {}
+
+impl MrPool {
+    fn new(
+        shared: &Shared,
+        pd: &Pd,
+        dev: &crate::rdma::Device,
+        depth: u32,
+        count: usize,
+    ) -> Result<Self> {
+        let mut slots = KVec::with_capacity(count, GFP_KERNEL)?;
+        for _ in 0..count {
+            let mr = Mr::new(pd, dev, depth)?;
+            let rkey = mr.rkey();
+            slots.push(
+                MrSlot {
+                    mr: UnsafeCell::new(mr),
+                    reg_wr: UnsafeCell::new(sys::ib_reg_wr::default()),
+                    inv_wr: UnsafeCell::new(sys::ib_send_wr::default()),
+                    cqe: Opaque::new(sys::ib_cqe {
+                        done: Some(mr_done),
+                    }),
+                    state: AtomicU8::new(MR_FREE),
+                    rkey: AtomicU32::new(rkey),
+                    shared,
+                },
+                GFP_KERNEL,
+            )?;
+        }
+        Ok(Self {
+            slots,
+            next: AtomicUsize::new(0),
+            depth,
+        })
+    }
+
+    /// Pages per MR.
+    pub(crate) fn depth(&self) -> u32 {
+        self.depth
+    }
+
+    /// Takes a free MR.
+    fn get(&self) -> Option<u16> {
+        let n = self.slots.len();
+        let start = self.next.load(Ordering::Relaxed);
+        for k in 0..n {
+            let i = start.wrapping_add(k) % n.max(1);
+            let slot = self.slots.get(i)?;
+            if slot
+                .state
+                .compare_exchange(MR_FREE, MR_BUSY, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+            {
+                self.next.store(i.wrapping_add(1), Ordering::Relaxed);
+                return u16::try_from(i).ok();
+            }
+        }
+        None
+    }
+
+    fn slot(&self, i: u16) -> Option<&MrSlot> {
+        self.slots.get(usize::from(i))
+    }
+
+    /// Registers `segs` on a free MR for `writing` (the peer writes) and
+    /// prepares its REG_MR; returns the MR and the segment it gives.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Mr::map`]: the pages stay allocated until the MR is
+    /// released with [`MrPool::release`].
+    pub(crate) unsafe fn register(
+        &self,
+        segs: &[PageSeg],
+        writing: bool,
+    ) -> Result<(u16, Registered)> {
+        let i = self.get().ok_or(ENOBUFS)?;
+        let slot = self.slot(i).ok_or(EINVAL)?;
+        // SAFETY: We moved the slot to BUSY, so we own it (type invariant
+        // of `MrSlot`).
+        let mr = unsafe { &mut *slot.mr.get() };
+        // SAFETY: The caller's promise.
+        match unsafe { mr.map(segs, writing) } {
+            Ok(reg) => {
+                // SAFETY: As above, we own the slot's work requests.
+                mr.reg_wr(unsafe { &mut *slot.reg_wr.get() }, writing, slot.cqe.get());
+                slot.rkey.store(reg.rkey, Ordering::Relaxed);
+                Ok((i, reg))
+            }
+            Err(e) => {
+                slot.state.store(MR_FREE, Ordering::Release);
+                Err(e)
+            }
+        }
+    }
+
+    /// Links the REG_MRs of `mrs` (registered by [`MrPool::register`] and
+    /// not yet posted) into a chain: its first and last work request.
+    pub(crate) fn reg_chain(
+        &self,
+        mrs: &[u16],
+    ) -> Option<(*mut sys::ib_send_wr, *mut sys::ib_send_wr)> {
+        let mut first: *mut sys::ib_send_wr = core::ptr::null_mut();
+        let mut last: *mut sys::ib_send_wr = core::ptr::null_mut();
+        for &i in mrs {
+            let slot = self.slot(i)?;
+            let wr = slot.reg_wr.get().cast::<sys::ib_send_wr>();
+            // SAFETY: The caller owns the registered slots; `wr` (first field
+            // of `ib_reg_wr`) and `last` are valid work requests.
+            unsafe {
+                (*wr).next = core::ptr::null_mut();
+                if last.is_null() {
+                    first = wr;
+                } else {
+                    (*last).next = wr;
+                }
+            }
+            last = wr;
+        }
+        (!first.is_null()).then_some((first, last))
+    }
+
+    /// The current R_key of MR `i`.
+    pub(crate) fn rkey(&self, i: u16) -> Option<u32> {
+        self.slot(i).map(|s| s.rkey.load(Ordering::Relaxed))
+    }
+
+    /// Unmaps MR `i`, invalidated (or never posted), and returns it to the
+    /// pool; `dead` takes it out of use instead.
+    pub(crate) fn release(&self, i: u16, dead: bool) {
+        let Some(slot) = self.slot(i) else {
+            return;
+        };
+        // SAFETY: The caller owns the slot (it is BUSY and was handed to it).
+        unsafe { (*slot.mr.get()).unmap() };
+        slot.state
+            .store(if dead { MR_DEAD } else { MR_FREE }, Ordering::Release);
+    }
+
+    /// Posts LOCAL_INV for each MR of `mrs`, the last one signalled on
+    /// `ctx`'s `linv_cqe`, which then finishes `pending`.
+    pub(crate) fn invalidate(
+        &self,
+        shared: &Shared,
+        mrs: &[u16],
+        ctx: &RecvCtx,
+        pending: Pending,
+    ) -> Result {
+        let mut first: *mut sys::ib_send_wr = core::ptr::null_mut();
+        let mut last: *mut sys::ib_send_wr = core::ptr::null_mut();
+        let n = mrs.len();
+        for (k, &i) in mrs.iter().enumerate() {
+            let slot = self.slot(i).ok_or(EINVAL)?;
+            let wr = slot.inv_wr.get();
+            let signalled = k + 1 == n;
+            let cqe = if signalled {
+                ctx.linv_cqe.get()
+            } else {
+                slot.cqe.get()
+            };
+            // SAFETY: The caller owns the slots; `wr` and `last` are valid.
+            unsafe {
+                (*slot.mr.get()).inv_wr(&mut *wr, cqe, signalled);
+                if last.is_null() {
+                    first = wr;
+                } else {
+                    (*last).next = wr;
+                }
+            }
+            last = wr;
+        }
+        if first.is_null() {
+            return Err(EINVAL);
+        }
+        // SAFETY: The Receive completion owns `pending` until it posts.
+        unsafe { *ctx.pending.get() = pending };
+        // SAFETY: The QP lives until drained, which waits for this handler.
+        let qp = unsafe { Qp::from_ptr(shared.qp.load(Ordering::Acquire)) }.ok_or(ENOTCONN)?;
+        // SAFETY: A valid chain whose cqes live until the QP is drained.
+        unsafe { qp.post_chain(first) }
+    }
+}
+
+impl Shared {
+    /// The MR pool; present once the connection is up.
+    pub(crate) fn pool(&self) -> Option<&MrPool> {
+        // SAFETY: The pool is published before the first Send and freed
+        // only after the CQs, i.e. after every handler that can see it.
+        unsafe { self.pool.load(Ordering::Acquire).as_ref() }
     }
 }
 
@@ -262,12 +688,12 @@ pub(crate) struct SendCtx {
 }
 
 impl SendCtx {
-    fn new(shared: &Shared, dev: &crate::rdma::Device) -> Result<Self> {
+    fn new(shared: &Shared, dev: &crate::rdma::Device, size: usize) -> Result<Self> {
         Ok(Self {
             cqe: Opaque::new(sys::ib_cqe {
                 done: Some(send_done),
             }),
-            buf: UnsafeCell::new(DmaBuf::new(dev, INLINE_SIZE, DmaDir::ToDevice)?),
+            buf: UnsafeCell::new(DmaBuf::new(dev, size, DmaDir::ToDevice)?),
             busy: AtomicBool::new(false),
             shared,
         })
@@ -287,11 +713,14 @@ unsafe extern "C" fn send_done(_cq: *mut sys::ib_cq, wc: *mut sys::ib_wc) {
     let ctx =
         unsafe { &*kernel::container_of!(wc.cqe().cast::<Opaque<sys::ib_cqe>>(), SendCtx, cqe) };
     ctx.busy.store(false, Ordering::Release);
+    // SAFETY: `shared` outlives every context of its connection.
+    let shared = unsafe { &*ctx.shared };
+    shared.sends_done.fetch_add(1, Ordering::SeqCst);
     if !wc.ok() && !wc.flushed() {
-        pr_warn!("send failed, status {}\n", wc.status());
-        // SAFETY: `shared` outlives every context of its connection.
-        unsafe { &*ctx.shared }.xprt().force_disconnect();
+        rwarn!("send failed, status {}\n", wc.status());
+        shared.xprt().force_disconnect();
     }
+    shared.wake_waiters();
 }
 
 /// A connection, owned by whoever holds `XPRT_LOCKED`.
@@ -299,17 +728,27 @@ unsafe extern "C" fn send_done(_cq: *mut sys::ib_cq, wc: *mut sys::ib_wc) {
 /// Fields drop in declaration order after [`Ep::drop`] has drained and
 /// destroyed the QP: first the CQs (freeing a CQ waits for its polling
 /// work, so no completion handler runs afterwards, not even for a Receive
-/// reposted while the QP was draining), then the buffers, the PD, the CM
-/// id (which waits for its event handler), and last what the handlers
-/// share.
+/// reposted while the QP was draining), then the buffers and MRs, the PD,
+/// the CM id (which waits for its event handler), and last what the
+/// handlers share.
 pub(crate) struct Ep {
     send_cq: Option<Cq>,
     recv_cq: Option<Cq>,
     rx: KVec<RecvCtx>,
     tx: KVec<SendCtx>,
     tx_next: AtomicUsize,
+    pool: Option<KBox<MrPool>>,
     pd: Option<Pd>,
     id: Option<CmId<Shared>>,
+    /// The device's registration limits.
+    pub(crate) limits: DeviceLimits,
+    /// The Write chunk pad: an MR over `pad_buf` registered for the whole
+    /// connection, offered as the last segment of a Write chunk whose
+    /// length is not a multiple of four (`re_write_pad_mr`).
+    write_pad: Option<(u16, Registered)>,
+    pad_buf: Option<KBox<[u8; 64]>>,
+    /// Sends posted on this connection.
+    sends_posted: AtomicU64,
     shared: KBox<Shared>,
 }
 
@@ -326,8 +765,8 @@ pub(crate) enum SendError {
 impl Ep {
     /// Connects `xprt` to its server address. Blocks; runs in the connect
     /// worker.
-    pub(crate) fn connect(xprt: &RdmaXprt) -> Result<KBox<Ep>> {
-        let shared = Shared::new(xprt)?;
+    pub(crate) fn connect(xprt: &RdmaXprt, cfg: &Config) -> Result<KBox<Ep>> {
+        let shared = Shared::new(xprt, cfg)?;
         let mut ep = KBox::new(
             Ep {
                 send_cq: None,
@@ -335,8 +774,18 @@ impl Ep {
                 rx: KVec::new(),
                 tx: KVec::new(),
                 tx_next: AtomicUsize::new(0),
+                pool: None,
                 pd: None,
                 id: None,
+                limits: DeviceLimits {
+                    max_fast_reg_page_list_len: 1,
+                    max_sge_rd: 1,
+                    max_send_sge: 1,
+                    page_size: kernel::page::PAGE_SIZE as u32,
+                },
+                sends_posted: AtomicU64::new(0),
+                write_pad: None,
+                pad_buf: None,
                 shared,
             },
             GFP_KERNEL,
@@ -361,10 +810,28 @@ impl Ep {
         to_result(ep_ref.shared.async_rc.load(Ordering::Acquire))?;
 
         let dev = id.device()?;
+        let limits = DeviceLimits {
+            max_fast_reg_page_list_len: dev.max_fast_reg_page_list_len(),
+            max_sge_rd: dev.max_sge_rd(),
+            max_send_sge: dev.max_send_sge(),
+            page_size: kernel::page::PAGE_SIZE as u32,
+        };
+        if limits.max_fast_reg_page_list_len == 0 {
+            pr_warn!("device cannot do fast registration\n");
+            return Err(EOPNOTSUPP);
+        }
+        ep_ref.limits = limits;
+        // MRs per RPC: a Read, a Write and a Reply chunk at most, each of
+        // `max_rdma_segs` segments; a connection keeps enough for every
+        // slot to need about a chunk and a half.
+        let segs = limits.max_rdma_segs().max(1);
+        let nmrs = (cfg.slots.saturating_mul(segs.saturating_add(2))).min(4096);
         let max_wr = dev.max_qp_wr().min(dev.max_cqe());
-        // One extra each for ib_drain_qp.
-        let send_wr = SENDS.min(max_wr.saturating_sub(1)) + 1;
-        let recv_wr = RECVS.min(max_wr.saturating_sub(1)) + 1;
+        // Send queue: every Send may come with a REG_MR per MR, and a
+        // LOCAL_INV per MR follows its Reply. One extra each for ib_drain_qp.
+        let want_send = sends(cfg).saturating_add(nmrs.saturating_mul(2));
+        let send_wr = want_send.min(max_wr.saturating_sub(1)) + 1;
+        let recv_wr = recvs(cfg).min(max_wr.saturating_sub(1)) + 1;
         let pd = Pd::new(&dev)?;
         let send_cq = Cq::new(&dev, send_wr)?;
         let recv_cq = Cq::new(&dev, recv_wr)?;
@@ -372,6 +839,22 @@ impl Ep {
         let lkey = pd.local_dma_lkey();
         id.create_qp(&pd, &mut attr)?;
         let qp = id.qp().ok_or(ENOTCONN)?;
+        let pool = KBox::new(
+            MrPool::new(
+                &ep_ref.shared,
+                &pd,
+                &dev,
+                limits.max_fr_depth(),
+                nmrs as usize,
+            )?,
+            GFP_KERNEL,
+        )?;
+        bump(&xprt.stats().mrs_allocated, u64::from(nmrs));
+        ep_ref.shared.pool.store(
+            core::ptr::from_ref::<MrPool>(&*pool).cast_mut(),
+            Ordering::Release,
+        );
+        ep_ref.pool = Some(pool);
         ep_ref.pd = Some(pd);
         ep_ref.send_cq = Some(send_cq);
         ep_ref.recv_cq = Some(recv_cq);
@@ -379,17 +862,31 @@ impl Ep {
         // Buffers: the vectors are sized once and never grow afterwards, so
         // the contexts' addresses are stable while work requests use them.
         let nrecv = (recv_wr - 1) as usize;
-        let nsend = (send_wr - 1) as usize;
+        let nsend = sends(cfg) as usize;
         let mut rx = KVec::with_capacity(nrecv, GFP_KERNEL)?;
         for _ in 0..nrecv {
-            rx.push(RecvCtx::new(&ep_ref.shared, &dev)?, GFP_KERNEL)?;
+            rx.push(
+                RecvCtx::new(&ep_ref.shared, &dev, cfg.inline_read as usize)?,
+                GFP_KERNEL,
+            )?;
         }
         let mut tx = KVec::with_capacity(nsend, GFP_KERNEL)?;
         for _ in 0..nsend {
-            tx.push(SendCtx::new(&ep_ref.shared, &dev)?, GFP_KERNEL)?;
+            tx.push(
+                SendCtx::new(&ep_ref.shared, &dev, cfg.inline_write as usize)?,
+                GFP_KERNEL,
+            )?;
         }
         ep_ref.rx = rx;
         ep_ref.tx = tx;
+        ep_ref
+            .shared
+            .rx_len
+            .store(ep_ref.rx.len(), Ordering::Release);
+        ep_ref
+            .shared
+            .rx
+            .store(ep_ref.rx.as_ptr().cast_mut(), Ordering::Release);
         ep_ref.shared.lkey.store(lkey, Ordering::Relaxed);
         ep_ref.shared.qp.store(qp.as_ptr(), Ordering::Release);
         for ctx in ep_ref.rx.iter() {
@@ -397,9 +894,9 @@ impl Ep {
         }
 
         let private = PrivateData {
-            remote_invalidate: false,
-            send_size: OURS.send,
-            recv_size: OURS.recv,
+            remote_invalidate: true,
+            send_size: cfg.inline_write,
+            recv_size: cfg.inline_read,
         }
         .encode();
         let responder_resources = u8::try_from(dev.max_qp_rd_atom()).unwrap_or(u8::MAX);
@@ -418,7 +915,39 @@ impl Ep {
             to_result(status)?;
             return Err(ENOTCONN);
         }
+        ep.register_write_pad(&qp)?;
         Ok(ep)
+    }
+
+    /// Registers the Write chunk pad (`frwr_wp_create`), once the QP can
+    /// send.
+    fn register_write_pad(&mut self, qp: &Qp) -> Result {
+        let buf = KBox::new([0u8; 64], GFP_KERNEL)?;
+        // SAFETY: `buf` is kmalloc memory.
+        let page = unsafe { sys::rpcrdma_rs_virt_to_page(buf.as_ptr().cast()) };
+        let offset = (buf.as_ptr() as usize & (kernel::page::PAGE_SIZE - 1)) as u32;
+        let pool = self.pool.as_deref().ok_or(ENOTCONN)?;
+        // SAFETY: `buf` lives in `pad_buf` until after the pool is freed.
+        let (i, reg) = unsafe {
+            pool.register(
+                &[PageSeg {
+                    page,
+                    offset,
+                    len: 4,
+                }],
+                true,
+            )?
+        };
+        self.pad_buf = Some(buf);
+        self.write_pad = Some((i, reg));
+        let (first, _) = pool.reg_chain(&[i]).ok_or(EINVAL)?;
+        // SAFETY: A valid one-WR chain whose cqe lives with the pool.
+        unsafe { qp.post_chain(first) }
+    }
+
+    /// The Write chunk pad segment.
+    pub(crate) fn write_pad(&self) -> Option<Registered> {
+        self.write_pad.map(|(_, reg)| reg)
     }
 
     /// The negotiated inline thresholds.
@@ -426,11 +955,27 @@ impl Ep {
         self.shared.inline()
     }
 
-    /// Fills the next free Send buffer with `fill` and posts it.
-    /// `fill` returns the number of bytes to send, or `None` if the message
-    /// does not fit.
+    /// What the handlers share.
+    pub(crate) fn shared(&self) -> &Shared {
+        &self.shared
+    }
+
+    /// The MR pool.
+    pub(crate) fn pool(&self) -> Option<&MrPool> {
+        self.pool.as_deref()
+    }
+
+    /// Number the next Send gets; see [`Shared::send_completed`].
+    pub(crate) fn next_send_seq(&self) -> u64 {
+        self.sends_posted.load(Ordering::Relaxed).wrapping_add(1)
+    }
+
+    /// Fills the next free Send buffer with `fill` and posts it, after the
+    /// work requests of `before`. `fill` returns the number of bytes to
+    /// send, or `None` if the message does not fit.
     pub(crate) fn send(
         &self,
+        before: Option<(*mut sys::ib_send_wr, *mut sys::ib_send_wr)>,
         fill: impl FnOnce(&mut [u8]) -> Option<usize>,
     ) -> Result<(), SendError> {
         let n = self.tx.len();
@@ -459,19 +1004,21 @@ impl Ep {
         let len = u32::try_from(len).map_err(|_| SendError::TooBig)?;
         // SAFETY: The context and its buffer live until the QP is drained;
         // the buffer is not touched again until `busy` is cleared by the
-        // Send completion.
+        // Send completion; the chain's WRs are owned by the caller's MRs.
         let posted = unsafe {
-            qp.post_send(
+            qp.post_send_after(
                 ctx.cqe.get(),
                 buf,
                 len,
                 self.shared.lkey.load(Ordering::Relaxed),
+                before,
             )
         };
         if posted.is_err() {
             ctx.busy.store(false, Ordering::Release);
             return Err(SendError::Post);
         }
+        self.sends_posted.fetch_add(1, Ordering::Relaxed);
         self.tx_next.store(idx + 1, Ordering::Relaxed);
         Ok(())
     }
@@ -493,14 +1040,34 @@ impl Drop for Ep {
         }
         // Explicit order, whatever the field order: freeing a CQ waits for
         // its polling work, so no completion handler runs afterwards; then
-        // the buffers go, the PD, and the CM id (which waits for its event
-        // handler); `shared` is dropped with the fields, last.
+        // the buffers and MRs go (an MR still registered for an RPC that
+        // got no Reply is orphaned: its QP is gone, so nobody can reach
+        // its pages any more), the PD, and the CM id (which waits for its
+        // event handler); `shared` is dropped with the fields, last.
         drop(self.send_cq.take());
         drop(self.recv_cq.take());
+        self.shared
+            .rx
+            .store(core::ptr::null_mut(), Ordering::Release);
         drop(core::mem::take(&mut self.rx));
         drop(core::mem::take(&mut self.tx));
+        self.shared
+            .pool
+            .store(core::ptr::null_mut(), Ordering::Release);
+        if let Some(pool) = self.pool.take() {
+            if let Some((i, _)) = self.write_pad.take() {
+                pool.release(i, true);
+            }
+            let busy = pool
+                .slots
+                .iter()
+                .filter(|s| s.state.load(Ordering::Acquire) == MR_BUSY)
+                .count();
+            bump(&self.shared.xprt().stats().mrs_orphaned, busy as u64);
+            drop(pool);
+        }
         drop(self.pd.take());
         drop(self.id.take());
-        pr_debug!("connection torn down\n");
+        rdebug!("connection torn down\n");
     }
 }

@@ -3,16 +3,22 @@
 //! The sunrpc side: transport class registration, the `rpc_xprt_ops`
 //! entry points, and thin safe wrappers over `rpc_xprt` and `rpc_rqst`.
 
+use core::cell::UnsafeCell;
 use core::ffi::{c_char, c_int, c_uint, c_ulong, c_ushort};
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 use kernel::prelude::*;
 use kernel::str::CString;
 use kernel::types::Opaque;
 
-use super::conn::{Ep, SendError};
-use super::{bump, classify_received, encode_call_header, Received, Stats, MAX_PAYLOAD, MAX_SLOTS};
+use super::conn::{Ep, Handled, MrPool, Pending, RecvCtx, SendError, Shared, MAX_RPC_MRS};
+use super::{
+    bump, classify_received, encode_call_header, Config, Received, ReplyBody, Stats, MAX_PAYLOAD,
+};
+use crate::proto::chunk::{ChunkSlices, ReadSegment, Segment};
+use crate::proto::plan::{self, CallPlan, Offered, ReplyPlan, ReplyShape};
+use crate::rdma::PageSeg;
 use crate::sys;
 
 /// `XPRT_TRANSPORT_RDMA`.
@@ -30,6 +36,15 @@ const AF_INET6: u16 = 10;
 fn hz() -> c_ulong {
     // SAFETY: Reads a constant.
     unsafe { sys::rpcrdma_rs_hz() }
+}
+
+/// The module parameters: max_inline_read, max_inline_write and
+/// slot_table_entries.
+pub(super) fn module_params() -> (u32, u32, u32) {
+    let (mut inline_read, mut inline_write, mut slots) = (0, 0, 0);
+    // SAFETY: The helper only writes the three integers.
+    unsafe { sys::rpcrdma_rs_params(&mut inline_read, &mut inline_write, &mut slots) };
+    (inline_read, inline_write, slots)
 }
 
 fn jiffies() -> c_ulong {
@@ -123,6 +138,8 @@ pub(crate) struct RdmaXprt {
     /// A Reply arrived since the last connect: reset the backoff.
     had_reply: AtomicBool,
     stats: Stats,
+    /// Settings from the module parameters, fixed at setup.
+    cfg: Config,
 }
 
 impl RdmaXprt {
@@ -137,6 +154,11 @@ impl RdmaXprt {
 
     fn raw(&self) -> *mut sys::rpc_xprt {
         self.xprt.get()
+    }
+
+    /// The counters.
+    pub(super) fn stats(&self) -> &Stats {
+        &self.stats
     }
 
     pub(super) fn net(&self) -> *mut sys::net {
@@ -166,6 +188,21 @@ impl RdmaXprt {
         // SAFETY: `xprt` is live; a racy read of a word is harmless here.
         let to = unsafe { (*self.raw()).connect_timeout };
         to.max(CONNECT_WAIT_CAP_SECS * hz())
+    }
+
+    /// The server address as printed in mountstats, for log messages.
+    pub(super) fn peer(&self) -> &kernel::str::CStr {
+        // SAFETY: `xprt` is live; the display strings are set in `setup`
+        // and replaced only by `set_port`, before the first connect.
+        let ptr = unsafe {
+            (*self.raw()).address_strings[sys::rpc_display_format_t_RPC_DISPLAY_ADDR as usize]
+        };
+        if ptr.is_null() {
+            return c"?";
+        }
+        // SAFETY: Display strings are NUL-terminated and live as long as
+        // the transport.
+        unsafe { kernel::str::CStr::from_char_ptr(ptr.cast()) }
     }
 
     /// Asks sunrpc to close the connection (through its autoclose work).
@@ -208,7 +245,7 @@ impl RdmaXprt {
             sys::rpcrdma_rs_spin_lock(&raw mut (*xprt).transport_lock);
             let cwnd = c_ulong::from(grant) << sys::RPC_CWNDSHIFT;
             if (*xprt).cwnd != cwnd {
-                pr_debug!("credits now {}\n", grant);
+                rdebug!("credits now {}\n", grant);
                 (*xprt).cwnd = cwnd;
             }
             sys::rpcrdma_rs_spin_unlock(&raw mut (*xprt).transport_lock);
@@ -229,15 +266,24 @@ impl RdmaXprt {
         }
     }
 
-    /// Handles one received message (Receive completion, process context).
-    pub(super) fn receive(&self, msg: &[u8], _inline_recv: u32) {
+    /// Handles one received message (Receive completion, process context):
+    /// a Reply whose RPC holds MRs is finished by [`RdmaXprt::finish_reply`]
+    /// once they are invalidated.
+    pub(super) fn receive(
+        &self,
+        shared: &Shared,
+        ctx: &RecvCtx,
+        len: usize,
+        invalidated: Option<u32>,
+    ) -> Handled {
+        let msg = ctx.msg(len);
         let Received::Reply {
             xid,
             credits,
             payload,
-        } = classify_received(msg, &self.stats)
+        } = classify_received(msg, &self.stats, self.cfg.slots)
         else {
-            return;
+            return Handled::Done;
         };
         self.had_reply.store(true, Ordering::Relaxed);
         self.update_cwnd(credits);
@@ -254,16 +300,167 @@ impl RdmaXprt {
             rqst
         };
         let Some(rqst) = NonNull::new(rqst) else {
-            pr_debug!("reply for unknown xid {:#x}\n", u32::from_be(xid));
+            rdebug!("reply for unknown xid {:#x}\n", u32::from_be(xid));
+            return Handled::Done;
+        };
+        // SAFETY: The request is pinned, so its buffer (and state) stays.
+        let st = unsafe { ReqState::of(rqst) };
+        let pending = Pending {
+            rqst: rqst.as_ptr(),
+            len,
+        };
+        // Without LOCAL_INVs, which complete after the Send on the same
+        // queue, a Reply may overtake its Call's Send completion.
+        let wait_send = || {
+            let seq = st.send_seq.load(Ordering::Relaxed);
+            if seq != 0
+                && st.gen.load(Ordering::Relaxed) == shared.gen
+                && seq > shared.sends_completed()
+            {
+                bump(&self.stats.reply_waits_for_send, 1);
+                return shared.defer_until_sent(ctx, seq, pending);
+            }
+            false
+        };
+        let mut mrs = [0u16; MAX_RPC_MRS];
+        let n = st.mrs(shared.gen, &mut mrs);
+        let (Some(pool), false) = (shared.pool(), n == 0) else {
+            if wait_send() {
+                return Handled::Deferred;
+            }
+            // SAFETY: Pinned.
+            unsafe { self.complete(rqst, payload, st) };
+            return Handled::Done;
+        };
+        let mut list = &mrs[..n.min(MAX_RPC_MRS)];
+        let mut rest = [0u16; MAX_RPC_MRS];
+        if let Some(rkey) = invalidated {
+            let mut keys = [0u32; MAX_RPC_MRS];
+            for (k, &i) in keys.iter_mut().zip(list) {
+                *k = pool.rkey(i).unwrap_or(0);
+            }
+            match plan::remote_invalidation_ok(rkey, keys.get(..list.len()).unwrap_or(&[])) {
+                Some(pos) => {
+                    // The server invalidated it: nothing can reach it now.
+                    if let Some(&i) = list.get(pos) {
+                        pool.release(i, false);
+                    }
+                    let mut m = 0;
+                    for (k, &i) in list.iter().enumerate() {
+                        if k != pos {
+                            if let Some(r) = rest.get_mut(m) {
+                                *r = i;
+                                m += 1;
+                            }
+                        }
+                    }
+                    st.set_mrs(rest.get(..m).unwrap_or(&[]));
+                    list = rest.get(..m).unwrap_or(&[]);
+                }
+                None => {
+                    rwarn!("server invalidated a key that is not the RPC's: closing\n");
+                    bump(&self.stats.bad_remote_inv, 1);
+                    bump(&self.stats.bad_reply_count, 1);
+                    self.force_disconnect();
+                    // SAFETY: Pinned; the RPC is retransmitted after the
+                    // reconnect, and its MRs go with the connection.
+                    unsafe { unpin(xprt, rqst) };
+                    return Handled::Done;
+                }
+            }
+        }
+        if list.is_empty() {
+            st.set_mrs(&[]);
+            if wait_send() {
+                return Handled::Deferred;
+            }
+            // SAFETY: Pinned.
+            unsafe { self.complete(rqst, payload, st) };
+            return Handled::Done;
+        }
+        match pool.invalidate(shared, list, ctx, pending) {
+            Ok(()) => {
+                bump(&self.stats.local_inv_needed, list.len() as u64);
+                Handled::Deferred
+            }
+            Err(_) => {
+                // The QP is in error: nothing can reach the MRs through it
+                // any more, but their state is unknown.
+                self.force_disconnect();
+                for &i in list {
+                    pool.release(i, true);
+                }
+                bump(&self.stats.mrs_recycled, list.len() as u64);
+                st.set_mrs(&[]);
+                // SAFETY: Pinned.
+                unsafe { self.complete(rqst, payload, st) };
+                Handled::Done
+            }
+        }
+    }
+
+    /// Finishes a Reply whose RPC's MRs are now invalidated (`ok`) or
+    /// flushed.
+    pub(super) fn finish_reply(&self, shared: &Shared, ctx: &RecvCtx, pending: Pending, ok: bool) {
+        let Some(rqst) = NonNull::new(pending.rqst) else {
             return;
         };
-        let status = match payload {
-            Ok(payload) => {
-                // SAFETY: The request is pinned, so its receive buffer stays.
-                unsafe { copy_to_rcv_buf(rqst, payload, &self.stats) }
+        // SAFETY: `receive` pinned the request before posting.
+        let st = unsafe { ReqState::of(rqst) };
+        let mut mrs = [0u16; MAX_RPC_MRS];
+        let n = st.mrs(shared.gen, &mut mrs);
+        if let Some(pool) = shared.pool() {
+            for &i in mrs.get(..n).unwrap_or(&[]) {
+                pool.release(i, !ok);
             }
+        }
+        if !ok {
+            bump(&self.stats.mrs_recycled, n as u64);
+        }
+        st.set_mrs(&[]);
+        let payload = match classify_received(ctx.msg(pending.len), &self.stats, self.cfg.slots) {
+            Received::Reply { payload, .. } => payload,
+            Received::Drop => Err(EIO),
+        };
+        // SAFETY: Pinned by `receive`.
+        unsafe { self.complete(rqst, payload, st) };
+    }
+
+    /// Places a Reply in the request's receive buffer and completes it.
+    ///
+    /// # Safety
+    ///
+    /// `rqst` is pinned; this unpins it.
+    unsafe fn complete(
+        &self,
+        rqst: NonNull<sys::rpc_rqst>,
+        payload: Result<ReplyBody<'_>, Error>,
+        st: &ReqState,
+    ) {
+        let status = match payload {
+            Ok(body) => match plan::check_reply(body.nomsg, &body.lists, &st.offered()) {
+                Ok(ReplyShape::Inline) => {
+                    // SAFETY: The request is pinned, so its buffer stays.
+                    unsafe { copy_to_rcv_buf(rqst, body.payload, &self.stats) }
+                }
+                Ok(ReplyShape::Write { written }) => {
+                    bump(&self.stats.total_rdma_reply, u64::from(written));
+                    // SAFETY: As above.
+                    unsafe { write_chunk_fixup(rqst, body.payload, written, &self.stats) }
+                }
+                Ok(ReplyShape::Reply { written }) => {
+                    bump(&self.stats.total_rdma_reply, u64::from(written));
+                    c_int::try_from(written).unwrap_or(EIO.to_errno())
+                }
+                Err(err) => {
+                    rdebug!("bad reply: {:?}\n", err);
+                    bump(&self.stats.bad_reply_count, 1);
+                    EIO.to_errno()
+                }
+            },
             Err(err) => err.to_errno(),
         };
+        let xprt = self.raw();
         // SAFETY: The request is pinned; completing and unpinning need
         // `queue_lock`.
         unsafe {
@@ -272,6 +469,162 @@ impl RdmaXprt {
             sys::xprt_unpin_rqst(rqst.as_ptr());
             sys::rpcrdma_rs_spin_unlock(&raw mut (*xprt).queue_lock);
         }
+    }
+}
+
+/// Unpins a request without completing it.
+///
+/// # Safety
+///
+/// `rqst` is pinned, on `xprt`.
+unsafe fn unpin(xprt: *mut sys::rpc_xprt, rqst: NonNull<sys::rpc_rqst>) {
+    // SAFETY: The caller's promise; unpinning needs `queue_lock`.
+    unsafe {
+        sys::rpcrdma_rs_spin_lock(&raw mut (*xprt).queue_lock);
+        sys::xprt_unpin_rqst(rqst.as_ptr());
+        sys::rpcrdma_rs_spin_unlock(&raw mut (*xprt).queue_lock);
+    }
+}
+
+/// Transport state of one request, kept in front of its buffers (see
+/// [`op_buf_alloc`]).
+///
+/// # Invariants
+///
+/// `mrs` is written by the sender (with `XPRT_LOCKED`) before it posts
+/// and publishes `nmrs` with release; afterwards only by the Reply's
+/// handlers, which run one after the other.
+#[repr(C)]
+pub(super) struct ReqState {
+    /// Connection the MRs belong to.
+    gen: AtomicU64,
+    /// Number of the Call's Send on that connection.
+    send_seq: AtomicU64,
+    nmrs: AtomicU32,
+    /// Write chunk bytes registered, `u32::MAX` for none.
+    offered_write: AtomicU32,
+    /// Reply chunk bytes registered, `u32::MAX` for none.
+    offered_reply: AtomicU32,
+    mrs: UnsafeCell<[u16; MAX_RPC_MRS]>,
+}
+
+// SAFETY: See the type invariants.
+unsafe impl Sync for ReqState {}
+
+/// Bytes in front of `rq_buffer`: the state, rounded up to 16.
+const REQ_PREFIX: usize = (core::mem::size_of::<ReqState>() + 15) & !15;
+
+impl ReqState {
+    fn new() -> Self {
+        Self {
+            gen: AtomicU64::new(0),
+            send_seq: AtomicU64::new(0),
+            nmrs: AtomicU32::new(0),
+            offered_write: AtomicU32::new(u32::MAX),
+            offered_reply: AtomicU32::new(u32::MAX),
+            mrs: UnsafeCell::new([0; MAX_RPC_MRS]),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// `rqst` is live and has buffers from [`op_buf_alloc`].
+    unsafe fn of<'a>(rqst: NonNull<sys::rpc_rqst>) -> &'a Self {
+        // SAFETY: `op_buf_alloc` put a `ReqState` `REQ_PREFIX` bytes before
+        // `rq_buffer`.
+        unsafe {
+            &*(*rqst.as_ptr())
+                .rq_buffer
+                .cast::<u8>()
+                .sub(REQ_PREFIX)
+                .cast::<Self>()
+        }
+    }
+
+    /// Copies the MRs held on connection `gen` into `out`; returns how many.
+    fn mrs(&self, gen: u64, out: &mut [u16; MAX_RPC_MRS]) -> usize {
+        let n = self.nmrs.load(Ordering::Acquire) as usize;
+        if n == 0 || self.gen.load(Ordering::Relaxed) != gen {
+            return 0;
+        }
+        // SAFETY: Published by the release store of `nmrs` (invariant).
+        *out = unsafe { *self.mrs.get() };
+        n.min(MAX_RPC_MRS)
+    }
+
+    /// Records the MRs now held (by the current owner, see invariants).
+    fn set_mrs(&self, mrs: &[u16]) {
+        let n = mrs.len().min(MAX_RPC_MRS);
+        // SAFETY: Only the current owner calls this (type invariants).
+        let dst = unsafe { &mut *self.mrs.get() };
+        if let (Some(d), Some(s)) = (dst.get_mut(..n), mrs.get(..n)) {
+            d.copy_from_slice(s);
+        }
+        self.nmrs.store(n as u32, Ordering::Release);
+    }
+
+    fn offered(&self) -> Offered {
+        let get = |a: &AtomicU32| Some(a.load(Ordering::Relaxed)).filter(|&v| v != u32::MAX);
+        Offered {
+            write_chunk: get(&self.offered_write),
+            reply_chunk: get(&self.offered_reply),
+        }
+    }
+}
+
+/// Lays out a Reply whose result data came in the Write chunk
+/// ([`plan::write_fixup`]); returns its length.
+///
+/// # Safety
+///
+/// `rqst` must be pinned.
+unsafe fn write_chunk_fixup(
+    rqst: NonNull<sys::rpc_rqst>,
+    payload: &[u8],
+    written: u32,
+    stats: &Stats,
+) -> c_int {
+    let r = rqst.as_ptr();
+    // SAFETY: The caller keeps `rqst` alive; nobody else touches the
+    // buffers of a request being completed.
+    unsafe {
+        let prv = &raw mut (*r).rq_private_buf;
+        let rcv = &raw mut (*r).rq_rcv_buf;
+        let head = u32::try_from((*prv).head[0].iov_len).unwrap_or(u32::MAX);
+        let inline = u32::try_from(payload.len()).unwrap_or(u32::MAX);
+        let f = plan::write_fixup(head, (*prv).page_len, inline, written);
+        if let Some(h) = f.trim_head {
+            let delta = head.saturating_sub(h);
+            for b in [prv, rcv] {
+                (*b).head[0].iov_len = h as usize;
+                (*b).buflen = (*b).buflen.saturating_sub(delta);
+            }
+        }
+        let (first, rest) = payload.split_at(f.head_copy.min(inline) as usize);
+        if sys::rpcrdma_rs_write_xdr_buf(
+            prv,
+            0,
+            first.as_ptr().cast_mut().cast(),
+            first.len() as c_uint,
+        ) != 0
+        {
+            return EIO.to_errno();
+        }
+        if !rest.is_empty() {
+            let rc = sys::rpcrdma_rs_write_xdr_buf(
+                prv,
+                f.rest_offset,
+                rest.as_ptr().cast_mut().cast(),
+                rest.len() as c_uint,
+            );
+            if rc != 0 {
+                return EIO.to_errno();
+            }
+            bump(&stats.fixup_copy_count, rest.len() as u64);
+        }
+        let room =
+            ((*prv).head[0].iov_len + (*prv).page_len as usize + (*prv).tail[0].iov_len) as u64;
+        c_int::try_from(u64::from(f.total).min(room)).unwrap_or(c_int::MAX)
     }
 }
 
@@ -296,7 +649,7 @@ unsafe fn copy_to_rcv_buf(rqst: NonNull<sys::rpc_rqst>, payload: &[u8], stats: &
     // SAFETY: `len` fits the buffer's head, pages and tail; `payload` has
     // at least `len` bytes; the helper only reads from it.
     let rc =
-        unsafe { sys::rpcrdma_rs_write_xdr_buf(buf, payload.as_ptr().cast_mut().cast(), len32) };
+        unsafe { sys::rpcrdma_rs_write_xdr_buf(buf, 0, payload.as_ptr().cast_mut().cast(), len32) };
     if rc != 0 {
         return EIO.to_errno();
     }
@@ -333,13 +686,14 @@ unsafe extern "C" fn xprt_setup(args: *mut sys::xprt_create) -> *mut sys::rpc_xp
     if !unsafe { sys::rpcrdma_rs_try_module_get(this_module()) } {
         return err_ptr(EIO);
     }
+    let cfg = Config::from_params();
     // SAFETY: `args.net` is valid; sunrpc zero-allocates at least our size.
     let xprt = unsafe {
         sys::xprt_alloc(
             args.net,
             core::mem::size_of::<RdmaXprt>(),
             MIN_SLOTS,
-            MAX_SLOTS,
+            cfg.slots,
         )
     };
     if xprt.is_null() {
@@ -350,6 +704,7 @@ unsafe extern "C" fn xprt_setup(args: *mut sys::xprt_create) -> *mut sys::rpc_xp
     // SAFETY: `xprt` is fresh and ours alone; `args.dstaddr` holds
     // `args.addrlen` bytes.
     unsafe {
+        (&raw mut (*xprt.cast::<RdmaXprt>()).cfg).write(cfg);
         let rx = RdmaXprt::from_raw(xprt);
         let hz = hz();
         let to = rx.timeout.get();
@@ -376,7 +731,7 @@ unsafe extern "C" fn xprt_setup(args: *mut sys::xprt_create) -> *mut sys::rpc_xp
         format_addresses(xprt);
         sys::rpcrdma_rs_init_delayed_work(rx.connect_work.get(), Some(connect_worker));
         (*xprt).max_payload = MAX_PAYLOAD;
-        pr_debug!("transport created\n");
+        rdebug!("transport created\n");
     }
     xprt
 }
@@ -561,7 +916,9 @@ unsafe extern "C" fn op_bc_setup(_xprt: *mut sys::rpc_xprt, _min_reqs: c_uint) -
 ///
 /// Called by sunrpc with a live transport.
 unsafe extern "C" fn op_bc_maxpayload(_xprt: *mut sys::rpc_xprt) -> usize {
-    super::INLINE_SIZE - super::HDRLEN_MIN
+    // SAFETY: sunrpc passes a live transport of ours.
+    let rx = unsafe { RdmaXprt::from_raw(_xprt) };
+    rx.cfg.inline_read.min(rx.cfg.inline_write) as usize - super::HDRLEN_MIN
 }
 
 /// Backward-direction slots offered in CREATE_SESSION: the minimum.
@@ -583,13 +940,19 @@ unsafe extern "C" fn op_buf_alloc(task: *mut sys::rpc_task) -> c_int {
     unsafe {
         let rqst = (*task).tk_rqstp;
         let call = (*rqst).rq_callsize;
-        let Some(size) = call.checked_add((*rqst).rq_rcvsize) else {
+        let Some(size) = call
+            .checked_add((*rqst).rq_rcvsize)
+            .and_then(|n| n.checked_add(REQ_PREFIX))
+        else {
             return ENOMEM.to_errno();
         };
-        let buf = sys::rpcrdma_rs_task_alloc(size).cast::<u8>();
-        if buf.is_null() {
+        let base = sys::rpcrdma_rs_task_alloc(size).cast::<u8>();
+        if base.is_null() {
             return ENOMEM.to_errno();
         }
+        // kmalloc memory is aligned for `ReqState`.
+        base.cast::<ReqState>().write(ReqState::new());
+        let buf = base.add(REQ_PREFIX);
         (*rqst).rq_buffer = buf.cast();
         (*rqst).rq_rbuffer = buf.add(call).cast();
     }
@@ -602,10 +965,21 @@ unsafe extern "C" fn op_buf_alloc(task: *mut sys::rpc_task) -> c_int {
 ///
 /// Called by sunrpc with a live task whose request has buffers.
 unsafe extern "C" fn op_buf_free(task: *mut sys::rpc_task) {
-    // SAFETY: sunrpc passes a task whose `rq_buffer` came from us.
+    // SAFETY: sunrpc passes a task whose `rq_buffer` came from us, the
+    // request state in front of it.
     unsafe {
         let rqst = (*task).tk_rqstp;
-        sys::rpcrdma_rs_kfree((*rqst).rq_buffer);
+        if (*rqst).rq_buffer.is_null() {
+            return;
+        }
+        let st = ReqState::of(NonNull::new_unchecked(rqst));
+        if st.nmrs.load(Ordering::Acquire) != 0 {
+            // An RPC given up before its Reply, with memory still
+            // registered: make sure the server can no longer reach it.
+            let xprt = RdmaXprt::from_raw((*rqst).rq_xprt);
+            xprt.force_disconnect();
+        }
+        sys::rpcrdma_rs_kfree((*rqst).rq_buffer.cast::<u8>().sub(REQ_PREFIX).cast());
         (*rqst).rq_buffer = core::ptr::null_mut();
         (*rqst).rq_rbuffer = core::ptr::null_mut();
     }
@@ -657,7 +1031,7 @@ unsafe extern "C" fn op_connect(xprt: *mut sys::rpc_xprt, task: *mut sys::rpc_ta
             sys::xprt_reconnect_backoff(xprt, init_reestablish());
         }
     }
-    pr_debug!("connect in {} jiffies\n", delay);
+    rdebug!("connect in {} jiffies\n", delay);
     // SAFETY: The work was initialised in setup.
     unsafe { sys::rpcrdma_rs_queue_delayed_work(rx.connect_work.get(), delay) };
 }
@@ -684,12 +1058,15 @@ unsafe extern "C" fn connect_worker(work: *mut sys::work_struct) {
     // SAFETY: As above.
     unsafe { sys::rpcrdma_rs_xprt_clear_connected(xprt) };
     rx.reset_cwnd();
-    let result = Ep::connect(rx);
+    let start = jiffies();
+    let result = Ep::connect(rx, &rx.cfg);
+    let took_ms = jiffies().wrapping_sub(start).saturating_mul(1000) / hz().max(1);
     // SAFETY: `xprt` is live; we still hold the connect lock.
     let status = unsafe {
         sys::rpcrdma_rs_xprt_clear_connecting(xprt);
         match result {
             Ok(ep) => {
+                let ep_inline = ep.inline();
                 rx.ep.store(KBox::into_raw(ep), Ordering::Release);
                 rx.backoff.store(false, Ordering::Relaxed);
                 (*xprt).connect_cookie = (*xprt).connect_cookie.wrapping_add(1);
@@ -698,12 +1075,24 @@ unsafe extern "C" fn connect_worker(work: *mut sys::work_struct) {
                     .stat
                     .connect_time
                     .wrapping_add(jiffies().wrapping_sub((*xprt).stat.connect_start) as u64);
+                let inline = ep_inline;
                 sys::rpcrdma_rs_xprt_set_connected(xprt);
-                pr_debug!("connected\n");
+                pr_info!(
+                    "connected to {} (inline send {} recv {}) in {} ms\n",
+                    rx.peer(),
+                    inline.send,
+                    inline.recv,
+                    took_ms
+                );
                 EAGAIN.to_errno()
             }
             Err(err) => {
-                pr_debug!("connect failed: {:?}\n", err);
+                pr_info!(
+                    "connect to {} failed ({}) after {} ms\n",
+                    rx.peer(),
+                    err.to_errno(),
+                    took_ms
+                );
                 rx.backoff.store(true, Ordering::Relaxed);
                 err.to_errno()
             }
@@ -757,20 +1146,184 @@ unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_int {
     // SAFETY: Reading the length of the send buffer.
     let snd_len = unsafe { (*snd).len } as usize;
     let inline_send = ep.inline().send as usize;
-    let sent = ep.send(|buf| {
-        let hdr = encode_call_header(buf, xid)?;
-        let total = hdr.checked_add(snd_len)?;
-        if total > inline_send || total > buf.len() {
-            return None;
+    let Some(pool) = ep.pool() else {
+        return ENOTCONN.to_errno();
+    };
+    // SAFETY: The request has buffers from `op_buf_alloc`.
+    let st = unsafe { ReqState::of(NonNull::new_unchecked(rqst)) };
+    // MRs from an earlier connection went with it.
+    st.set_mrs(&[]);
+    st.offered_write.store(u32::MAX, Ordering::Relaxed);
+    st.offered_reply.store(u32::MAX, Ordering::Relaxed);
+    // SAFETY: Live request, XPRT_LOCKED held.
+    let rpc = unsafe { rpc_shape(rqst) };
+    let mut conn = plan::Connection::new(ep.inline(), &ep.limits);
+    // Calls are copied into one Send buffer: no SGE limit applies.
+    conn.send_sges = u32::MAX;
+    let chosen = plan::plan(&rpc, &conn);
+    // SAFETY: Live request.
+    let rcv = unsafe { &raw mut (*rqst).rq_rcv_buf };
+    // SAFETY: `rcv` is the request's receive buffer, ours to prepare.
+    let sparse = unsafe { (*rcv).flags } & sys::XDRBUF_SPARSE_PAGES != 0;
+    // SAFETY: As above; fills the holes of the page array.
+    if sparse && unsafe { sys::rpcrdma_rs_alloc_sparse_pages(rcv) } != 0 {
+        return ENOBUFS.to_errno();
+    }
+    let mut held = Held::new();
+    let mut reads = [ReadSegment::default(); 16];
+    let mut writes = [Segment::default(); 16];
+    let mut reply = [Segment::default(); 16];
+    let mut segs = [Segment::default(); 16];
+    let (mut nreads, mut nwrites, mut nreply) = (0usize, 0usize, 0usize);
+    // SAFETY: The buffers are the request's and stay until it is released,
+    // which waits for the Reply (and so for the invalidation) or a
+    // disconnect.
+    let registered = unsafe {
+        (|| -> Result {
+            let head = (*snd).head[0].iov_len as u32;
+            match chosen.call {
+                CallPlan::Inline => {}
+                CallPlan::ReadChunk | CallPlan::PositionZero => {
+                    let (pos, off, len) = if chosen.call == CallPlan::ReadChunk {
+                        (head, head, (*snd).page_len)
+                    } else {
+                        (0, 0, (*snd).len)
+                    };
+                    let (n, bytes) =
+                        register_region(pool, snd, off, len, false, &mut segs, &mut held)?;
+                    for (r, seg) in reads.iter_mut().zip(segs.iter().take(n)) {
+                        *r = ReadSegment {
+                            position: pos,
+                            segment: *seg,
+                        };
+                    }
+                    nreads = n;
+                    bump(&rx.stats.read_chunk_count, n as u64);
+                    bump(&rx.stats.total_rdma_request, u64::from(bytes));
+                }
+            }
+            match chosen.reply {
+                ReplyPlan::Inline => {}
+                ReplyPlan::WriteChunk => {
+                    let off = (*rcv).head[0].iov_len as u32;
+                    let (n, bytes) = register_region(
+                        pool,
+                        rcv,
+                        off,
+                        (*rcv).page_len,
+                        true,
+                        &mut writes,
+                        &mut held,
+                    )?;
+                    let mut n = n;
+                    let mut bytes = bytes;
+                    // Some servers want room for the XDR pad of a Write
+                    // chunk that is not a multiple of four long.
+                    if (*rcv).page_len & 3 != 0 {
+                        let pad = ep.write_pad().ok_or(EIO)?;
+                        let slot = writes.get_mut(n).ok_or(EMSGSIZE)?;
+                        *slot = Segment {
+                            handle: pad.rkey,
+                            length: pad.length,
+                            offset: pad.iova,
+                        };
+                        n += 1;
+                        bytes = bytes.saturating_add(pad.length);
+                    }
+                    nwrites = n;
+                    st.offered_write.store(bytes, Ordering::Relaxed);
+                    bump(&rx.stats.write_chunk_count, n as u64);
+                    bump(&rx.stats.total_rdma_request, u64::from(bytes));
+                }
+                ReplyPlan::ReplyChunk => {
+                    let len = ((*rcv).head[0].iov_len + (*rcv).tail[0].iov_len) as u32;
+                    let len = len.saturating_add((*rcv).page_len);
+                    let (n, bytes) =
+                        register_region(pool, rcv, 0, len, true, &mut reply, &mut held)?;
+                    nreply = n;
+                    st.offered_reply.store(bytes, Ordering::Relaxed);
+                    bump(&rx.stats.reply_chunk_count, n as u64);
+                    bump(&rx.stats.total_rdma_request, u64::from(bytes));
+                }
+            }
+            Ok(())
+        })()
+    };
+    if let Err(err) = registered {
+        for &i in held.ids() {
+            pool.release(i, false);
         }
-        let dst = buf.get_mut(hdr..total)?;
-        // SAFETY: `snd` describes `snd_len` bytes of the request's Call,
-        // stable while XPRT_LOCKED is held; `dst` has room for them.
-        let rc = unsafe {
-            sys::rpcrdma_rs_read_xdr_buf(snd, dst.as_mut_ptr().cast(), snd_len as c_uint)
+        if err == ENOBUFS {
+            return ENOBUFS.to_errno();
+        }
+        bump(&rx.stats.failed_marshal_count, 1);
+        return EIO.to_errno();
+    }
+    let write_list: [&[Segment]; 1] = [writes.get(..nwrites).unwrap_or(&[])];
+    let chunks = ChunkSlices {
+        reads: reads.get(..nreads).unwrap_or(&[]),
+        writes: if nwrites > 0 { &write_list } else { &[] },
+        reply: (nreply > 0).then(|| reply.get(..nreply).unwrap_or(&[])),
+    };
+    let nomsg = chosen.call == CallPlan::PositionZero;
+    if nomsg {
+        bump(&rx.stats.nomsg_call_count, 1);
+    }
+    st.gen.store(ep.shared().gen, Ordering::Relaxed);
+    st.send_seq.store(ep.next_send_seq(), Ordering::Relaxed);
+    st.set_mrs(held.ids());
+    let chain = pool.reg_chain(held.ids());
+    let credits = rx.cfg.slots;
+    let sent = ep.send(chain, |buf| {
+        let hdr = encode_call_header(buf, xid, credits, nomsg, chunks)?;
+        // The inline part: all of the Call; head and the tail without
+        // the page data's XDR pad when the pages go in a Read chunk
+        // (`rpcrdma_prepare_readch`); nothing for a Long Call.
+        // SAFETY: `snd` is stable while XPRT_LOCKED is held.
+        let (head, page_len, tail) = unsafe {
+            (
+                (*snd).head[0].iov_len as u32,
+                (*snd).page_len,
+                (*snd).tail[0].iov_len as u32,
+            )
         };
-        (rc == 0).then_some(total)
+        let parts: [(u32, u32); 2] = match chosen.call {
+            CallPlan::Inline => [(0, snd_len as u32), (0, 0)],
+            CallPlan::ReadChunk if tail > 3 => {
+                [(0, head), (head + page_len + (tail & 3), tail - (tail & 3))]
+            }
+            CallPlan::ReadChunk => [(0, head), (0, 0)],
+            CallPlan::PositionZero => [(0, 0), (0, 0)],
+        };
+        let mut at = hdr;
+        for (off, len) in parts {
+            if len == 0 {
+                continue;
+            }
+            let end = at.checked_add(len as usize)?;
+            if end > inline_send {
+                return None;
+            }
+            let dst = buf.get_mut(at..end)?;
+            // SAFETY: `snd` describes the request's Call, stable while
+            // XPRT_LOCKED is held; `dst` has room for `len` bytes.
+            let rc =
+                unsafe { sys::rpcrdma_rs_read_xdr_buf(snd, off, dst.as_mut_ptr().cast(), len) };
+            if rc != 0 {
+                return None;
+            }
+            at = end;
+        }
+        Some(at)
     });
+    if sent.is_err() {
+        st.set_mrs(&[]);
+        if !matches!(sent, Err(SendError::Post)) {
+            for &i in held.ids() {
+                pool.release(i, false);
+            }
+        }
+    }
     match sent {
         Ok(()) => {}
         Err(SendError::NoBuffer) => {
@@ -779,7 +1332,7 @@ unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_int {
         }
         Err(SendError::TooBig) => {
             bump(&rx.stats.failed_marshal_count, 1);
-            pr_warn!("call of {} bytes exceeds the inline threshold\n", snd_len);
+            rwarn!("call of {} bytes exceeds the inline threshold\n", snd_len);
             return EMSGSIZE.to_errno();
         }
         Err(SendError::Post) => {
@@ -788,13 +1341,16 @@ unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_int {
             return ENOTCONN.to_errno();
         }
     }
-    // Everything past the head was pulled up into the Send buffer.
-    // SAFETY: Reading the head length of the send buffer.
-    let head = unsafe { (*snd).head[0].iov_len };
-    bump(
-        &rx.stats.pullup_copy_count,
-        snd_len.saturating_sub(head) as u64,
-    );
+    // Everything past the head sent inline was pulled up into the Send
+    // buffer.
+    if chosen.call == CallPlan::Inline {
+        // SAFETY: Reading the head length of the send buffer.
+        let head = unsafe { (*snd).head[0].iov_len };
+        bump(
+            &rx.stats.pullup_copy_count,
+            snd_len.saturating_sub(head) as u64,
+        );
+    }
     // SAFETY: Live request and task.
     unsafe {
         (*rqst).rq_xtime = sys::ktime_get();
@@ -826,10 +1382,11 @@ unsafe extern "C" fn op_timer(xprt: *mut sys::rpc_xprt, _task: *mut sys::rpc_tas
 unsafe extern "C" fn op_close(xprt: *mut sys::rpc_xprt) {
     // SAFETY: sunrpc passes a live transport of ours and holds XPRT_LOCKED.
     let rx = unsafe { RdmaXprt::from_raw(xprt) };
-    pr_debug!("close\n");
+    rdebug!("close\n");
     // SAFETY: XPRT_LOCKED is held.
     unsafe {
         if !rx.ep.load(Ordering::Acquire).is_null() {
+            pr_info!("connection to {} closed\n", rx.peer());
             rx.backoff.store(true, Ordering::Relaxed);
         }
         rx.teardown();
@@ -846,7 +1403,7 @@ unsafe extern "C" fn op_close(xprt: *mut sys::rpc_xprt) {
 unsafe extern "C" fn op_destroy(xprt: *mut sys::rpc_xprt) {
     // SAFETY: sunrpc passes a live transport of ours; nothing else uses it.
     let rx = unsafe { RdmaXprt::from_raw(xprt) };
-    pr_debug!("destroy\n");
+    rdebug!("destroy\n");
     // SAFETY: The work was initialised in setup; after it is cancelled and
     // the connection torn down, nothing refers to the transport.
     unsafe {
@@ -941,26 +1498,213 @@ unsafe extern "C" fn op_print_stats(xprt: *mut sys::rpc_xprt, seq: *mut sys::seq
     kernel::seq_print!(
         m,
         "{} {} {} {} {} {} {} {} {} {} {} ",
-        0,
-        0,
-        0,
-        0,
-        0,
+        get(&s.read_chunk_count),
+        get(&s.write_chunk_count),
+        get(&s.reply_chunk_count),
+        get(&s.total_rdma_request),
+        get(&s.total_rdma_reply),
         get(&s.pullup_copy_count),
         get(&s.fixup_copy_count),
         0,
         get(&s.failed_marshal_count),
         get(&s.bad_reply_count),
-        0
+        get(&s.nomsg_call_count)
     );
     kernel::seq_print!(
         m,
         "{} {} {} {} {} {}\n",
-        0,
-        0,
-        0,
-        0,
+        get(&s.mrs_recycled),
+        get(&s.mrs_orphaned),
+        get(&s.mrs_allocated),
+        get(&s.local_inv_needed),
         get(&s.empty_sendctx_q),
-        0
+        get(&s.reply_waits_for_send)
     );
+}
+
+/// MRs registered for one Call, in order.
+struct Held {
+    ids: [u16; MAX_RPC_MRS],
+    n: usize,
+}
+
+impl Held {
+    fn new() -> Self {
+        Self {
+            ids: [0; MAX_RPC_MRS],
+            n: 0,
+        }
+    }
+
+    fn ids(&self) -> &[u16] {
+        self.ids.get(..self.n).unwrap_or(&[])
+    }
+
+    fn push(&mut self, i: u16) -> Result {
+        let slot = self.ids.get_mut(self.n).ok_or(EMSGSIZE)?;
+        *slot = i;
+        self.n += 1;
+        Ok(())
+    }
+}
+
+/// What the planner needs to know of a request.
+///
+/// # Safety
+///
+/// `rqst` is live and its buffers set up.
+unsafe fn rpc_shape(rqst: *mut sys::rpc_rqst) -> plan::Rpc {
+    // SAFETY: The caller's promise; `rq_cred` and its auth are live for a
+    // request being sent.
+    unsafe {
+        let snd = &(*rqst).rq_snd_buf;
+        let rcv = &(*rqst).rq_rcv_buf;
+        let cred = (*rqst).rq_cred;
+        let datatouch = !cred.is_null()
+            && !(*cred).cr_auth.is_null()
+            && (*(*cred).cr_auth).au_flags & (1 << sys::RPCAUTH_AUTH_DATATOUCH) != 0;
+        plan::Rpc {
+            call_len: snd.len,
+            call_page_len: snd.page_len,
+            call_page_base: snd.page_base,
+            call_ddp: snd.flags & sys::XDRBUF_WRITE != 0,
+            reply_max: rcv.buflen,
+            reply_nonpayload: (rcv.head[0].iov_len + rcv.tail[0].iov_len) as u32,
+            reply_ddp: rcv.flags & sys::XDRBUF_READ != 0,
+            ddp_allowed: !datatouch,
+        }
+    }
+}
+
+const PAGE: usize = kernel::page::PAGE_SIZE;
+
+/// Appends the pages of `len` bytes of kernel memory at `addr`.
+///
+/// # Safety
+///
+/// `addr` is directly mapped (kmalloc) memory of at least `len` bytes.
+unsafe fn push_kva(out: &mut KVec<PageSeg>, addr: *mut u8, len: usize) -> Result {
+    let mut at = addr;
+    let mut left = len;
+    while left > 0 {
+        let off = (at as usize) & (PAGE - 1);
+        let n = (PAGE - off).min(left);
+        // SAFETY: `at` is in directly mapped memory (caller's promise).
+        let page = unsafe { sys::rpcrdma_rs_virt_to_page(at.cast()) };
+        out.push(
+            PageSeg {
+                page,
+                offset: off as u32,
+                len: n as u32,
+            },
+            GFP_NOWAIT,
+        )
+        .map_err(|_| ENOBUFS)?;
+        // SAFETY: Still within the caller's `len` bytes (or one past).
+        at = unsafe { at.add(n) };
+        left -= n;
+    }
+    Ok(())
+}
+
+/// The pages of `len` bytes at `offset` of `buf`: head, page list, tail.
+///
+/// # Safety
+///
+/// `buf` is a live `xdr_buf` whose head and tail are kmalloc memory.
+unsafe fn region(buf: *const sys::xdr_buf, offset: u32, len: u32) -> Result<KVec<PageSeg>> {
+    let mut out = KVec::with_capacity(len as usize / PAGE + 4, GFP_NOWAIT).map_err(|_| ENOBUFS)?;
+    let mut offset = offset as usize;
+    let mut left = len as usize;
+    // SAFETY: The caller's promise.
+    let b = unsafe { &*buf };
+    for (base, vlen, pages) in [
+        (b.head[0].iov_base.cast::<u8>(), b.head[0].iov_len, false),
+        (core::ptr::null_mut(), b.page_len as usize, true),
+        (b.tail[0].iov_base.cast::<u8>(), b.tail[0].iov_len, false),
+    ] {
+        if left == 0 {
+            break;
+        }
+        if offset >= vlen {
+            offset -= vlen;
+            continue;
+        }
+        let n = (vlen - offset).min(left);
+        if pages {
+            let mut pos = b.page_base as usize + offset;
+            let mut k = n;
+            while k > 0 {
+                // SAFETY: `pages` covers `page_base + page_len` bytes.
+                let page = unsafe { *b.pages.add(pos / PAGE) };
+                if page.is_null() {
+                    return Err(EIO);
+                }
+                let off = pos & (PAGE - 1);
+                let c = (PAGE - off).min(k);
+                out.push(
+                    PageSeg {
+                        page,
+                        offset: off as u32,
+                        len: c as u32,
+                    },
+                    GFP_NOWAIT,
+                )
+                .map_err(|_| ENOBUFS)?;
+                pos += c;
+                k -= c;
+            }
+        } else {
+            // SAFETY: Head and tail are kmalloc memory (caller's promise).
+            unsafe { push_kva(&mut out, base.add(offset), n)? };
+        }
+        left -= n;
+        offset = 0;
+    }
+    Ok(out)
+}
+
+/// Registers `len` bytes at `offset` of `buf` on as many MRs as needed,
+/// writing one segment each into `out`; returns the segments and bytes.
+///
+/// # Safety
+///
+/// As for [`region`]; the memory stays until the MRs are released.
+unsafe fn register_region(
+    pool: &MrPool,
+    buf: *const sys::xdr_buf,
+    offset: u32,
+    len: u32,
+    writing: bool,
+    out: &mut [Segment],
+    held: &mut Held,
+) -> Result<(usize, u32)> {
+    // SAFETY: The caller's promise.
+    let pages = unsafe { region(buf, offset, len)? };
+    let mut rest: &[PageSeg] = &pages;
+    let mut n = 0usize;
+    let mut bytes = 0u32;
+    while !rest.is_empty() {
+        let take = plan::mr_segments(
+            rest.iter().map(|p| (p.offset, p.len)),
+            pool.depth(),
+            PAGE as u32,
+        )
+        .max(1)
+        .min(rest.len());
+        let (now, later) = rest.split_at(take);
+        let slot = out.get_mut(n).ok_or(EMSGSIZE)?;
+        // SAFETY: The caller's promise.
+        let (i, reg) = unsafe { pool.register(now, writing)? };
+        held.push(i).inspect_err(|_| pool.release(i, false))?;
+        *slot = Segment {
+            handle: reg.rkey,
+            length: reg.length,
+            offset: reg.iova,
+        };
+        bytes = bytes.saturating_add(reg.length);
+        n += 1;
+        rest = later;
+    }
+    Ok((n, bytes))
 }

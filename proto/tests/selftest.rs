@@ -40,3 +40,8 @@ fn planner_decisions() {
 fn negotiation() {
     assert_eq!(selftest::negotiation(), Ok(()));
 }
+
+#[test]
+fn requester_chunk_rules() {
+    assert_eq!(selftest::requester_chunk_rules(), Ok(()));
+}

@@ -1,0 +1,87 @@
+# NFS client workload for every chunk type: a long symlink (its CREATE is a
+# Long Call: Position Zero Read chunk), READLINK (Write chunk, less written
+# than offered), a file of odd length (Read chunks; Write chunks trimmed at
+# EOF), a directory listing (Reply or Write chunk). Run with
+# rr.modparams=max_inline_read=1024,max_inline_write=1024 so small messages
+# need chunks too.
+# shellcheck shell=sh
+
+. /scenario/nfs-mount.sh
+
+target=
+i=0
+while [ $i -lt 300 ]; do
+    target="${target}segment-$i/"
+    i=$((i + 1))
+done
+
+odd_file() {
+    dd if=/dev/urandom of=/tmp/odd bs=1001 count=3001 2>/dev/null &&
+        cp /tmp/odd /mnt/odd && sync
+}
+
+long_symlink() {
+    ln -s "$target" /mnt/link
+}
+
+remount() {
+    umount /mnt && nfs_mount >/dev/null && echo 3 > /proc/sys/vm/drop_caches
+}
+
+check_back() {
+    [ "$(readlink /mnt/link)" = "$target" ] || { echo "symlink differs"; return 1; }
+    cmp /tmp/odd /mnt/odd
+}
+
+listing() {
+    mkdir /mnt/d || return 1
+    i=0
+    while [ $i -lt 100 ]; do
+        : > "/mnt/d/a-rather-long-file-name-to-fill-the-readdir-reply-$i" || return 1
+        i=$((i + 1))
+    done
+    remount || return 1
+    n=$(ls /mnt/d | wc -l)
+    [ "$n" -eq 100 ] || { echo "listed $n"; return 1; }
+}
+
+# Two names of 255 bytes: a RENAME Call too long for 1 KiB inline and
+# without pages, so a Long Call (RDMA_NOMSG, Position Zero Read chunk).
+# The 64-byte host name (in every AUTH_SYS credential) tips it over.
+long_rename() {
+    a=$(printf '%0255d' 1) b=$(printf '%0255d' 2)
+    : > "/mnt/$a" && mv "/mnt/$a" "/mnt/$b" && [ -e "/mnt/$b" ] && rm "/mnt/$b"
+}
+
+cleanup() {
+    rm -r /mnt/d /mnt/odd /mnt/link && [ -z "$(ls /mnt)" ]
+}
+
+check client_net net_up 192.0.2.2 2001:db8::2
+printf '%064d' 0 > /proc/sys/kernel/hostname
+check client_transport load_transport "${RR_MOD:-c}"
+if check mount nfs_mount; then
+    check odd_file odd_file
+    check long_symlink long_symlink
+    check long_rename long_rename
+    grep -E "opts:|xprt:" /proc/self/mountstats
+    check remount remount
+    check read_back check_back
+    grep -E "xprt:" /proc/self/mountstats
+    check listing listing
+    grep -E "xprt:" /proc/self/mountstats
+    check cleanup cleanup
+    check umount umount /mnt
+fi
+unload() {
+    i=0
+    until rmmod "$1"; do
+        i=$((i + 1))
+        [ $i -lt 10 ] || return 1
+        sleep 1
+    done
+}
+case ${RR_MOD:-c} in
+c)  check unload_transport unload rpcrdma ;;
+rs) check unload_transport unload rpcrdma_rs ;;
+esac
