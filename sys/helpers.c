@@ -349,3 +349,20 @@ void rpcrdma_rs_params(unsigned int *inline_read, unsigned int *inline_write,
 	*inline_write = READ_ONCE(max_inline_write);
 	*slots = READ_ONCE(slot_table_entries);
 }
+
+void rpcrdma_rs_init_waitqueue_head(struct wait_queue_head *wq)
+{
+	init_waitqueue_head(wq);
+}
+
+void rpcrdma_rs_wake_up_all(struct wait_queue_head *wq)
+{
+	wake_up_all(wq);
+}
+
+/* Waits until *gone reaches gen; returns 0 on timeout. */
+long rpcrdma_rs_wait_until_gone(struct wait_queue_head *wq, const u64 *gone,
+				u64 gen, unsigned long timeout)
+{
+	return wait_event_timeout(*wq, READ_ONCE(*gone) >= gen, timeout);
+}

@@ -83,6 +83,10 @@ void *rpcrdma_rs_task_alloc(size_t size);
 bool rpcrdma_rs_debug_enabled(void);
 void rpcrdma_rs_debug(const char *msg);
 bool rpcrdma_rs_warn_ratelimit(void);
+void rpcrdma_rs_init_waitqueue_head(struct wait_queue_head *wq);
+void rpcrdma_rs_wake_up_all(struct wait_queue_head *wq);
+long rpcrdma_rs_wait_until_gone(struct wait_queue_head *wq, const u64 *gone,
+				u64 gen, unsigned long timeout);
 void rpcrdma_rs_params(unsigned int *inline_read, unsigned int *inline_write,
 		       unsigned int *slots);
 

@@ -25,6 +25,9 @@ use crate::sys;
 pub(crate) const IDENT: i32 = 256;
 /// Longest wait for the outcome of one connection attempt, in seconds.
 const CONNECT_WAIT_CAP_SECS: c_ulong = 180;
+/// Longest wait for a connection to be torn down before a request's
+/// registered memory is freed; below the hung task timeout.
+const FENCE_WAIT_SECS: c_ulong = 30;
 /// Slots preallocated per transport.
 const MIN_SLOTS: u32 = 2;
 /// `IPPROTO_TCP`: `xprt->prot` names the address family's TCP for the
@@ -126,7 +129,8 @@ impl Drop for Registration {
 ///
 /// `xprt` is a live `rpc_xprt` whose `ops` are ours. `ep` is only read or
 /// changed with `XPRT_LOCKED` held (connect worker, `send_request`,
-/// `close`, `destroy`); every other field is valid when zeroed.
+/// `close`, `destroy`); every other field is valid when zeroed, but for
+/// `connect_work` and `gone_wq`, which `setup` initialises.
 #[repr(C)]
 pub(crate) struct RdmaXprt {
     xprt: Opaque<sys::rpc_xprt>,
@@ -140,6 +144,11 @@ pub(crate) struct RdmaXprt {
     stats: Stats,
     /// Settings from the module parameters, fixed at setup.
     cfg: Config,
+    /// Generation of the last connection torn down: its QP is destroyed,
+    /// so the peer can reach none of its MRs any more.
+    gone_gen: AtomicU64,
+    /// Woken when `gone_gen` moves. Initialised in `setup`.
+    gone_wq: Opaque<sys::wait_queue_head>,
 }
 
 impl RdmaXprt {
@@ -234,7 +243,43 @@ impl RdmaXprt {
         if !ep.is_null() {
             // SAFETY: `ep` came from `KBox::into_raw` in the connect
             // worker and was just unpublished.
-            drop(unsafe { KBox::from_raw(ep) });
+            let ep = unsafe { KBox::from_raw(ep) };
+            let gen = ep.shared().gen;
+            drop(ep);
+            self.gone_gen.fetch_max(gen, Ordering::AcqRel);
+            // SAFETY: The wait queue was initialised in `setup`.
+            unsafe { sys::rpcrdma_rs_wake_up_all(self.gone_wq.get()) };
+        }
+    }
+
+    /// Makes sure the peer can no longer reach memory registered on
+    /// connection `gen`, for a request released before its Reply (an
+    /// interrupted or timed-out RPC) whose pages are about to be reused.
+    ///
+    /// Tearing the connection down destroys its QP, after which none of
+    /// its keys is usable; that costs a reconnect, but needs no hold on a
+    /// connection that may be going away under us. Sleeps.
+    fn fence_registered(&self, gen: u64) {
+        if self.gone_gen.load(Ordering::Acquire) >= gen {
+            return;
+        }
+        self.force_disconnect();
+        // SAFETY: The wait queue was initialised in `setup`; `gone_gen` is
+        // a u64 in memory that lives as long as the transport.
+        let left = unsafe {
+            sys::rpcrdma_rs_wait_until_gone(
+                self.gone_wq.get(),
+                self.gone_gen.as_ptr(),
+                gen,
+                FENCE_WAIT_SECS * hz(),
+            )
+        };
+        if left == 0 {
+            rwarn!(
+                "connection to {} not torn down in {} s; freeing registered memory\n",
+                self.peer(),
+                FENCE_WAIT_SECS
+            );
         }
     }
 
@@ -730,6 +775,7 @@ unsafe extern "C" fn xprt_setup(args: *mut sys::xprt_create) -> *mut sys::rpc_xp
         }
         format_addresses(xprt);
         sys::rpcrdma_rs_init_delayed_work(rx.connect_work.get(), Some(connect_worker));
+        sys::rpcrdma_rs_init_waitqueue_head(rx.gone_wq.get());
         (*xprt).max_payload = MAX_PAYLOAD;
         rdebug!("transport created\n");
     }
@@ -975,9 +1021,9 @@ unsafe extern "C" fn op_buf_free(task: *mut sys::rpc_task) {
         let st = ReqState::of(NonNull::new_unchecked(rqst));
         if st.nmrs.load(Ordering::Acquire) != 0 {
             // An RPC given up before its Reply, with memory still
-            // registered: make sure the server can no longer reach it.
-            let xprt = RdmaXprt::from_raw((*rqst).rq_xprt);
-            xprt.force_disconnect();
+            // registered: the server must no longer reach it once we
+            // return and the pages go back to their owner.
+            RdmaXprt::from_raw((*rqst).rq_xprt).fence_registered(st.gen.load(Ordering::Relaxed));
         }
         sys::rpcrdma_rs_kfree((*rqst).rq_buffer.cast::<u8>().sub(REQ_PREFIX).cast());
         (*rqst).rq_buffer = core::ptr::null_mut();

@@ -16,6 +16,7 @@ link_state_log() {
         sleep 15
         echo "== client link state at $(cut -d' ' -f1 /proc/uptime)"
         $IP neigh show dev eth0
+        $IP -s link show eth0
         rdma resource show cm_id
         rdma statistic show link rxe0/1
     done
@@ -26,7 +27,7 @@ link_state_log() {
 write_through_fault() {
     before=$(connects)
     echo go > /mnt/.fault-$1 || return 1
-    [ "$1" = link ] && (link_state_log &)
+    [ "$1" = link ] && (link_state_log > /dev/console 2>&1 &)
     sleep 3
     cp /tmp/data /mnt/data-$1 && sync && echo 3 > /proc/sys/vm/drop_caches &&
         cmp /tmp/data /mnt/data-$1 || return 1

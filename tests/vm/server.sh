@@ -43,7 +43,7 @@ nfsd_restart() {
 
 link_flap() {
     $IP link set eth0 down && sleep 20 && $IP link set eth0 up && note "link back up" &&
-        (link_state_log &)
+        (link_state_log > /dev/console 2>&1 &)
 }
 
 # What the server's side of the link looks like once it is back, for
@@ -54,6 +54,7 @@ link_state_log() {
         sleep 15
         echo "== server link state at $(cut -d' ' -f1 /proc/uptime)"
         $IP neigh show dev eth0
+        $IP -s link show eth0
         rdma resource show
         rdma resource show cm_id
         rdma statistic show link rxe0/1
