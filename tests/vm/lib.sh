@@ -74,6 +74,11 @@ load_transport() {
         # shellcheck disable=SC2086 # one word per parameter
         insmod /modules/rpcrdma_rs.ko $params || return 1
         if dmesg | grep "rpcrdma_rs: unknown parameter"; then return 1; fi
+        for kv in $params; do
+            f=/sys/module/rpcrdma_rs/parameters/${kv%%=*}
+            [ ! -e "$f" ] || [ "$(cat "$f")" = "${kv#*=}" ] ||
+                { echo "$f reads $(cat "$f"), not ${kv#*=}"; return 1; }
+        done
         ;;
     none) [ -z "$params" ] || { echo "no transport module for '$params'"; return 1; } ;;
     *)    echo "unknown transport module '$1'"; return 1 ;;
