@@ -101,8 +101,8 @@ scenario ref-rdma-v3 480 c "C client, NFSv3 over RDMA" "$io rr.mod=c rr.proto=rd
 scenario ref-rdma6 480 c "C client, NFSv4.2 over RDMA on IPv6" "$io rr.mod=c rr.proto=rdma6 rr.vers=4.2 $small"
 scenario ref-reconnect 600 c "C client: nfsd restarted under I/O" \
     "rr.script=reconnect rr.mod=c rr.proto=rdma rr.vers=4.2 rr.faults=nfsd"
-# rpcrdma_rs as the client against the C server. Inline-only transfers are
-# 2 KiB each, so these move 16 MiB rather than 64.
+# rpcrdma_rs as the client against the C server; 16 MiB and 200 files each
+# (ref-rdma moves the 64 MiB baseline).
 scenario rs-rdma 600 c "Rust client, NFSv4.2 over RDMA" "$io rr.mod=rs rr.proto=rdma rr.vers=4.2 $small"
 scenario rs-rdma-v41 600 c "Rust client, NFSv4.1 over RDMA" "$io rr.mod=rs rr.proto=rdma rr.vers=4.1 $small"
 scenario rs-rdma-v3 600 c "Rust client, NFSv3 over RDMA" "$io rr.mod=rs rr.proto=rdma rr.vers=3 $small"
@@ -122,15 +122,13 @@ tiny="rr.modparams=max_inline_read=1024,max_inline_write=1024"
 srv1m="rr.maxblksize=1048576"
 scenario ref-chunks 900 c "C client: chunks, 1 MiB rsize/wsize, big file" "$chunks rr.mod=c $big" "$srv1m"
 scenario ref-chunks-small-inline 900 c "C client: chunks with 1 KiB inline thresholds" "$chunks rr.mod=c $tiny" "$srv1m"
-# The same for rpcrdma_rs. Only on request for now; both pass with the FRWR
-# client merged from main and are meant for the default run once reviewed.
-for s in rs-chunks rs-chunks-small-inline; do
-    want_explicitly "$s" || continue
-    case $s in
-    rs-chunks) scenario rs-chunks 900 c "Rust client: chunks, 1 MiB rsize/wsize, big file" "$chunks rr.mod=rs $big" "$srv1m" ;;
-    *) scenario "$s" 900 c "Rust client: chunks with 1 KiB inline thresholds" "$chunks rr.mod=rs $tiny" "$srv1m" ;;
-    esac
-done
+# The same for rpcrdma_rs, plus the Long Call case: with 1 KiB thresholds a
+# RENAME of two 255-byte names must go as RDMA_NOMSG with a Position Zero
+# Read chunk (tests/vm/nfs-chunks.sh).
+scenario rs-chunks 900 c "Rust client: chunks, 1 MiB rsize/wsize, big file" "$chunks rr.mod=rs $big" "$srv1m"
+scenario rs-chunks-small-inline 900 c "Rust client: chunks with 1 KiB inline thresholds" "$chunks rr.mod=rs $tiny" "$srv1m"
+scenario rs-long-calls 600 c "Rust client: Long Calls (Position Zero Read chunk), 1 KiB inline" \
+    "rr.script=nfs-chunks rr.mod=rs rr.proto=rdma rr.vers=4.2 $tiny"
 # The server's link down for 20 s under I/O. Both clients, rpcrdma.ko and
 # rpcrdma_rs, pass this on a quiet machine and have each failed to come back
 # within 600 s on a loaded one, so it runs only when ONLY names it.

@@ -169,6 +169,26 @@ big_file() {
     [ "${sum%% *}" = "${back%% *}" ] && rm /mnt/big
 }
 
+# umount -f under direct reads: sunrpc kills RPCs whose Write chunks are
+# still registered. Their memory must be fenced off before the pages are
+# reused (rpcrdma_rs tears the connection down and waits), and the mount
+# must go on working: the file reads back intact afterwards.
+forced_umount_under_io() {
+    f=/mnt/sweep/f67108864
+    i=0
+    while [ $i -lt 3 ]; do
+        dd if=$f of=/dev/null bs=1M iflag=direct 2>/dev/null &
+        pid=$!
+        sleep 2
+        umount -f /mnt 2>/dev/null   # busy: it only kills the RPCs
+        kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
+        i=$((i + 1))
+    done
+    grep -q " /mnt " /proc/mounts || { echo "the mount went away"; return 1; }
+    echo 3 > /proc/sys/vm/drop_caches
+    cmp /tmp/sweep/f67108864 $f
+}
+
 chunk_counts() {
     line=$(xprt_line /mnt)
     [ -n "$line" ] || { echo "no xprt: rdma line for /mnt"; return 1; }
@@ -201,6 +221,7 @@ if check mount nfs_mount; then
     check xattrs_set xattrs_set
     check "acl_${ACL_ENTRIES}_entries_v3" acl_roundtrip
     check remount remount
+    check forced_umount_under_io forced_umount_under_io
     check size_sweep_read_compare sweep_compare
     check symlinks_readlink symlinks_read
     check xattrs_get xattrs_get

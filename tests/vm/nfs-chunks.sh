@@ -53,6 +53,15 @@ long_rename() {
     : > "/mnt/$a" && mv "/mnt/$a" "/mnt/$b" && [ -e "/mnt/$b" ] && rm "/mnt/$b"
 }
 
+# The 21st field after "rdma" in mountstats: Calls sent as RDMA_NOMSG.
+nomsg_calls() { awk '$1 == "xprt:" && $2 == "rdma" { print $23; exit }' /proc/self/mountstats; }
+
+long_call_was_nomsg() {
+    n=$(nomsg_calls)
+    echo "RDMA_NOMSG calls: $n"
+    [ "${n:-0}" -gt 0 ]
+}
+
 cleanup() {
     rm -r /mnt/d /mnt/odd /mnt/link && [ -z "$(ls /mnt)" ]
 }
@@ -64,6 +73,7 @@ if check mount nfs_mount; then
     check odd_file odd_file
     check long_symlink long_symlink
     check long_rename long_rename
+    check long_call_was_nomsg long_call_was_nomsg
     grep -E "opts:|xprt:" /proc/self/mountstats
     check remount remount
     check read_back check_back
