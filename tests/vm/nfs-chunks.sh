@@ -83,14 +83,6 @@ if check mount nfs_mount; then
     check cleanup cleanup
     check umount umount /mnt
 fi
-unload() {
-    i=0
-    until rmmod "$1"; do
-        i=$((i + 1))
-        [ $i -lt 10 ] || return 1
-        sleep 1
-    done
-}
 case ${RR_MOD:-c} in
 c)  check unload_transport unload rpcrdma ;;
 rs) check unload_transport unload rpcrdma_rs ;;
