@@ -528,13 +528,12 @@ impl Qp {
         // SAFETY: `self.ptr` is live; the WRs and SGE are consumed before
         // the call returns; `cqe` and `buf` outlive the Send by the caller's
         // promise.
-        let rc =
-            to_result(unsafe { sys::rpcrdma_rs_post_send(self.ptr.as_ptr(), first, &mut bad) });
+        let rc = unsafe { sys::rpcrdma_rs_post_send(self.ptr.as_ptr(), first, &mut bad) };
         if let Some((_, last)) = before {
             // SAFETY: As above; no dangling link to our stack is left.
             unsafe { (*last).next = core::ptr::null_mut() };
         }
-        rc
+        to_result(rc)
     }
 
     /// Posts a chain of work requests (e.g. LOCAL_INVs).

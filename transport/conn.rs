@@ -484,6 +484,46 @@ unsafe impl Send for MrPool {}
 // SAFETY: See above.
 unsafe impl Sync for MrPool {}
 
+/// A chain of work requests being linked for one post.
+struct WrChain {
+    first: *mut sys::ib_send_wr,
+    last: *mut sys::ib_send_wr,
+}
+
+impl WrChain {
+    fn new() -> Self {
+        Self {
+            first: core::ptr::null_mut(),
+            last: core::ptr::null_mut(),
+        }
+    }
+
+    /// Appends `wr`, which ends the chain.
+    ///
+    /// # Safety
+    ///
+    /// `wr` is a valid work request, owned by the caller like every one
+    /// already in the chain.
+    unsafe fn append(&mut self, wr: *mut sys::ib_send_wr) {
+        // SAFETY: `wr` and `last` (when set) are valid, by the caller's
+        // promise for each append.
+        unsafe {
+            (*wr).next = core::ptr::null_mut();
+            if self.last.is_null() {
+                self.first = wr;
+            } else {
+                (*self.last).next = wr;
+            }
+        }
+        self.last = wr;
+    }
+
+    /// The first and last work request, unless the chain is empty.
+    fn ends(&self) -> Option<(*mut sys::ib_send_wr, *mut sys::ib_send_wr)> {
+        (!self.first.is_null()).then_some((self.first, self.last))
+    }
+}
+
 impl MrPool {
     fn new(
         shared: &Shared,
@@ -584,24 +624,14 @@ impl MrPool {
         &self,
         mrs: &[u16],
     ) -> Option<(*mut sys::ib_send_wr, *mut sys::ib_send_wr)> {
-        let mut first: *mut sys::ib_send_wr = core::ptr::null_mut();
-        let mut last: *mut sys::ib_send_wr = core::ptr::null_mut();
+        let mut chain = WrChain::new();
         for &i in mrs {
             let slot = self.slot(i)?;
-            let wr = slot.reg_wr.get().cast::<sys::ib_send_wr>();
-            // SAFETY: The caller owns the registered slots; `wr` (first field
-            // of `ib_reg_wr`) and `last` are valid work requests.
-            unsafe {
-                (*wr).next = core::ptr::null_mut();
-                if last.is_null() {
-                    first = wr;
-                } else {
-                    (*last).next = wr;
-                }
-            }
-            last = wr;
+            // SAFETY: The caller owns the registered slots; the REG_MR's
+            // `ib_send_wr` is the first field of its `ib_reg_wr`.
+            unsafe { chain.append(slot.reg_wr.get().cast()) };
         }
-        (!first.is_null()).then_some((first, last))
+        chain.ends()
     }
 
     /// The current R_key of MR `i`.
@@ -630,8 +660,7 @@ impl MrPool {
         ctx: &RecvCtx,
         pending: Pending,
     ) -> Result {
-        let mut first: *mut sys::ib_send_wr = core::ptr::null_mut();
-        let mut last: *mut sys::ib_send_wr = core::ptr::null_mut();
+        let mut chain = WrChain::new();
         let n = mrs.len();
         for (k, &i) in mrs.iter().enumerate() {
             let slot = self.slot(i).ok_or(EINVAL)?;
@@ -642,20 +671,13 @@ impl MrPool {
             } else {
                 slot.cqe.get()
             };
-            // SAFETY: The caller owns the slots; `wr` and `last` are valid.
+            // SAFETY: The caller owns the slots and their work requests.
             unsafe {
                 (*slot.mr.get()).inv_wr(&mut *wr, cqe, signalled);
-                if last.is_null() {
-                    first = wr;
-                } else {
-                    (*last).next = wr;
-                }
+                chain.append(wr);
             }
-            last = wr;
         }
-        if first.is_null() {
-            return Err(EINVAL);
-        }
+        let (first, _) = chain.ends().ok_or(EINVAL)?;
         // SAFETY: The Receive completion owns `pending` until it posts.
         unsafe { *ctx.pending.get() = pending };
         // SAFETY: The QP lives until drained, which waits for this handler.

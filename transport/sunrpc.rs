@@ -369,17 +369,10 @@ impl RdmaXprt {
         };
         let mut mrs = [0u16; MAX_RPC_MRS];
         let n = st.mrs(shared.gen, &mut mrs);
-        let (Some(pool), false) = (shared.pool(), n == 0) else {
-            if wait_send() {
-                return Handled::Deferred;
-            }
-            // SAFETY: Pinned.
-            unsafe { self.complete(rqst, payload, st) };
-            return Handled::Done;
-        };
-        let mut list = &mrs[..n.min(MAX_RPC_MRS)];
+        let mut list = mrs.get(..n).unwrap_or(&[]);
         let mut rest = [0u16; MAX_RPC_MRS];
-        if let Some(rkey) = invalidated {
+        let pool = shared.pool();
+        if let (Some(pool), Some(rkey), false) = (pool, invalidated, list.is_empty()) {
             let mut keys = [0u32; MAX_RPC_MRS];
             for (k, &i) in keys.iter_mut().zip(list) {
                 *k = pool.rkey(i).unwrap_or(0);
@@ -414,15 +407,16 @@ impl RdmaXprt {
                 }
             }
         }
-        if list.is_empty() {
-            st.set_mrs(&[]);
+        // No MRs left to invalidate (any the server invalidated were
+        // already taken off the request's list).
+        let Some(pool) = pool.filter(|_| !list.is_empty()) else {
             if wait_send() {
                 return Handled::Deferred;
             }
             // SAFETY: Pinned.
             unsafe { self.complete(rqst, payload, st) };
             return Handled::Done;
-        }
+        };
         match pool.invalidate(shared, list, ctx, pending) {
             Ok(()) => {
                 bump(&self.stats.local_inv_needed, list.len() as u64);
@@ -961,9 +955,9 @@ unsafe extern "C" fn op_bc_setup(_xprt: *mut sys::rpc_xprt, _min_reqs: c_uint) -
 /// # Safety
 ///
 /// Called by sunrpc with a live transport.
-unsafe extern "C" fn op_bc_maxpayload(_xprt: *mut sys::rpc_xprt) -> usize {
+unsafe extern "C" fn op_bc_maxpayload(xprt: *mut sys::rpc_xprt) -> usize {
     // SAFETY: sunrpc passes a live transport of ours.
-    let rx = unsafe { RdmaXprt::from_raw(_xprt) };
+    let rx = unsafe { RdmaXprt::from_raw(xprt) };
     rx.cfg.inline_read.min(rx.cfg.inline_write) as usize - super::HDRLEN_MIN
 }
 
@@ -1121,13 +1115,12 @@ unsafe extern "C" fn connect_worker(work: *mut sys::work_struct) {
                     .stat
                     .connect_time
                     .wrapping_add(jiffies().wrapping_sub((*xprt).stat.connect_start) as u64);
-                let inline = ep_inline;
                 sys::rpcrdma_rs_xprt_set_connected(xprt);
                 pr_info!(
                     "connected to {} (inline send {} recv {}) in {} ms\n",
                     rx.peer(),
-                    inline.send,
-                    inline.recv,
+                    ep_inline.send,
+                    ep_inline.recv,
                     took_ms
                 );
                 EAGAIN.to_errno()
