@@ -111,4 +111,9 @@ mod proto_tests {
     fn requester_chunk_rules() {
         assert_eq!(selftest::requester_chunk_rules(), Ok(()));
     }
+
+    #[test]
+    fn send_economy() {
+        assert_eq!(selftest::send_economy(), Ok(()));
+    }
 }

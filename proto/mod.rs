@@ -15,7 +15,9 @@
 //!   (RFC 8797).
 //! - [`negotiate`]: the requester's version 2 -> version 1 negotiation.
 //! - [`backchannel`]: message direction and backward credits (RFC 8167).
-//! - [`plan`], [`credits`]: chunk planning and the credit window.
+//! - [`plan`], [`credits`]: chunk planning, the Send layout of a Call and
+//!   the credit window.
+//! - [`queue`]: Send signalling and Receive batching.
 //! - [`selftest`]: known-answer checks shared by `cargo test` and KUnit.
 //!
 //! # From the transport
@@ -45,6 +47,7 @@ pub mod limits;
 pub mod negotiate;
 pub mod plan;
 pub mod pvt;
+pub mod queue;
 pub mod selftest;
 pub mod v1;
 pub mod v2;

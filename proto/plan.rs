@@ -493,3 +493,112 @@ pub fn write_fixup(head_len: u32, page_len: u32, inline_len: u32, written: u32) 
 pub fn remote_invalidation_ok(rkey: u32, ours: &[u32]) -> Option<usize> {
     ours.iter().position(|&k| k == rkey)
 }
+
+/// Page data below this size is copied into the Send buffer with the rest
+/// of an inline Call; from this size on it is DMA-mapped page by page.
+/// Copying a few hundred bytes costs less than mapping a page, and a
+/// mapped Send must be signalled and its Reply held until the Send
+/// completed, because the HCA may still read the RPC's pages.
+pub const PULLUP_MAX: u32 = 1024;
+
+/// A byte range of a Call's `xdr_buf`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Range {
+    /// Offset from the start of the Call.
+    pub offset: u32,
+    /// Length in bytes.
+    pub len: u32,
+}
+
+/// The parts of a Call's `xdr_buf`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct CallBuf {
+    /// Bytes in the head.
+    pub head: u32,
+    /// Offset of the page data in its first page.
+    pub page_base: u32,
+    /// Bytes in the page list.
+    pub page_len: u32,
+    /// Bytes in the tail.
+    pub tail: u32,
+}
+
+/// What a Call's Send carries after the transport header.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct SendLayout {
+    /// Copied into the Send buffer, one after the other, behind the
+    /// header.
+    pub copy: [Range; 2],
+    /// Page data sent from the RPC's pages, mapped page by page: one SGE
+    /// each, between `copy[0]` and `copy[1]`.
+    pub mapped: Option<Range>,
+}
+
+/// Lays out the Send of a Call planned as `call` (`rpcrdma_prepare_send_sges`).
+///
+/// - Inline: the whole Call; its page data mapped when it is at least
+///   [`PULLUP_MAX`] bytes and the pages, with header, head and tail, fit
+///   `send_sges`; otherwise everything copied (`rpcrdma_noch_pullup`).
+/// - Read chunk: head and tail; the page data goes by RDMA Read, and so
+///   does its XDR pad, which starts the tail (`rpcrdma_prepare_readch`).
+/// - Position Zero: nothing; the whole Call goes by RDMA Read.
+pub fn send_layout(call: CallPlan, buf: &CallBuf, send_sges: u32, page_size: u32) -> SendLayout {
+    let head = Range {
+        offset: 0,
+        len: buf.head,
+    };
+    let after_pages = buf.head.saturating_add(buf.page_len);
+    match call {
+        CallPlan::Inline => {
+            let page = u64::from(page_size.max(1));
+            let offset = u64::from(buf.page_base).checked_rem(page).unwrap_or(0);
+            let pages = div_ceil(offset.saturating_add(u64::from(buf.page_len)), page);
+            let sges_ok = pages.saturating_add(u64::from(MIN_SEND_SGES)) <= u64::from(send_sges);
+            if buf.page_len >= PULLUP_MAX && sges_ok {
+                SendLayout {
+                    copy: [
+                        head,
+                        Range {
+                            offset: after_pages,
+                            len: buf.tail,
+                        },
+                    ],
+                    mapped: Some(Range {
+                        offset: buf.head,
+                        len: buf.page_len,
+                    }),
+                }
+            } else {
+                let all = after_pages.saturating_add(buf.tail);
+                SendLayout {
+                    copy: [
+                        Range {
+                            offset: 0,
+                            len: all,
+                        },
+                        Range::default(),
+                    ],
+                    mapped: None,
+                }
+            }
+        }
+        CallPlan::ReadChunk => {
+            // Operations after the data are XDR-aligned, so what is not a
+            // multiple of four at the start of the tail is the pad.
+            let pad = buf.tail & 3;
+            let tail = if buf.tail > 3 {
+                Range {
+                    offset: after_pages.saturating_add(pad),
+                    len: buf.tail.saturating_sub(pad),
+                }
+            } else {
+                Range::default()
+            };
+            SendLayout {
+                copy: [head, tail],
+                mapped: None,
+            }
+        }
+        CallPlan::PositionZero => SendLayout::default(),
+    }
+}

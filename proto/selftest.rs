@@ -1079,3 +1079,98 @@ pub fn requester_chunk_rules() -> Outcome {
         "frwr: reply chunk overrun refused",
     )
 }
+
+/// The Send path's economy: which parts of a Call are copied and which
+/// mapped, which Sends are signalled, and the Receive batch.
+pub fn send_economy() -> Outcome {
+    use super::plan::{send_layout, CallBuf, Range, SendLayout, PULLUP_MAX};
+    use super::queue::{recv_batch, send_batch, SendSignals};
+    let page = 4096;
+    let r = |offset, len| Range { offset, len };
+    // A 3000-byte inline WRITE: head 120, pages at offset 8, tail 4.
+    let write = CallBuf {
+        head: 120,
+        page_base: 8,
+        page_len: 3000,
+        tail: 4,
+    };
+    check(
+        send_layout(CallPlan::Inline, &write, 19, page)
+            == SendLayout {
+                copy: [r(0, 120), r(3120, 4)],
+                mapped: Some(r(120, 3000)),
+            },
+        "send: large inline page data mapped",
+    )?;
+    // Pages that need more SGEs than the device has are copied.
+    check(
+        send_layout(CallPlan::Inline, &write, 3, page)
+            == SendLayout {
+                copy: [r(0, 3124), r(0, 0)],
+                mapped: None,
+            },
+        "send: pulled up when SGEs run out",
+    )?;
+    let small = CallBuf {
+        page_len: PULLUP_MAX - 1,
+        tail: 0,
+        ..write
+    };
+    check(
+        send_layout(CallPlan::Inline, &small, 19, page)
+            .mapped
+            .is_none()
+            && send_layout(CallPlan::Inline, &small, 19, page).copy[0]
+                == r(0, 120 + PULLUP_MAX - 1),
+        "send: small page data pulled up",
+    )?;
+    // Read chunk: the tail without the page data's pad (3 bytes of 11).
+    let chunked = CallBuf {
+        head: 100,
+        page_base: 0,
+        page_len: 1 << 20 | 1,
+        tail: 11,
+    };
+    check(
+        send_layout(CallPlan::ReadChunk, &chunked, 19, page)
+            == SendLayout {
+                copy: [r(0, 100), r(100 + (1 << 20 | 1) + 3, 8)],
+                mapped: None,
+            },
+        "send: read chunk skips the XDR pad",
+    )?;
+    check(
+        send_layout(
+            CallPlan::ReadChunk,
+            &CallBuf { tail: 3, ..chunked },
+            19,
+            page,
+        )
+        .copy[1]
+            == r(0, 0)
+            && send_layout(CallPlan::PositionZero, &write, 19, page) == SendLayout::default(),
+        "send: pad-only tail and Long Call send no data",
+    )?;
+    check(
+        send_batch(128) == 16 && send_batch(4) == 1 && recv_batch(128) == 8 && recv_batch(4) == 1,
+        "send: batch sizes",
+    )?;
+    // Every 4th Send signalled; a mapped one at once; REG_MRs count.
+    let mut s = SendSignals::new(4, 10);
+    let mut got = [false; 6];
+    for (g, awaited) in got
+        .iter_mut()
+        .zip([false, false, false, false, true, false])
+    {
+        *g = s.next(0, awaited);
+    }
+    check(
+        got == [false, false, false, true, true, false],
+        "send: signalled every batch and when awaited",
+    )?;
+    let mut s = SendSignals::new(16, 10);
+    check(
+        !s.next(4, false) && s.next(4, false) && !s.next(0, false),
+        "send: signalled before the queue fills with unsignalled work",
+    )
+}

@@ -8,11 +8,12 @@
 //! caller recovers with `container_of!`. Together with the sunrpc wrappers
 //! in `transport/`, this is the only place for `unsafe` above `sys`.
 
-use core::ffi::c_void;
+use core::ffi::{c_ulong, c_void};
 use core::ptr::NonNull;
 
 use kernel::error::{from_err_ptr, to_result};
 use kernel::prelude::*;
+use kernel::types::Opaque;
 
 use crate::sys;
 
@@ -440,15 +441,22 @@ impl Drop for Cq {
 pub(crate) struct QpAttr(sys::ib_qp_init_attr);
 
 impl QpAttr {
-    /// An RC QP with one SGE each way, signalling only requested Sends.
-    pub(crate) fn rc(send_cq: &Cq, recv_cq: &Cq, send_wr: u32, recv_wr: u32) -> Self {
+    /// An RC QP with `send_sge` SGEs per Send and one per Receive,
+    /// signalling only requested Sends.
+    pub(crate) fn rc(
+        send_cq: &Cq,
+        recv_cq: &Cq,
+        send_wr: u32,
+        recv_wr: u32,
+        send_sge: u32,
+    ) -> Self {
         Self(sys::ib_qp_init_attr {
             send_cq: send_cq.ptr.as_ptr(),
             recv_cq: recv_cq.ptr.as_ptr(),
             cap: sys::ib_qp_cap {
                 max_send_wr: send_wr,
                 max_recv_wr: recv_wr,
-                max_send_sge: 1,
+                max_send_sge: send_sge.max(1),
                 max_recv_sge: 1,
                 ..Default::default()
             },
@@ -486,32 +494,32 @@ impl Qp {
     }
 
     /// Posts the chain `before` (first and last work request), then a
-    /// signalled Send of the first `len` bytes of `buf`, in one call.
+    /// Send gathering `sges`, in one call. Only a `signalled` Send
+    /// completes on `cqe` when it succeeds; any Send does when it fails.
     ///
     /// # Safety
     ///
-    /// `cqe` must stay valid, and `buf` mapped and unmodified, until the
-    /// Send completes (successfully or flushed). The work requests of
-    /// `before` must be valid and linked from first to last, with every
-    /// `wr_cqe` valid until its completion.
+    /// `cqe` must stay valid, and the memory of `sges` mapped and
+    /// unmodified, until the Send completes (successfully, flushed, or
+    /// implicitly by a later signalled work request). The work requests
+    /// of `before` must be valid and linked from first to last, with
+    /// every `wr_cqe` valid until its completion.
     pub(crate) unsafe fn post_send_after(
         &self,
         cqe: *mut sys::ib_cqe,
-        buf: &DmaBuf,
-        len: u32,
-        lkey: u32,
+        sges: &mut [sys::ib_sge],
+        signalled: bool,
         before: Option<(*mut sys::ib_send_wr, *mut sys::ib_send_wr)>,
     ) -> Result {
-        let mut sge = sys::ib_sge {
-            addr: buf.addr,
-            length: len.min(buf.len_u32()),
-            lkey,
-        };
         let mut wr = sys::ib_send_wr {
-            sg_list: &mut sge,
-            num_sge: 1,
+            sg_list: sges.as_mut_ptr(),
+            num_sge: i32::try_from(sges.len()).map_err(|_| EINVAL)?,
             opcode: sys::ib_wr_opcode_IB_WR_SEND,
-            send_flags: sys::ib_send_flags_IB_SEND_SIGNALED,
+            send_flags: if signalled {
+                sys::ib_send_flags_IB_SEND_SIGNALED
+            } else {
+                0
+            },
             ..Default::default()
         };
         wr.__bindgen_anon_1.wr_cqe = cqe;
@@ -525,9 +533,9 @@ impl Qp {
             }
             None => &raw const wr,
         };
-        // SAFETY: `self.ptr` is live; the WRs and SGE are consumed before
-        // the call returns; `cqe` and `buf` outlive the Send by the caller's
-        // promise.
+        // SAFETY: `self.ptr` is live; the WRs and SGEs are consumed before
+        // the call returns; `cqe` and the memory outlive the Send by the
+        // caller's promise.
         let rc = unsafe { sys::rpcrdma_rs_post_send(self.ptr.as_ptr(), first, &mut bad) };
         if let Some((_, last)) = before {
             // SAFETY: As above; no dangling link to our stack is left.
@@ -549,32 +557,70 @@ impl Qp {
         to_result(unsafe { sys::rpcrdma_rs_post_send(self.ptr.as_ptr(), first, &mut bad) })
     }
 
-    /// Posts a Receive into all of `buf`.
+    /// Posts a chain of Receives built with [`RecvWr::link`].
     ///
     /// # Safety
     ///
-    /// `cqe` must stay valid, and `buf` mapped and not accessed by the CPU,
-    /// until the Receive completes (successfully or flushed).
-    pub(crate) unsafe fn post_recv(
+    /// `first` must head a valid, null-terminated chain whose buffers stay
+    /// mapped, and not accessed by the CPU, and whose `wr_cqe`s stay
+    /// valid, until each Receive completes (successfully or flushed).
+    pub(crate) unsafe fn post_recv_chain(&self, first: *mut sys::ib_recv_wr) -> Result {
+        let mut bad = core::ptr::null();
+        // SAFETY: `self.ptr` is live; the chain is valid by the caller's
+        // promise.
+        to_result(unsafe { sys::rpcrdma_rs_post_recv(self.ptr.as_ptr(), first, &mut bad) })
+    }
+}
+
+/// A Receive work request over all of one [`DmaBuf`], kept with the
+/// buffer so that several can be chained into one post.
+///
+/// # Invariants
+///
+/// `wr` and `sge` are only written by [`RecvWr::link`], whose caller owns
+/// the buffer while it is not posted.
+pub(crate) struct RecvWr {
+    wr: Opaque<sys::ib_recv_wr>,
+    sge: Opaque<sys::ib_sge>,
+}
+
+impl RecvWr {
+    /// A Receive into all of `buf`.
+    pub(crate) fn new(buf: &DmaBuf, lkey: u32) -> Self {
+        Self {
+            wr: Opaque::new(sys::ib_recv_wr {
+                num_sge: 1,
+                ..Default::default()
+            }),
+            sge: Opaque::new(sys::ib_sge {
+                addr: buf.addr,
+                length: buf.len_u32(),
+                lkey,
+            }),
+        }
+    }
+
+    /// Puts this Receive, completing on `cqe`, in front of the chain
+    /// `next` (null for none) and returns the new head.
+    ///
+    /// # Safety
+    ///
+    /// The caller owns the buffer (it is not posted), and `self` stays at
+    /// its address until the chain is posted.
+    pub(crate) unsafe fn link(
         &self,
         cqe: *mut sys::ib_cqe,
-        buf: &DmaBuf,
-        lkey: u32,
-    ) -> Result {
-        let mut sge = sys::ib_sge {
-            addr: buf.addr,
-            length: buf.len_u32(),
-            lkey,
-        };
-        let mut wr = sys::ib_recv_wr {
-            sg_list: &mut sge,
-            num_sge: 1,
-            ..Default::default()
-        };
-        wr.__bindgen_anon_1.wr_cqe = cqe;
-        let mut bad = core::ptr::null();
-        // SAFETY: As for `post_send`.
-        to_result(unsafe { sys::rpcrdma_rs_post_recv(self.ptr.as_ptr(), &wr, &mut bad) })
+        next: *mut sys::ib_recv_wr,
+    ) -> *mut sys::ib_recv_wr {
+        let wr = self.wr.get();
+        // SAFETY: By the caller's promise nobody else uses `wr` now; the
+        // pointers are taken at their final addresses.
+        unsafe {
+            (*wr).sg_list = self.sge.get();
+            (*wr).next = next;
+            (*wr).__bindgen_anon_1.wr_cqe = cqe;
+        }
+        wr
     }
 }
 
@@ -650,6 +696,17 @@ impl DmaBuf {
         self.mem.len()
     }
 
+    /// An SGE over `len` bytes at `offset`, clamped to the buffer.
+    pub(crate) fn sge(&self, offset: usize, len: usize, lkey: u32) -> sys::ib_sge {
+        let offset = offset.min(self.mem.len());
+        let len = len.min(self.mem.len() - offset);
+        sys::ib_sge {
+            addr: self.addr + offset as u64,
+            length: u32::try_from(len).unwrap_or(0),
+            lkey,
+        }
+    }
+
     /// Makes the first `len` bytes written by the device visible to the CPU.
     pub(crate) fn sync_for_cpu(&self, len: usize) {
         // SAFETY: `addr` maps `mem` on the live `dev`; `len` is clamped.
@@ -699,6 +756,92 @@ impl Drop for DmaBuf {
                 self.dir.raw(),
             )
         };
+    }
+}
+
+/// Most pages one Send maps: a 64 KiB inline Call in 4 KiB pages, plus
+/// one for an unaligned start.
+pub(crate) const MAX_MAPPED_PAGES: usize = 17;
+
+/// Pages of an RPC's `xdr_buf` DMA-mapped for one Send, unmapped on drop.
+///
+/// # Invariants
+///
+/// `maps[..n]` are live `DMA_TO_DEVICE` mappings on `dev`, which outlives
+/// this value (the owner drops it before the CM id holding the device).
+pub(crate) struct MappedPages {
+    dev: Device,
+    maps: [(u64, u32); MAX_MAPPED_PAGES],
+    n: usize,
+}
+
+// SAFETY: Mappings are plain numbers; the device is only used for DMA API
+// calls, which any thread may make.
+unsafe impl Send for MappedPages {}
+
+impl MappedPages {
+    /// Maps `segs` for the device to read.
+    ///
+    /// # Safety
+    ///
+    /// The pages stay allocated, and their contents unchanged, until the
+    /// returned value is dropped.
+    pub(crate) unsafe fn map(dev: &Device, segs: &[PageSeg]) -> Result<Self> {
+        if segs.len() > MAX_MAPPED_PAGES {
+            return Err(EMSGSIZE);
+        }
+        let mut out = Self {
+            dev: *dev,
+            maps: [(0, 0); MAX_MAPPED_PAGES],
+            n: 0,
+        };
+        for (slot, seg) in out.maps.iter_mut().zip(segs) {
+            // SAFETY: `dev` is live; the page is allocated (caller's
+            // promise) and `offset + len` stays within it.
+            let addr = unsafe {
+                sys::rpcrdma_rs_dma_map_page(
+                    dev.ptr.as_ptr(),
+                    seg.page,
+                    c_ulong::from(seg.offset),
+                    seg.len as usize,
+                    DmaDir::ToDevice.raw(),
+                )
+            };
+            // SAFETY: `dev` is live; `addr` came from the map call above.
+            if unsafe { sys::rpcrdma_rs_dma_mapping_error(dev.ptr.as_ptr(), addr) } != 0 {
+                // `out` unmaps what was mapped so far.
+                return Err(EIO);
+            }
+            *slot = (addr, seg.len);
+            out.n += 1;
+        }
+        Ok(out)
+    }
+
+    /// One SGE per mapped page.
+    pub(crate) fn sges(&self, lkey: u32) -> impl Iterator<Item = sys::ib_sge> + '_ {
+        self.maps
+            .iter()
+            .take(self.n)
+            .map(move |&(addr, length)| sys::ib_sge { addr, length, lkey })
+    }
+}
+
+impl Drop for MappedPages {
+    fn drop(&mut self) {
+        for &(addr, len) in self.maps.iter().take(self.n) {
+            // SAFETY: A live mapping on the live `dev` (type invariant);
+            // no work request uses it any more (the owner drops it after
+            // the Send completed or was flushed).
+            unsafe {
+                sys::rpcrdma_rs_dma_unmap_page(
+                    self.dev.ptr.as_ptr(),
+                    addr,
+                    len as usize,
+                    DmaDir::ToDevice.raw(),
+                )
+            };
+        }
     }
 }
 

@@ -66,6 +66,19 @@ void rpcrdma_rs_dma_unmap_single(struct ib_device *dev, u64 addr, size_t size,
 	ib_dma_unmap_single(dev, addr, size, dir);
 }
 
+u64 rpcrdma_rs_dma_map_page(struct ib_device *dev, struct page *page,
+			    unsigned long offset, size_t size,
+			    enum dma_data_direction dir)
+{
+	return ib_dma_map_page(dev, page, offset, size, dir);
+}
+
+void rpcrdma_rs_dma_unmap_page(struct ib_device *dev, u64 addr, size_t size,
+			       enum dma_data_direction dir)
+{
+	ib_dma_unmap_page(dev, addr, size, dir);
+}
+
 void rpcrdma_rs_dma_sync_for_cpu(struct ib_device *dev, u64 addr, size_t size,
 				 enum dma_data_direction dir)
 {

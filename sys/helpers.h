@@ -31,6 +31,11 @@ u64 rpcrdma_rs_dma_map_single(struct ib_device *dev, void *cpu_addr,
 int rpcrdma_rs_dma_mapping_error(struct ib_device *dev, u64 dma_addr);
 void rpcrdma_rs_dma_unmap_single(struct ib_device *dev, u64 addr, size_t size,
 				 enum dma_data_direction dir);
+u64 rpcrdma_rs_dma_map_page(struct ib_device *dev, struct page *page,
+			    unsigned long offset, size_t size,
+			    enum dma_data_direction dir);
+void rpcrdma_rs_dma_unmap_page(struct ib_device *dev, u64 addr, size_t size,
+			       enum dma_data_direction dir);
 void rpcrdma_rs_dma_sync_for_cpu(struct ib_device *dev, u64 addr, size_t size,
 				 enum dma_data_direction dir);
 void rpcrdma_rs_dma_sync_for_device(struct ib_device *dev, u64 addr,

@@ -22,18 +22,19 @@ use kernel::types::Opaque;
 use super::{bump, Config, RdmaXprt};
 use crate::proto::plan::DeviceLimits;
 use crate::proto::pvt::{self, InlineThresholds, PrivateData};
+use crate::proto::queue::{self, SendSignals};
 use crate::rdma::{
-    CmEvent, CmHandler, CmId, ConnParam, Cq, DmaBuf, DmaDir, Mr, PageSeg, Pd, Qp, QpAttr,
-    Registered, Wc,
+    CmEvent, CmHandler, CmId, ConnParam, Cq, DmaBuf, DmaDir, MappedPages, Mr, PageSeg, Pd, Qp,
+    QpAttr, RecvWr, Registered, Wc, MAX_MAPPED_PAGES,
 };
 use crate::sys;
 
-/// Receives kept posted: one per credit we ask for, two for
-/// backward-direction Calls (which we drop), and a quarter more because a
-/// buffer is reposted only after its Reply's RPC completed, and a new
-/// Call may go out (and its Reply come back) in between.
+/// Receive buffers: one per credit we ask for, two for backward-direction
+/// Calls (which we drop), a quarter more because a buffer is reposted only
+/// after its Reply's RPC completed, and a new Call may go out (and its
+/// Reply come back) in between, and one batch that waits to be reposted.
 fn recvs(cfg: &Config) -> u32 {
-    cfg.slots + cfg.slots / 4 + 2
+    cfg.slots + cfg.slots / 4 + 2 + queue::recv_batch(cfg.slots)
 }
 
 /// Send buffers per connection. Sends complete in order on an RC QP, so
@@ -73,6 +74,12 @@ pub(crate) struct Shared {
     lkey: AtomicU32,
     /// Set before the QP is drained: Receives are not reposted.
     draining: AtomicBool,
+    /// Receive buffers done with and not yet reposted, and the batch
+    /// size at which they go back.
+    recv_idle: AtomicU32,
+    recv_batch: u32,
+    /// Held by whoever is reposting Receives.
+    recv_posting: AtomicBool,
     /// Negotiated inline thresholds.
     inline_send: AtomicU32,
     inline_recv: AtomicU32,
@@ -80,7 +87,9 @@ pub(crate) struct Shared {
     pool: AtomicPtr<MrPool>,
     /// This connection's number (see [`GENERATION`]).
     pub(crate) gen: u64,
-    /// Sends completed (successfully or flushed), in posting order.
+    /// Number of the last Send known complete (successfully or flushed):
+    /// Sends complete in order, and most are unsignalled, so this moves
+    /// in steps, at each signalled or failed Send.
     sends_done: AtomicU64,
     /// The Receive contexts (a vector that never changes once set), for
     /// the Send completion to find Replies waiting for it.
@@ -109,6 +118,9 @@ impl Shared {
                 qp: AtomicPtr::new(core::ptr::null_mut()),
                 lkey: AtomicU32::new(0),
                 draining: AtomicBool::new(false),
+                recv_idle: AtomicU32::new(0),
+                recv_batch: queue::recv_batch(cfg.slots),
+                recv_posting: AtomicBool::new(false),
                 inline_send: AtomicU32::new(pvt::MIN_SIZE),
                 inline_recv: AtomicU32::new(pvt::MIN_SIZE),
                 pool: AtomicPtr::new(core::ptr::null_mut()),
@@ -191,16 +203,7 @@ impl Shared {
             return;
         }
         let done = self.sends_completed();
-        let rx = self.rx.load(Ordering::Acquire);
-        let n = self.rx_len.load(Ordering::Acquire);
-        if rx.is_null() {
-            return;
-        }
-        // SAFETY: `rx` points to the connection's Receive contexts, a
-        // vector that is never resized and is freed only after the CQs, so
-        // after this handler.
-        let contexts = unsafe { core::slice::from_raw_parts(rx.cast_const(), n) };
-        for ctx in contexts {
+        for ctx in self.rx_contexts() {
             let w = ctx.wait_seq.load(Ordering::SeqCst);
             if w == 0 || w > done {
                 continue;
@@ -215,6 +218,65 @@ impl Shared {
                 let pending = unsafe { *ctx.pending.get() };
                 self.xprt().finish_reply(self, ctx, pending, true);
                 ctx.repost(self);
+            }
+        }
+    }
+
+    /// The connection's Receive contexts; empty before they exist and
+    /// after teardown began.
+    fn rx_contexts(&self) -> &[RecvCtx] {
+        let rx = self.rx.load(Ordering::Acquire);
+        let n = self.rx_len.load(Ordering::Acquire);
+        if rx.is_null() {
+            return &[];
+        }
+        // SAFETY: `rx` points to the connection's Receive contexts, a
+        // vector that is never resized and is freed only after the CQs,
+        // i.e. after every handler, and after `Ep::drop` cleared `rx`.
+        unsafe { core::slice::from_raw_parts(rx.cast_const(), n) }
+    }
+
+    /// Hands the idle Receive buffers back to the device, in one chain
+    /// per pass. Whoever finds another thread at it leaves the work to
+    /// that thread, which looks again before it stops.
+    fn post_idle_recvs(&self) -> Result {
+        loop {
+            if self.draining.load(Ordering::SeqCst)
+                || self.recv_posting.swap(true, Ordering::SeqCst)
+            {
+                return Ok(());
+            }
+            // SAFETY: The QP pointer is set before any Receive is posted
+            // and the QP is destroyed only after draining, i.e. after every
+            // completion handler returned.
+            let qp = unsafe { Qp::from_ptr(self.qp.load(Ordering::Acquire)) };
+            let mut head = core::ptr::null_mut();
+            let mut n = 0u32;
+            for ctx in self.rx_contexts() {
+                if ctx
+                    .idle
+                    .compare_exchange(true, false, Ordering::SeqCst, Ordering::SeqCst)
+                    .is_ok()
+                {
+                    ctx.buf.sync_for_device(ctx.buf.len());
+                    // SAFETY: Clearing `idle` made the buffer ours until it
+                    // is posted; contexts never move.
+                    head = unsafe { ctx.wr.link(ctx.cqe.get(), head) };
+                    n += 1;
+                }
+            }
+            self.recv_idle.fetch_sub(n, Ordering::SeqCst);
+            let posted = match (qp, n) {
+                (_, 0) => Ok(()),
+                // SAFETY: A chain of Receives whose buffers and cqes live
+                // until the QP is drained.
+                (Some(qp), _) => unsafe { qp.post_recv_chain(head) },
+                (None, _) => Err(ENOTCONN),
+            };
+            self.recv_posting.store(false, Ordering::SeqCst);
+            posted?;
+            if n == 0 || self.recv_idle.load(Ordering::SeqCst) < self.recv_batch {
+                return Ok(());
             }
         }
     }
@@ -293,26 +355,31 @@ pub(crate) struct Pending {
     pub(crate) len: usize,
 }
 
-/// A posted Receive buffer.
+/// A Receive buffer.
 ///
 /// # Invariants
 ///
 /// `pending` is only accessed by the Receive completion of this buffer
 /// and, after it posted LOCAL_INVs on `linv_cqe`, by their completion, or
 /// after it published `wait_seq`, by whoever resets `wait_seq` to zero;
-/// the buffer is reposted only after that.
+/// the buffer is marked `idle` only after that, and whoever clears `idle`
+/// owns the buffer and `wr` until it posts them.
 pub(crate) struct RecvCtx {
     cqe: Opaque<sys::ib_cqe>,
     linv_cqe: Opaque<sys::ib_cqe>,
     buf: DmaBuf,
+    wr: RecvWr,
     pending: UnsafeCell<Pending>,
     /// Number of the Send this buffer's Reply waits for; 0 for none.
     wait_seq: AtomicU64,
+    /// Done with, waiting for the next batch of Receives.
+    idle: AtomicBool,
     shared: *const Shared,
 }
 
 impl RecvCtx {
-    fn new(shared: &Shared, dev: &crate::rdma::Device, size: usize) -> Result<Self> {
+    fn new(shared: &Shared, dev: &crate::rdma::Device, size: usize, lkey: u32) -> Result<Self> {
+        let buf = DmaBuf::new(dev, size, DmaDir::FromDevice)?;
         Ok(Self {
             cqe: Opaque::new(sys::ib_cqe {
                 done: Some(recv_done),
@@ -320,22 +387,17 @@ impl RecvCtx {
             linv_cqe: Opaque::new(sys::ib_cqe {
                 done: Some(linv_done),
             }),
-            buf: DmaBuf::new(dev, size, DmaDir::FromDevice)?,
+            wr: RecvWr::new(&buf, lkey),
+            buf,
             pending: UnsafeCell::new(Pending {
                 rqst: core::ptr::null_mut(),
                 len: 0,
             }),
             wait_seq: AtomicU64::new(0),
+            // Not posted yet: the connect worker posts every idle buffer.
+            idle: AtomicBool::new(true),
             shared,
         })
-    }
-
-    /// Posts this buffer on `qp`.
-    fn post(&self, qp: &Qp, lkey: u32) -> Result {
-        self.buf.sync_for_device(self.buf.len());
-        // SAFETY: The context lives in the connection's `rx` vector, which
-        // is neither resized nor freed before the QP is drained.
-        unsafe { qp.post_recv(self.cqe.get(), &self.buf, lkey) }
     }
 
     /// The first `len` bytes received.
@@ -343,18 +405,13 @@ impl RecvCtx {
         self.buf.as_slice().get(..len).unwrap_or(&[])
     }
 
-    /// Reposts the buffer, unless the connection is going.
+    /// Gives the buffer back: it is reposted with the next batch.
     fn repost(&self, shared: &Shared) {
-        if shared.draining.load(Ordering::Acquire) {
-            return;
-        }
-        // SAFETY: The QP pointer is set before any Receive is posted and the
-        // QP is destroyed only after draining, i.e. after this handler
-        // returns.
-        let Some(qp) = (unsafe { Qp::from_ptr(shared.qp.load(Ordering::Acquire)) }) else {
-            return;
-        };
-        if self.post(&qp, shared.lkey.load(Ordering::Relaxed)).is_err() {
+        // Counted before it is marked, so the count never falls below
+        // the number of marked buffers.
+        let idle = shared.recv_idle.fetch_add(1, Ordering::SeqCst) + 1;
+        self.idle.store(true, Ordering::SeqCst);
+        if idle >= shared.recv_batch && shared.post_idle_recvs().is_err() {
             shared.xprt().force_disconnect();
         }
     }
@@ -700,12 +757,17 @@ impl Shared {
 ///
 /// # Invariants
 ///
-/// `buf` is only accessed by the thread that set `busy` (the sender, which
-/// holds `XPRT_LOCKED`) until the Send completes.
+/// The context carrying Send number `seq` is free again once
+/// [`Shared::sends_completed`] reaches `seq`. Until then `buf` belongs to
+/// the device, and `mapped` to this context's completion handler, which
+/// runs (if at all) before that number is published. While free, both
+/// belong to the sender, which holds `XPRT_LOCKED`.
 pub(crate) struct SendCtx {
     cqe: Opaque<sys::ib_cqe>,
     buf: UnsafeCell<DmaBuf>,
-    busy: AtomicBool,
+    /// RPC pages this Send gathers; unmapped when it completes.
+    mapped: UnsafeCell<Option<MappedPages>>,
+    seq: AtomicU64,
     shared: *const Shared,
 }
 
@@ -716,7 +778,8 @@ impl SendCtx {
                 done: Some(send_done),
             }),
             buf: UnsafeCell::new(DmaBuf::new(dev, size, DmaDir::ToDevice)?),
-            busy: AtomicBool::new(false),
+            mapped: UnsafeCell::new(None),
+            seq: AtomicU64::new(0),
             shared,
         })
     }
@@ -734,10 +797,15 @@ unsafe extern "C" fn send_done(_cq: *mut sys::ib_cq, wc: *mut sys::ib_wc) {
     // valid until the QP is drained.
     let ctx =
         unsafe { &*kernel::container_of!(wc.cqe().cast::<Opaque<sys::ib_cqe>>(), SendCtx, cqe) };
-    ctx.busy.store(false, Ordering::Release);
     // SAFETY: `shared` outlives every context of its connection.
     let shared = unsafe { &*ctx.shared };
-    shared.sends_done.fetch_add(1, Ordering::SeqCst);
+    // SAFETY: The Send completed, and its number is not yet published, so
+    // the mapping is ours (type invariant); the device is done with it.
+    drop(unsafe { (*ctx.mapped.get()).take() });
+    // This completion retires every Send posted before it, too.
+    shared
+        .sends_done
+        .fetch_max(ctx.seq.load(Ordering::Acquire), Ordering::SeqCst);
     if !wc.ok() && !wc.flushed() {
         rwarn!("send failed, status {}\n", wc.status());
         shared.xprt().force_disconnect();
@@ -758,7 +826,8 @@ pub(crate) struct Ep {
     recv_cq: Option<Cq>,
     rx: KVec<RecvCtx>,
     tx: KVec<SendCtx>,
-    tx_next: AtomicUsize,
+    /// Which Sends are signalled; the sender's (`XPRT_LOCKED`).
+    signals: UnsafeCell<SendSignals>,
     pool: Option<KBox<MrPool>>,
     pd: Option<Pd>,
     id: Option<CmId<Shared>>,
@@ -771,6 +840,8 @@ pub(crate) struct Ep {
     pad_buf: Option<KBox<[u8; 64]>>,
     /// Sends posted on this connection.
     sends_posted: AtomicU64,
+    /// The device, for mapping the pages of large inline Calls.
+    dev: Option<crate::rdma::Device>,
     shared: KBox<Shared>,
 }
 
@@ -795,7 +866,7 @@ impl Ep {
                 recv_cq: None,
                 rx: KVec::new(),
                 tx: KVec::new(),
-                tx_next: AtomicUsize::new(0),
+                signals: UnsafeCell::new(SendSignals::new(1, 1)),
                 pool: None,
                 pd: None,
                 id: None,
@@ -806,6 +877,7 @@ impl Ep {
                     page_size: kernel::page::PAGE_SIZE as u32,
                 },
                 sends_posted: AtomicU64::new(0),
+                dev: None,
                 write_pad: None,
                 pad_buf: None,
                 shared,
@@ -857,7 +929,17 @@ impl Ep {
         let pd = Pd::new(&dev)?;
         let send_cq = Cq::new(&dev, send_wr)?;
         let recv_cq = Cq::new(&dev, recv_wr)?;
-        let mut attr = QpAttr::rc(&send_cq, &recv_cq, send_wr, recv_wr);
+        let mut attr = QpAttr::rc(
+            &send_cq,
+            &recv_cq,
+            send_wr,
+            recv_wr,
+            limits.send_sges().min(MAX_MAPPED_PAGES as u32 + 2),
+        );
+        // A quarter of the Send Queue may wait for a signalled completion.
+        ep_ref.signals =
+            UnsafeCell::new(SendSignals::new(queue::send_batch(cfg.slots), send_wr / 4));
+        ep_ref.dev = Some(dev);
         let lkey = pd.local_dma_lkey();
         id.create_qp(&pd, &mut attr)?;
         let qp = id.qp().ok_or(ENOTCONN)?;
@@ -888,7 +970,7 @@ impl Ep {
         let mut rx = KVec::with_capacity(nrecv, GFP_KERNEL)?;
         for _ in 0..nrecv {
             rx.push(
-                RecvCtx::new(&ep_ref.shared, &dev, cfg.inline_read as usize)?,
+                RecvCtx::new(&ep_ref.shared, &dev, cfg.inline_read as usize, lkey)?,
                 GFP_KERNEL,
             )?;
         }
@@ -911,9 +993,12 @@ impl Ep {
             .store(ep_ref.rx.as_ptr().cast_mut(), Ordering::Release);
         ep_ref.shared.lkey.store(lkey, Ordering::Relaxed);
         ep_ref.shared.qp.store(qp.as_ptr(), Ordering::Release);
-        for ctx in ep_ref.rx.iter() {
-            ctx.post(&qp, lkey)?;
-        }
+        // Every buffer starts idle; one chain posts them all.
+        ep_ref
+            .shared
+            .recv_idle
+            .store(ep_ref.rx.len() as u32, Ordering::SeqCst);
+        ep_ref.shared.post_idle_recvs()?;
 
         let private = PrivateData {
             remote_invalidate: true,
@@ -992,56 +1077,91 @@ impl Ep {
         self.sends_posted.load(Ordering::Relaxed).wrapping_add(1)
     }
 
+    /// Maps `pages` of an RPC for a Send; see [`Ep::send`].
+    ///
+    /// # Safety
+    ///
+    /// The pages stay allocated and unchanged until that Send completes.
+    pub(crate) unsafe fn map_pages(&self, pages: &[PageSeg]) -> Result<MappedPages> {
+        let dev = self.dev.as_ref().ok_or(ENOTCONN)?;
+        // SAFETY: The caller's promise.
+        unsafe { MappedPages::map(dev, pages) }
+    }
+
     /// Fills the next free Send buffer with `fill` and posts it, after the
-    /// work requests of `before`. `fill` returns the number of bytes to
-    /// send, or `None` if the message does not fit.
+    /// `chained` work requests of `before`. `fill` returns `(split, len)`:
+    /// the Send gathers the first `split` bytes of the buffer, then the
+    /// `mapped` pages, then the buffer up to `len`; or `None` if the
+    /// message does not fit. A Send with mapped pages is signalled, and
+    /// they are unmapped when it completes.
     pub(crate) fn send(
         &self,
         before: Option<(*mut sys::ib_send_wr, *mut sys::ib_send_wr)>,
-        fill: impl FnOnce(&mut [u8]) -> Option<usize>,
+        chained: u32,
+        mapped: Option<MappedPages>,
+        fill: impl FnOnce(&mut [u8]) -> Option<(usize, usize)>,
     ) -> Result<(), SendError> {
-        let n = self.tx.len();
+        let n = self.tx.len() as u64;
+        let posted = self.sends_posted.load(Ordering::Relaxed);
         if n == 0 {
             return Err(SendError::Post);
         }
-        let idx = self.tx_next.load(Ordering::Relaxed) % n;
-        let ctx = self.tx.get(idx).ok_or(SendError::Post)?;
-        if ctx.busy.swap(true, Ordering::Acquire) {
+        if posted.wrapping_sub(self.shared.sends_completed()) >= n {
             return Err(SendError::NoBuffer);
         }
-        // SAFETY: `busy` was clear and we set it: by the type invariant of
-        // `SendCtx` we have exclusive use of the buffer until its Send
-        // completes.
+        let seq = posted.wrapping_add(1);
+        let idx = usize::try_from(posted % n).map_err(|_| SendError::Post)?;
+        let ctx = self.tx.get(idx).ok_or(SendError::Post)?;
+        // SAFETY: Send `seq - n`, the last one in this context, has
+        // completed: by the type invariant of `SendCtx` the sender (us,
+        // under XPRT_LOCKED) owns the buffer and the mapping slot.
         let buf = unsafe { &mut *ctx.buf.get() };
-        let Some(len) = fill(buf.as_mut_slice()) else {
-            ctx.busy.store(false, Ordering::Release);
+        let Some((split, len)) = fill(buf.as_mut_slice()) else {
             return Err(SendError::TooBig);
         };
+        let split = split.min(len);
         buf.sync_for_device(len);
         let qp = self
             .id
             .as_ref()
             .and_then(|id| id.qp())
             .ok_or(SendError::Post)?;
-        let len = u32::try_from(len).map_err(|_| SendError::TooBig)?;
-        // SAFETY: The context and its buffer live until the QP is drained;
-        // the buffer is not touched again until `busy` is cleared by the
-        // Send completion; the chain's WRs are owned by the caller's MRs.
+        let lkey = self.shared.lkey.load(Ordering::Relaxed);
+        let mut sges = [sys::ib_sge::default(); MAX_MAPPED_PAGES + 2];
+        let mut k = 0;
+        let first = core::iter::once(buf.sge(0, split, lkey));
+        let pages = mapped.iter().flat_map(|m| m.sges(lkey));
+        let last = core::iter::once(buf.sge(split, len - split, lkey));
+        let parts =
+            Iterator::chain(Iterator::chain(first, pages), last).filter(|sge| sge.length > 0);
+        for (slot, sge) in sges.iter_mut().zip(parts) {
+            *slot = sge;
+            k += 1;
+        }
+        let awaited = mapped.is_some();
+        // SAFETY: The policy is the sender's, and we hold XPRT_LOCKED.
+        let signalled = unsafe { (*self.signals.get()).next(chained, awaited) };
+        ctx.seq.store(seq, Ordering::Release);
+        // SAFETY: As above, the slot is ours until the Send is posted.
+        unsafe { *ctx.mapped.get() = mapped };
+        // SAFETY: The context, its buffer and the mapped pages stay until
+        // the Send completes (type invariant of `SendCtx`; the caller of
+        // `map_pages` keeps the pages); the chain's WRs are owned by the
+        // caller's MRs.
         let posted = unsafe {
             qp.post_send_after(
                 ctx.cqe.get(),
-                buf,
-                len,
-                self.shared.lkey.load(Ordering::Relaxed),
+                sges.get_mut(..k).unwrap_or(&mut []),
+                signalled,
                 before,
             )
         };
         if posted.is_err() {
-            ctx.busy.store(false, Ordering::Release);
+            // SAFETY: Nothing was posted: the slot is still ours.
+            drop(unsafe { (*ctx.mapped.get()).take() });
             return Err(SendError::Post);
         }
-        self.sends_posted.fetch_add(1, Ordering::Relaxed);
-        self.tx_next.store(idx + 1, Ordering::Relaxed);
+        self.sends_posted.store(seq, Ordering::Relaxed);
         Ok(())
     }
 }

@@ -1197,7 +1197,9 @@ unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_int {
     // SAFETY: Live request, XPRT_LOCKED held.
     let rpc = unsafe { rpc_shape(rqst) };
     let mut conn = plan::Connection::new(ep.inline(), &ep.limits);
-    // Calls are copied into one Send buffer: no SGE limit applies.
+    // A Call within the inline threshold always fits the Send buffer, so
+    // the SGE limit only decides whether its pages are mapped or copied
+    // (`plan::send_layout`), never whether it goes inline.
     conn.send_sges = u32::MAX;
     let chosen = plan::plan(&rpc, &conn);
     // SAFETY: Live request.
@@ -1308,52 +1310,74 @@ unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_int {
     if nomsg {
         bump(&rx.stats.nomsg_call_count, 1);
     }
+    // SAFETY: `snd` is stable while XPRT_LOCKED is held.
+    let call_buf = unsafe {
+        plan::CallBuf {
+            head: (*snd).head[0].iov_len as u32,
+            page_base: (*snd).page_base,
+            page_len: (*snd).page_len,
+            tail: (*snd).tail[0].iov_len as u32,
+        }
+    };
+    let mut layout = plan::send_layout(chosen.call, &call_buf, ep.limits.send_sges(), PAGE as u32);
+    let mapped = layout.mapped.and_then(|r| {
+        // SAFETY: The Call's pages stay until the request is released,
+        // which waits for its Reply, and the Reply waits for this Send.
+        let pages = unsafe { region(snd, r.offset, r.len) }.ok()?;
+        // SAFETY: As above.
+        unsafe { ep.map_pages(&pages) }.ok()
+    });
+    if layout.mapped.is_some() && mapped.is_none() {
+        // Could not map: copy it all, which always fits.
+        layout = plan::send_layout(chosen.call, &call_buf, 0, PAGE as u32);
+    }
     st.gen.store(ep.shared().gen, Ordering::Relaxed);
-    st.send_seq.store(ep.next_send_seq(), Ordering::Relaxed);
+    // Only a Reply to a Call sent from the RPC's own pages must wait for
+    // the Send to complete (see `receive`).
+    let wait_seq = if mapped.is_some() {
+        ep.next_send_seq()
+    } else {
+        0
+    };
+    st.send_seq.store(wait_seq, Ordering::Relaxed);
     st.set_mrs(held.ids());
     let chain = pool.reg_chain(held.ids());
     let credits = rx.cfg.slots;
-    let sent = ep.send(chain, |buf| {
+    let mapped_len = layout.mapped.map_or(0, |r| r.len as usize);
+    let sent = ep.send(chain, held.ids().len() as u32, mapped, |buf| {
         let hdr = encode_call_header(buf, xid, credits, nomsg, chunks)?;
-        // The inline part: all of the Call; head and the tail without
-        // the page data's XDR pad when the pages go in a Read chunk
-        // (`rpcrdma_prepare_readch`); nothing for a Long Call.
-        // SAFETY: `snd` is stable while XPRT_LOCKED is held.
-        let (head, page_len, tail) = unsafe {
-            (
-                (*snd).head[0].iov_len as u32,
-                (*snd).page_len,
-                (*snd).tail[0].iov_len as u32,
-            )
-        };
-        let parts: [(u32, u32); 2] = match chosen.call {
-            CallPlan::Inline => [(0, snd_len as u32), (0, 0)],
-            CallPlan::ReadChunk if tail > 3 => {
-                [(0, head), (head + page_len + (tail & 3), tail - (tail & 3))]
-            }
-            CallPlan::ReadChunk => [(0, head), (0, 0)],
-            CallPlan::PositionZero => [(0, 0), (0, 0)],
-        };
         let mut at = hdr;
-        for (off, len) in parts {
-            if len == 0 {
-                continue;
+        let mut split = None;
+        for part in layout.copy {
+            if part.len != 0 {
+                let end = at.checked_add(part.len as usize)?;
+                let dst = buf.get_mut(at..end)?;
+                // SAFETY: `snd` describes the request's Call, stable while
+                // XPRT_LOCKED is held; `dst` has room for `len` bytes.
+                let rc = unsafe {
+                    sys::rpcrdma_rs_read_xdr_buf(
+                        snd,
+                        part.offset,
+                        dst.as_mut_ptr().cast(),
+                        part.len,
+                    )
+                };
+                if rc != 0 {
+                    return None;
+                }
+                at = end;
             }
-            let end = at.checked_add(len as usize)?;
-            if end > inline_send {
-                return None;
-            }
-            let dst = buf.get_mut(at..end)?;
-            // SAFETY: `snd` describes the request's Call, stable while
-            // XPRT_LOCKED is held; `dst` has room for `len` bytes.
-            let rc =
-                unsafe { sys::rpcrdma_rs_read_xdr_buf(snd, off, dst.as_mut_ptr().cast(), len) };
-            if rc != 0 {
-                return None;
-            }
-            at = end;
+            // The mapped pages go after the first part.
+            split.get_or_insert(at);
         }
-        Some(at)
+        if at.checked_add(mapped_len)? > inline_send {
+            return None;
+        }
+        Some(if mapped_len > 0 {
+            (split.unwrap_or(at), at)
+        } else {
+            (at, at)
+        })
     });
     if sent.is_err() {
         st.set_mrs(&[]);
@@ -1381,8 +1405,8 @@ unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_int {
         }
     }
     // Everything past the head sent inline was pulled up into the Send
-    // buffer.
-    if chosen.call == CallPlan::Inline {
+    // buffer, unless the pages were mapped.
+    if chosen.call == CallPlan::Inline && mapped_len == 0 {
         // SAFETY: Reading the head length of the send buffer.
         let head = unsafe { (*snd).head[0].iov_len };
         bump(
