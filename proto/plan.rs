@@ -602,3 +602,82 @@ pub fn send_layout(call: CallPlan, buf: &CallBuf, send_sges: u32, page_size: u32
         CallPlan::PositionZero => SendLayout::default(),
     }
 }
+
+/// The parts of a Reply's receive `xdr_buf`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct ReplyBuf {
+    /// Bytes in the head.
+    pub head: u32,
+    /// Bytes in the page list.
+    pub page_len: u32,
+    /// Bytes in the tail.
+    pub tail: u32,
+}
+
+/// The memory to register for one RPC's chunks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Registrations {
+    /// Read chunk: its XDR position and the range of the Call it carries.
+    pub read: Option<(u32, Range)>,
+    /// Write chunk: the range of the Reply buffer the result lands in, and
+    /// whether to offer the connection's pad segment after it, for the
+    /// XDR pad of a result that is not a multiple of four long
+    /// (`rpcrdma_encode_write_list`).
+    pub write: Option<(Range, bool)>,
+    /// Reply chunk: the range of the Reply buffer.
+    pub reply: Option<Range>,
+}
+
+/// Which parts of `call` and `reply` the chunks of `plan` carry
+/// (`rpcrdma_encode_read_list`, `_write_list`, `_reply_chunk`).
+pub fn registrations(plan: &Plan, call: &CallBuf, reply: &ReplyBuf) -> Registrations {
+    let call_len = call
+        .head
+        .saturating_add(call.page_len)
+        .saturating_add(call.tail);
+    let read = match plan.call {
+        CallPlan::Inline => None,
+        CallPlan::ReadChunk => Some((
+            call.head,
+            Range {
+                offset: call.head,
+                len: call.page_len,
+            },
+        )),
+        CallPlan::PositionZero => Some((
+            0,
+            Range {
+                offset: 0,
+                len: call_len,
+            },
+        )),
+    };
+    let (write, reply_chunk) = match plan.reply {
+        ReplyPlan::Inline => (None, None),
+        ReplyPlan::WriteChunk => (
+            Some((
+                Range {
+                    offset: reply.head,
+                    len: reply.page_len,
+                },
+                reply.page_len & 3 != 0,
+            )),
+            None,
+        ),
+        ReplyPlan::ReplyChunk => (
+            None,
+            Some(Range {
+                offset: 0,
+                len: reply
+                    .head
+                    .saturating_add(reply.page_len)
+                    .saturating_add(reply.tail),
+            }),
+        ),
+    };
+    Registrations {
+        read,
+        write,
+        reply: reply_chunk,
+    }
+}

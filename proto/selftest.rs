@@ -1151,6 +1151,36 @@ pub fn send_economy() -> Outcome {
             && send_layout(CallPlan::PositionZero, &write, 19, page) == SendLayout::default(),
         "send: pad-only tail and Long Call send no data",
     )?;
+    // What the chunks carry: a Read chunk the page data at its position,
+    // a Long Call all of it; a Write chunk the Reply's pages, with the pad
+    // segment when they end unaligned; a Reply chunk the whole Reply.
+    let both = plan::Plan {
+        call: CallPlan::ReadChunk,
+        reply: ReplyPlan::WriteChunk,
+    };
+    let rbuf = plan::ReplyBuf {
+        head: 200,
+        page_len: 1001,
+        tail: 3,
+    };
+    let regs = plan::registrations(&both, &write, &rbuf);
+    check(
+        regs.read == Some((120, r(120, 3000)))
+            && regs.write == Some((r(200, 1001), true))
+            && regs.reply.is_none(),
+        "send: read and write chunk regions",
+    )?;
+    let long = plan::Plan {
+        call: CallPlan::PositionZero,
+        reply: ReplyPlan::ReplyChunk,
+    };
+    let regs = plan::registrations(&long, &write, &rbuf);
+    check(
+        regs.read == Some((0, r(0, 3124)))
+            && regs.write.is_none()
+            && regs.reply == Some(r(0, 1204)),
+        "send: long call and reply chunk regions",
+    )?;
     check(
         send_batch(128) == 16 && send_batch(4) == 1 && recv_batch(128) == 8 && recv_batch(4) == 1,
         "send: batch sizes",

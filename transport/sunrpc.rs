@@ -17,7 +17,7 @@ use super::{
     bump, classify_received, encode_call_header, Config, Received, ReplyBody, Stats, MAX_PAYLOAD,
 };
 use crate::proto::chunk::{ChunkSlices, ReadSegment, Segment};
-use crate::proto::plan::{self, CallPlan, Offered, ReplyPlan, ReplyShape};
+use crate::proto::plan::{self, CallPlan, Offered, ReplyShape};
 use crate::rdma::PageSeg;
 use crate::sys;
 
@@ -1210,86 +1210,79 @@ unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_int {
     if sparse && unsafe { sys::rpcrdma_rs_alloc_sparse_pages(rcv) } != 0 {
         return ENOBUFS.to_errno();
     }
+    // SAFETY: `snd` and `rcv` are the request's, stable while XPRT_LOCKED
+    // is held.
+    let (call_buf, reply_buf) = unsafe {
+        (
+            plan::CallBuf {
+                head: (*snd).head[0].iov_len as u32,
+                page_base: (*snd).page_base,
+                page_len: (*snd).page_len,
+                tail: (*snd).tail[0].iov_len as u32,
+            },
+            plan::ReplyBuf {
+                head: (*rcv).head[0].iov_len as u32,
+                page_len: (*rcv).page_len,
+                tail: (*rcv).tail[0].iov_len as u32,
+            },
+        )
+    };
+    let regs = plan::registrations(&chosen, &call_buf, &reply_buf);
     let mut held = Held::new();
     let mut reads = [ReadSegment::default(); 16];
     let mut writes = [Segment::default(); 16];
     let mut reply = [Segment::default(); 16];
     let mut segs = [Segment::default(); 16];
     let (mut nreads, mut nwrites, mut nreply) = (0usize, 0usize, 0usize);
-    // SAFETY: The buffers are the request's and stay until it is released,
-    // which waits for the Reply (and so for the invalidation) or a
-    // disconnect.
-    let registered = unsafe {
-        (|| -> Result {
-            let head = (*snd).head[0].iov_len as u32;
-            match chosen.call {
-                CallPlan::Inline => {}
-                CallPlan::ReadChunk | CallPlan::PositionZero => {
-                    let (pos, off, len) = if chosen.call == CallPlan::ReadChunk {
-                        (head, head, (*snd).page_len)
-                    } else {
-                        (0, 0, (*snd).len)
-                    };
-                    let (n, bytes) =
-                        register_region(pool, snd, off, len, false, &mut segs, &mut held)?;
-                    for (r, seg) in reads.iter_mut().zip(segs.iter().take(n)) {
-                        *r = ReadSegment {
-                            position: pos,
-                            segment: *seg,
-                        };
-                    }
-                    nreads = n;
-                    bump(&rx.stats.read_chunk_count, n as u64);
-                    bump(&rx.stats.total_rdma_request, u64::from(bytes));
-                }
-            }
-            match chosen.reply {
-                ReplyPlan::Inline => {}
-                ReplyPlan::WriteChunk => {
-                    let off = (*rcv).head[0].iov_len as u32;
-                    let (n, bytes) = register_region(
-                        pool,
-                        rcv,
-                        off,
-                        (*rcv).page_len,
-                        true,
-                        &mut writes,
-                        &mut held,
-                    )?;
-                    let mut n = n;
-                    let mut bytes = bytes;
-                    // Some servers want room for the XDR pad of a Write
-                    // chunk that is not a multiple of four long.
-                    if (*rcv).page_len & 3 != 0 {
-                        let pad = ep.write_pad().ok_or(EIO)?;
-                        let slot = writes.get_mut(n).ok_or(EMSGSIZE)?;
-                        *slot = Segment {
-                            handle: pad.rkey,
-                            length: pad.length,
-                            offset: pad.iova,
-                        };
-                        n += 1;
-                        bytes = bytes.saturating_add(pad.length);
-                    }
-                    nwrites = n;
-                    st.offered_write.store(bytes, Ordering::Relaxed);
-                    bump(&rx.stats.write_chunk_count, n as u64);
-                    bump(&rx.stats.total_rdma_request, u64::from(bytes));
-                }
-                ReplyPlan::ReplyChunk => {
-                    let len = ((*rcv).head[0].iov_len + (*rcv).tail[0].iov_len) as u32;
-                    let len = len.saturating_add((*rcv).page_len);
-                    let (n, bytes) =
-                        register_region(pool, rcv, 0, len, true, &mut reply, &mut held)?;
-                    nreply = n;
-                    st.offered_reply.store(bytes, Ordering::Relaxed);
-                    bump(&rx.stats.reply_chunk_count, n as u64);
-                    bump(&rx.stats.total_rdma_request, u64::from(bytes));
-                }
-            }
-            Ok(())
-        })()
+    let stats = &rx.stats;
+    let mut register = |buf, range: plan::Range, writing, out: &mut [Segment]| {
+        // SAFETY: The buffers are the request's and stay until it is
+        // released, which waits for the Reply (and so for the
+        // invalidation) or a disconnect.
+        let (n, bytes) = unsafe {
+            register_region(pool, buf, range.offset, range.len, writing, out, &mut held)?
+        };
+        bump(&stats.total_rdma_request, u64::from(bytes));
+        Ok::<_, Error>((n, bytes))
     };
+    let registered = (|| -> Result {
+        if let Some((position, range)) = regs.read {
+            let (n, _) = register(snd, range, false, &mut segs)?;
+            for (r, seg) in reads.iter_mut().zip(segs.iter().take(n)) {
+                *r = ReadSegment {
+                    position,
+                    segment: *seg,
+                };
+            }
+            nreads = n;
+            bump(&stats.read_chunk_count, n as u64);
+        }
+        if let Some((range, pad)) = regs.write {
+            let (mut n, mut bytes) = register(rcv, range, true, &mut writes)?;
+            // Some servers want room for the XDR pad.
+            if pad {
+                let pad = ep.write_pad().ok_or(EIO)?;
+                *writes.get_mut(n).ok_or(EMSGSIZE)? = Segment {
+                    handle: pad.rkey,
+                    length: pad.length,
+                    offset: pad.iova,
+                };
+                n += 1;
+                bytes = bytes.saturating_add(pad.length);
+                bump(&stats.total_rdma_request, u64::from(pad.length));
+            }
+            nwrites = n;
+            st.offered_write.store(bytes, Ordering::Relaxed);
+            bump(&stats.write_chunk_count, n as u64);
+        }
+        if let Some(range) = regs.reply {
+            let (n, bytes) = register(rcv, range, true, &mut reply)?;
+            nreply = n;
+            st.offered_reply.store(bytes, Ordering::Relaxed);
+            bump(&stats.reply_chunk_count, n as u64);
+        }
+        Ok(())
+    })();
     if let Err(err) = registered {
         for &i in held.ids() {
             pool.release(i, false);
@@ -1310,15 +1303,6 @@ unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_int {
     if nomsg {
         bump(&rx.stats.nomsg_call_count, 1);
     }
-    // SAFETY: `snd` is stable while XPRT_LOCKED is held.
-    let call_buf = unsafe {
-        plan::CallBuf {
-            head: (*snd).head[0].iov_len as u32,
-            page_base: (*snd).page_base,
-            page_len: (*snd).page_len,
-            tail: (*snd).tail[0].iov_len as u32,
-        }
-    };
     let mut layout = plan::send_layout(chosen.call, &call_buf, ep.limits.send_sges(), PAGE as u32);
     let mapped = layout.mapped.and_then(|r| {
         // SAFETY: The Call's pages stay until the request is released,
@@ -1344,6 +1328,10 @@ unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_int {
     let chain = pool.reg_chain(held.ids());
     let credits = rx.cfg.slots;
     let mapped_len = layout.mapped.map_or(0, |r| r.len as usize);
+    // The Reply may complete the RPC before `send` returns: the round
+    // trip starts now.
+    // SAFETY: Live request, XPRT_LOCKED held.
+    unsafe { (*rqst).rq_xtime = sys::ktime_get() };
     let sent = ep.send(chain, held.ids().len() as u32, mapped, |buf| {
         let hdr = encode_call_header(buf, xid, credits, nomsg, chunks)?;
         let mut at = hdr;
@@ -1416,7 +1404,6 @@ unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_int {
     }
     // SAFETY: Live request and task.
     unsafe {
-        (*rqst).rq_xtime = sys::ktime_get();
         (*rqst).rq_xmit_bytes_sent += snd_len;
         // A Call without Reply throws off the credit accounting.
         if !sys::rpcrdma_rs_reply_expected((*rqst).rq_task) {
