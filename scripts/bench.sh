@@ -1,16 +1,27 @@
 #!/usr/bin/env bash
-# NFS-over-RDMA benchmark (a measurement, not a test): boot the VM pair twice,
-# the client first with rpcrdma.ko and then with rpcrdma_rs.ko, against the
-# same C server, and run the same fio workloads on the client's NFSv4.2 mount
-# (rsize/wsize 1 MiB asked for): sequential 1 MiB write and read (libaio,
-# direct, iodepth 4), 4 KiB random read at iodepth 1 and 16, and metadata
-# (fio's filecreate, filestat and filedelete engines on 200 files). Prints a
-# table (workload, C, rpcrdma_rs, ratio rs/C) and draws it as a PNG.
+# NFS-over-RDMA benchmark (a measurement, not a test). In each of REPS
+# rounds, boot the VM pair with the client on rpcrdma.ko, then again with
+# rpcrdma_rs.ko (alternating, so that load on the host hits both alike),
+# against the same C server, and run the same fio workloads on the client's
+# NFSv4.2 mount (rsize/wsize 1 MiB asked for): sequential 1 MiB write and
+# read (libaio, direct, iodepth 4), 4 KiB random read at iodepth 1 and 16,
+# and metadata (fio's filecreate, filestat and filedelete engines on 200
+# files, on a second mount with actimeo=0: see tests/vm/bench.sh). Prints,
+# per workload and client, the median over the rounds and the min-max range,
+# the ratio of the medians rs/C, "within noise" where the two ranges
+# overlap, and draws the medians with min-max error bars as a PNG.
 #
-#   RUNTIME=20   seconds per time-based fio job
-#   SIZE=64      MiB in the data file
+#   REPS=3        rounds (one boot per client per round)
+#   RUNTIME=10    seconds per time-based fio job (plus 2 s ramp)
+#   SIZE=64       MiB in the data file
 #   CLIENTS="c rs"   which client modules to run (both for the ratio)
+#   LINK=unix     the guests' link: unix (QEMU stream netdev over a unix
+#                 socket) or tcp (the tests' socket netdev; its Nagle stalls
+#                 cap every synchronous RPC at ~48 ms: see scripts/vm.sh)
 #   REPORT=out/bench-...   no VMs: print the table and chart of that run again
+#
+# Per round the fio JSON is in fio-$mod-r$N/ (plus mount.txt and the
+# client's /proc/self/mountstats), the VM logs in bench-$mod-r$N/.
 #
 # Under QEMU TCG the absolute numbers say little about real hardware; the
 # ratio between the two clients on the same machine is the point.
@@ -18,9 +29,12 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$REPO_DIR/scripts/vm.sh"
 
-RUNTIME=${RUNTIME:-20} SIZE=${SIZE:-64} CLIENTS=${CLIENTS:-c rs} REPORT=${REPORT:-}
+REPS=${REPS:-3} RUNTIME=${RUNTIME:-10} SIZE=${SIZE:-64} CLIENTS=${CLIENTS:-c rs}
+REPORT=${REPORT:-} VM_LINK=${LINK:-unix}
 T_PASS=0 T_FAIL=0
 RUN_DIR=${REPORT:-$REPO_DIR/out/bench-$(date +%Y%m%d-%H%M%S)}
+[[ $REPS =~ ^[1-9][0-9]*$ ]] || die "REPS=$REPS: a positive number"
+[ -z "$REPORT" ] || [ -d "$REPORT" ] || die "REPORT=$REPORT: no such directory"
 mkdir -p "$RUN_DIR"
 
 # The host side needs jq for fio's JSON and gnuplot for the chart.
@@ -32,12 +46,6 @@ if ((${#need[@]})); then
     SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
     $SUDO apt-get update -q
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${need[@]}"
-fi
-
-if [ -z "$REPORT" ]; then
-    kbuild=$("$REPO_DIR/scripts/kernel-build.sh")
-    rs_ko=$(KDIR=$kbuild "$REPO_DIR/scripts/build-module.sh")
-    vm_prepare "$kbuild" "$rs_ko" "$RUN_DIR"
 fi
 
 # workload|fio job|what to show
@@ -61,71 +69,218 @@ fio_value() {
     esac
 }
 
-declare -A RSIZE
-for mod in $CLIENTS; do
-    if [ -n "$REPORT" ]; then
-        RSIZE[$mod]=$(cat "$RUN_DIR/fio-$mod/mount.txt" 2>/dev/null || true)
-        continue
-    fi
-    step "bench: client $mod (fio ${RUNTIME} s per job)"
-    t0=$SECONDS
-    run_pair "bench-$mod" 1500 "rr.mod=c rr.maxblksize=1048576" \
-        "rr.script=bench rr.mod=$mod rr.proto=rdma rr.vers=4.2 rr.runtime=$RUNTIME rr.size=$SIZE"
-    echo "  bench-$mod: $((SECONDS - t0)) s"
-    # Split the results port into one JSON file per job.
-    mkdir -p "$RUN_DIR/fio-$mod"
-    tr -d '\r' < "$VM_DIR/client.results.log" | awk -v dir="$RUN_DIR/fio-$mod" '
-        /^RR-FIO-BEGIN / { out = dir "/" $2 ".json"; next }
-        /^RR-FIO-END /   { close(out); out = ""; next }
-        out != ""        { print > out }'
-    RSIZE[$mod]=$(tr -d '\r' < "$VM_DIR/client.results.log" | sed -n 's/^RR-MOUNT //p')
-    echo "${RSIZE[$mod]}" > "$RUN_DIR/fio-$mod/mount.txt"
-done
+# The boots: round by round, each client once per round.
+if [ -z "$REPORT" ]; then
+    t_start=$SECONDS
+    kbuild=$("$REPO_DIR/scripts/kernel-build.sh")
+    rs_ko=$(KDIR=$kbuild "$REPO_DIR/scripts/build-module.sh")
+    vm_prepare "$kbuild" "$rs_ko" "$RUN_DIR"
+    echo "$RUNTIME" > "$RUN_DIR/runtime.txt"
+    echo "$VM_LINK" > "$RUN_DIR/link.txt"
+    for ((round = 1; round <= REPS; round++)); do
+        for mod in $CLIENTS; do
+            step "bench: round $round/$REPS, client $mod (fio ${RUNTIME} s per timed job, $VM_LINK link)"
+            t0=$SECONDS
+            run_pair "bench-$mod-r$round" 1500 "rr.mod=c rr.maxblksize=1048576" \
+                "rr.script=bench rr.mod=$mod rr.proto=rdma rr.vers=4.2 rr.runtime=$RUNTIME rr.size=$SIZE"
+            echo "  bench-$mod-r$round: $((SECONDS - t0)) s"
+            # Split the results port into one JSON file per job.
+            out=$RUN_DIR/fio-$mod-r$round
+            mkdir -p "$out"
+            tr -d '\r' < "$VM_DIR/client.results.log" | awk -v dir="$out" '
+                /^RR-FIO-BEGIN / { f = dir "/" $2 ".json"; next }
+                /^RR-FIO-END /   { close(f); f = ""; next }
+                /^RR-STATS-BEGIN/ { f = dir "/mountstats.txt"; next }
+                /^RR-STATS-END/  { close(f); f = ""; next }
+                f != ""          { print > f }'
+            tr -d '\r' < "$VM_DIR/client.results.log" | sed -n 's/^RR-MOUNT //p' > "$out/mount.txt"
+            tr -d '\r' < "$VM_DIR/client.results.log" | sed -n 's/^RR-MDMOUNT //p' > "$out/md-mount.txt"
+        done
+    done
+    rm -f "$RUN_DIR"/*.cpio
+fi
+
+# Rounds of client MOD: fio-MOD-r1 ... in order, or fio-MOD from a run that
+# had a single round.
+rounds_of() {
+    local mod=$1 d
+    if [ -d "$RUN_DIR/fio-$mod" ]; then echo "$RUN_DIR/fio-$mod"; fi
+    for d in "$RUN_DIR/fio-$mod"-r*; do if [ -d "$d" ]; then echo "$d"; fi; done | sort -V
+}
+
+# stats V...: "median min max count" of the numbers among the arguments
+# ("- - - 0" if none).
+stats() {
+    printf '%s\n' "$@" | { grep -E '^[0-9.]+$' || true; } | sort -g | awk '
+        { v[NR] = $1 }
+        END {
+            if (NR == 0) { print "- - - 0"; exit }
+            m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+            print m, v[1], v[NR], NR
+        }'
+}
+
+# fmt UNIT V: a value as the table shows it.
+fmt() {
+    [ "$2" = - ] && { echo -; return; }
+    case $1 in
+    MB/s) awk -v v="$2" 'BEGIN { printf "%.1f", v }' ;;
+    *) awk -v v="$2" 'BEGIN { printf "%.0f", v }' ;;
+    esac
+}
 
 label() { case $1 in c) echo "rpcrdma.ko" ;; rs) echo "rpcrdma_rs" ;; *) echo "$1" ;; esac; }
+
+declare -A DIRS MOUNT NROUNDS
+for mod in c rs; do
+    DIRS[$mod]=$(rounds_of "$mod")
+    NROUNDS[$mod]=$(printf '%s' "${DIRS[$mod]}" | grep -c . || true)
+    # The mount each round negotiated; one line if all rounds agree.
+    MOUNT[$mod]=$(for d in ${DIRS[$mod]}; do cat "$d/mount.txt" 2>/dev/null || true; done | sort -u | paste -sd ';' -)
+done
+runtime=$(cat "$RUN_DIR/runtime.txt" 2>/dev/null || echo "?")
+link=$(cat "$RUN_DIR/link.txt" 2>/dev/null || echo tcp)
+# Runs before the actimeo=0 metadata mount ran the metadata jobs on /mnt.
+md_mount="the data mount (attribute cache on)"
+if grep -qs 'acregmin=0,acregmax=0,acdirmin=0,acdirmax=0' "$RUN_DIR"/fio-*/md-mount.txt; then
+    md_mount="a second mount with actimeo=0"
+fi
+
 table=$RUN_DIR/bench.txt
 dat=$RUN_DIR/bench.dat
 {
-    echo "NFSv4.2 over RDMA (soft-RoCE, QEMU $VM_ACCEL), fio ${RUNTIME} s per timed job"
-    for mod in $CLIENTS; do echo "  $(label "$mod") mount: ${RSIZE[$mod]:-not mounted}"; done
-    printf '%-22s %-10s %12s %12s %8s\n' workload unit C rpcrdma_rs rs/C
+    echo "NFSv4.2 over RDMA (soft-RoCE, QEMU $VM_ACCEL, $link link), fio ${runtime} s per timed job"
+    for mod in c rs; do
+        echo "  $(label "$mod"): ${NROUNDS[$mod]} rounds, mount ${MOUNT[$mod]:-not mounted}"
+    done
+    echo "  median [min-max] over the rounds; rs/C = ratio of the medians; per round = rs/C of each"
+    echo "  round's two boots, median [min-max]; metadata jobs on $md_mount"
+    printf '%-21s %-5s %20s %20s %6s %18s\n' workload unit C rpcrdma_rs rs/C "per round"
 } > "$table"
 : > "$dat"
+block=0 titles=()
 for w in "${WORKLOADS[@]}"; do
     IFS='|' read -r title job what <<< "$w"
     dir=${what%% *} unit=${what#* }
-    c=$(fio_value "$RUN_DIR/fio-c" "$job" "$dir" "$unit")
-    r=$(fio_value "$RUN_DIR/fio-rs" "$job" "$dir" "$unit")
-    ratio=-
-    if [[ $c =~ ^[0-9.]+$ && $r =~ ^[0-9.]+$ ]] && awk -v c="$c" 'BEGIN { exit !(c > 0) }'; then
-        ratio=$(awk -v c="$c" -v r="$r" 'BEGIN { printf "%.2f", r / c }')
+    declare -A med=() lo=() hi=() cell=() byround=()
+    for mod in c rs; do
+        vals=() n=0
+        for d in ${DIRS[$mod]}; do
+            v=$(fio_value "$d" "$job" "$dir" "$unit")
+            vals+=("$v") byround[$mod${d##*/fio-"$mod"}]=$v
+        done
+        read -r "med[$mod]" "lo[$mod]" "hi[$mod]" n < <(stats "${vals[@]}")
+        if [ "${med[$mod]}" = - ]; then
+            cell[$mod]=-
+        else
+            cell[$mod]="$(fmt "$unit" "${med[$mod]}") [$(fmt "$unit" "${lo[$mod]}")-$(fmt "$unit" "${hi[$mod]}")]"
+            # Rounds that produced no number (a failed boot or job) are left out.
+            [ "$n" -eq "${NROUNDS[$mod]}" ] || cell[$mod]="${cell[$mod]} n=$n"
+        fi
+    done
+    ratio=- noise=
+    if [ "${med[c]}" != - ] && [ "${med[rs]}" != - ] &&
+        awk -v c="${med[c]}" 'BEGIN { exit !(c > 0) }'; then
+        ratio=$(awk -v c="${med[c]}" -v r="${med[rs]}" 'BEGIN { printf "%.2f", r / c }')
+        # The ranges overlap: the rounds cannot tell the two clients apart.
+        if awk -v a="${lo[c]}" -v b="${hi[c]}" -v x="${lo[rs]}" -v y="${hi[rs]}" \
+            'BEGIN { exit !(x <= b && a <= y) }'; then
+            noise="within noise"
+        fi
     fi
-    printf '%-22s %-10s %12s %12s %8s\n' "$title" "$unit" "$c" "$r" "$ratio" >> "$table"
-    printf '"%s\\n(%s)"\t%s\n' "$title" "$unit" "${ratio/-/0}" >> "$dat"
+    # Paired: rs/C within each round (the two boots of a round run back to
+    # back, so slow drift of the host's load cancels), median [min-max].
+    pr=()
+    for d in ${DIRS[c]}; do
+        r=${d##*/fio-c}
+        pr+=("$(awk -v c="${byround[c$r]}" -v x="${byround[rs$r]:--}" \
+            'BEGIN { if (c ~ /^[0-9.]+$/ && x ~ /^[0-9.]+$/ && c > 0) printf "%.2f", x / c; else print "-" }')")
+    done
+    read -r pmed plo phi _ < <(stats "${pr[@]}")
+    paired=-
+    [ "$pmed" = - ] || paired=$(awk -v m="$pmed" -v a="$plo" -v b="$phi" 'BEGIN { printf "%.2f [%.2f-%.2f]", m, a, b }')
+    printf '%-21s %-5s %20s %20s %6s %18s %s\n' "$title" "$unit" "${cell[c]}" "${cell[rs]}" "$ratio" "$paired" "$noise" |
+        sed 's/ *$//' >> "$table"
+    # One gnuplot data block per workload: client, median, min, max.
+    {
+        printf '# %s (%s) rs/C %s %s\n' "$title" "$unit" "$ratio" "$noise"
+        for mod in c rs; do
+            printf '%s\t%s\t%s\t%s\n' "$(label "$mod")" "${med[$mod]/-/0}" "${lo[$mod]/-/0}" "${hi[$mod]/-/0}"
+        done
+        printf '\n\n'
+    } >> "$dat"
+    titles[block]="$title ($unit): rs/C ${ratio}${noise:+, $noise}"
+    block=$((block + 1))
 done
+
+# Where the time goes, per NFS operation: the client's mountstats (both
+# mounts, all rounds): calls per round, and per call the mean round trip
+# (rtt: from handing the call to the transport to finding its reply) and
+# the mean total (exec: from the RPC task's start to its end, queueing in
+# the client included).
+# op_stats MOD: "OP calls-per-round rtt-ms exec-ms" per operation with calls.
+op_stats() {
+    local files=() d
+    for d in ${DIRS[$1]}; do [ ! -s "$d/mountstats.txt" ] || files+=("$d/mountstats.txt"); done
+    ((${#files[@]})) || return 0
+    awk -v n="${#files[@]}" '
+        /^device / { nfs = ($0 ~ / with fstype nfs/) }
+        nfs && /^\t *[A-Z_0-9]+: [0-9]/ && NF == 10 {
+            op = substr($1, 1, length($1) - 1)
+            calls[op] += $2; rtt[op] += $8; exec[op] += $9
+        }
+        END {
+            for (op in calls) if (calls[op] > 0)
+                printf "%s %.0f %.2f %.2f\n", op, calls[op] / n, rtt[op] / calls[op], exec[op] / calls[op]
+        }' "${files[@]}" | sort
+}
+ops=$(join -a 1 -a 2 -e - -o 0,1.2,1.3,1.4,2.2,2.3,2.4 <(op_stats c) <(op_stats rs) |
+    awk '$2 >= 10 || $5 >= 10' | sort -k2,2gr)
+if [ -n "$ops" ]; then
+    {
+        echo
+        echo "per NFS operation with 10 or more calls (mountstats): calls per round; rtt and exec: ms per call"
+        printf '%-12s %8s %8s %8s   %8s %8s %8s\n' op "C calls" rtt exec "rs calls" rtt exec
+        awk '{ printf "%-12s %8s %8s %8s   %8s %8s %8s\n", $1, $2, $3, $4, $5, $6, $7 }' <<< "$ops"
+        # rtt runs from rq_xtime; a transport that sets it after the reply
+        # can arrive gets a stale rq_xtime for some calls.
+        if awk '($3 != "-" && $3 > $4) || ($6 != "-" && $6 > $7) { bad = 1 } END { exit !bad }' <<< "$ops"; then
+            echo "  (rtt above exec is impossible with a true rq_xtime: that client stamped some calls after their reply was found)"
+        fi
+    } >> "$table"
+fi
 echo
 cat "$table"
 
-# The chart: rs/C per workload; 1.0 is parity with rpcrdma.ko.
+# The chart: one panel per workload (each in its own unit), a bar per client
+# at the median, error bars from the smallest to the largest round.
 png=$RUN_DIR/bench.png
-gnuplot <<EOF && echo "chart: $png"
-set terminal pngcairo size 1250,600 noenhanced font ",10"
+{
+    cat <<EOF
+set terminal pngcairo size 1600,800 noenhanced font ",10"
 set output "$png"
-set title "rpcrdma_rs relative to rpcrdma.ko (same C server, QEMU $VM_ACCEL); mounts: c ${RSIZE[c]:-?}, rs ${RSIZE[rs]:-?}"
-set style data histograms
+set multiplot layout 2,4 title "rpcrdma.ko vs rpcrdma_rs as NFSv4.2 client (same C server, QEMU $VM_ACCEL, $link link): median and min-max of ${NROUNDS[c]}/${NROUNDS[rs]} rounds"
 set style fill solid 0.8 border -1
 set boxwidth 0.6
-set ylabel "rpcrdma_rs / rpcrdma.ko"
 set yrange [0:*]
+set offsets 0, 0, graph 0.08, 0
+set xrange [-0.6:1.6]
 set grid ytics
-set xtics font ",9"
-set bmargin 5
+set title font ",9"
 unset key
-set arrow from graph 0, first 1 to graph 1, first 1 nohead dt 2 lc rgb "red"
-plot "$dat" using 2:xtic(1) lc rgb "#4477aa", \
-     "" using 0:2:(sprintf("%.2f", \$2)) with labels offset 0,0.7 notitle
 EOF
-rm -f "$RUN_DIR"/*.cpio
-echo "logs and fio JSON: $RUN_DIR"
+    for ((i = 0; i < block; i++)); do
+        printf 'set title "%s"\n' "${titles[i]}"
+        # shellcheck disable=SC2016 # gnuplot's $0
+        printf 'plot "%s" index %d using 0:2:($0 == 0 ? 0x4477aa : 0xee7733):xtic(1) with boxes lc rgb variable, ' "$dat" "$i"
+        printf '"" index %d using 0:2:3:4 with yerrorbars lc rgb "black" pt 0 lw 1.5\n' "$i"
+    done
+    echo "unset multiplot"
+} > "$RUN_DIR/bench.gp"
+gnuplot "$RUN_DIR/bench.gp" && echo "chart: $png"
+echo "logs, fio JSON and mountstats per round: $RUN_DIR"
+if [ -z "$REPORT" ]; then
+    printf 'total %d min %d s\n' $(((SECONDS - t_start) / 60)) $(((SECONDS - t_start) % 60))
+fi
 printf '%d passed, %d failed\n' "$T_PASS" "$T_FAIL"
 [ "$T_FAIL" -eq 0 ]

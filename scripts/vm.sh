@@ -11,6 +11,16 @@
 VM_MEM_SERVER=${VM_MEM_SERVER:-1536}
 VM_MEM_CLIENT=${VM_MEM_CLIENT:-1024}
 VM_ACCEL=${VM_ACCEL:-tcg}
+# The link between the two guests of run_pair. tcp: QEMU's socket netdev over
+# 127.0.0.1. QEMU (7.2) sets TCP_NODELAY on the connecting side only, so the
+# listening (server) side's frames go through Nagle: a frame the server
+# sends while an earlier one is unacknowledged waits for the client host's
+# delayed ACK, about 40 ms. Synchronous RPCs then take ~45-48 ms whatever
+# the transport does (fio: 4 KiB reads at iodepth 1, file creates and
+# GETATTRs all at ~20/s; ~130, ~70 and ~220/s on unix). unix: QEMU's stream
+# netdev over a unix socket, which has no Nagle and no delayed ACKs;
+# scripts/bench.sh uses it.
+VM_LINK=${VM_LINK:-tcp}
 VM_APPEND_BASE="console=ttyS0 panic=-1 loglevel=7 printk.devkmsg=on"
 
 # Kernel log lines that fail a scenario whatever its guest said.
@@ -34,7 +44,8 @@ vm_prepare() {
     cat "$base" "$VM_RUNDIR/overlay.cpio" > "$VM_RUNDIR/initrd.cpio"
 }
 
-# vm_start NAME MAC NETDEV "rr.* words": boot one guest in the background.
+# vm_start NAME MAC NETDEV "rr.* words" MEM: boot one guest in the background;
+# NETDEV is the -netdev backend and its options, without the id.
 # Big receive buffers without merging (mrg_rxbuf=off, MTU 9000) keep
 # virtio-net off page_pool: in 7.3, rxe frees dropped skbs with IRQs
 # disabled, which page_pool WARNs about (seen when the peer's link flaps).
@@ -46,7 +57,7 @@ vm_start() {
         -kernel "$VM_KERNEL" -initrd "$VM_RUNDIR/initrd.cpio" \
         -append "$VM_APPEND_BASE $words" \
         -serial "file:$dir/$name.console.log" -serial "file:$dir/$name.results.log" \
-        -netdev "socket,id=n0,$netdev" -device "virtio-net-pci,netdev=n0,mac=$mac,mrg_rxbuf=off,host_mtu=9000" \
+        -netdev "$netdev,id=n0" -device "virtio-net-pci,netdev=n0,mac=$mac,mrg_rxbuf=off,host_mtu=9000" \
         > "$dir/$name.qemu.log" 2>&1 &
     echo $!
 }
@@ -88,7 +99,7 @@ vm_collect() {
 
 # Parse our KUnit suites (rpcrdma_rs*) from a console log: a test line per case.
 vm_collect_ktap() {
-    local scen=$1 log=$VM_DIR/$2.console.log suite= n=0 line
+    local scen=$1 log=$VM_DIR/$2.console.log suite='' n=0 line
     while IFS= read -r line; do
         line=$(printf '%s' "$line" | sed -E 's/^\[[^]]*\] //; s/\r$//')
         case $line in
@@ -114,7 +125,7 @@ run_single() {
     local scen=$1 t=$2 words=$3 pid rc=0
     VM_DIR=$VM_RUNDIR/$scen; rm -rf "$VM_DIR"; mkdir -p "$VM_DIR"
     local port; port=$(free_port)
-    pid=$(vm_start vm 52:54:00:00:00:09 "listen=127.0.0.1:$port" "rr.role=single $words" "$VM_MEM_CLIENT")
+    pid=$(vm_start vm 52:54:00:00:00:09 "socket,listen=127.0.0.1:$port" "rr.role=single $words" "$VM_MEM_CLIENT")
     vm_wait "$pid" "$t" || rc=$?
     [ $rc -eq 0 ] || report "$scen/timeout" FAIL "guest still running after $t s"
     vm_collect "$scen" vm yes
@@ -138,27 +149,39 @@ vm_wait() {
 # run_pair SCEN TIMEOUT "server rr.* words" "client rr.* words"
 # The client boots only once the server says its listeners are up.
 run_pair() {
-    local scen=$1 t=$2 swords=$3 cwords=$4 spid cpid rc=0 port waited=0
+    local scen=$1 t=$2 swords=$3 cwords=$4 spid cpid rc=0 waited=0 listen connect sockdir=
     VM_DIR=$VM_RUNDIR/$scen; rm -rf "$VM_DIR"; mkdir -p "$VM_DIR"
-    port=$(free_port)
-    spid=$(vm_start server 52:54:00:00:00:01 "listen=127.0.0.1:$port" \
+    case $VM_LINK in
+    tcp)
+        local port; port=$(free_port)
+        listen="socket,listen=127.0.0.1:$port" connect="socket,connect=127.0.0.1:$port" ;;
+    unix)
+        # Not in VM_DIR: a unix socket path is limited to 107 bytes.
+        sockdir=$(mktemp -d /tmp/rr-link.XXXXXX)
+        listen="stream,server=on,addr.type=unix,addr.path=$sockdir/s"
+        connect="stream,server=off,addr.type=unix,addr.path=$sockdir/s" ;;
+    *) die "VM_LINK=$VM_LINK: tcp or unix" ;;
+    esac
+    spid=$(vm_start server 52:54:00:00:00:01 "$listen" \
         "rr.role=server rr.script=server $swords" "$VM_MEM_SERVER")
     until grep -q '^RR-READY' "$VM_DIR/server.results.log" 2>/dev/null; do
         if ! kill -0 "$spid" 2>/dev/null || [ $waited -ge 240 ]; then
             kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null
             report "$scen/server-ready" FAIL "nfsd not up after $waited s; see $VM_DIR/server.console.log"
             vm_collect "$scen" server no
+            [ -z "$sockdir" ] || rm -rf "$sockdir"
             return
         fi
         sleep 1; waited=$((waited + 1))
     done
-    cpid=$(vm_start client 52:54:00:00:00:02 "connect=127.0.0.1:$port" \
+    cpid=$(vm_start client 52:54:00:00:00:02 "$connect" \
         "rr.role=client $cwords" "$VM_MEM_CLIENT")
     local t0=$SECONDS
     vm_wait "$cpid" "$t" || rc=$?
     [ $rc -eq 0 ] || report "$scen/timeout" FAIL "client still running after $t s"
     echo "  $scen: client ran $((SECONDS - t0)) s (host clock)"
     kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null || true
+    [ -z "$sockdir" ] || rm -rf "$sockdir"
     vm_collect "$scen" server no
     vm_collect "$scen" client yes
 }
