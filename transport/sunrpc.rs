@@ -4,7 +4,7 @@
 //! entry points, and thin safe wrappers over `rpc_xprt` and `rpc_rqst`.
 
 use core::cell::UnsafeCell;
-use core::ffi::{c_char, c_int, c_uint, c_ulong, c_ushort};
+use core::ffi::{c_char, c_int, c_uint, c_ulong, c_ushort, c_void};
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
@@ -1628,31 +1628,32 @@ unsafe fn rpc_shape(rqst: *mut sys::rpc_rqst) -> plan::Rpc {
 
 const PAGE: usize = kernel::page::PAGE_SIZE;
 
-/// Appends the pages of `len` bytes of kernel memory at `addr`.
-///
-/// # Safety
-///
-/// `addr` is directly mapped (kmalloc) memory of at least `len` bytes.
-unsafe fn push_kva(out: &mut KVec<PageSeg>, addr: *mut u8, len: usize) -> Result {
-    let mut at = addr;
-    let mut left = len;
-    while left > 0 {
-        let off = (at as usize) & (PAGE - 1);
-        let n = (PAGE - off).min(left);
-        // SAFETY: `at` is in directly mapped memory (caller's promise).
-        let page = unsafe { sys::rpcrdma_rs_virt_to_page(at.cast()) };
+/// Appends `len` bytes starting `pos` bytes into a run of pages, one
+/// segment per page touched; `page(k)` is the run's `k`th page.
+fn push_pages(
+    out: &mut KVec<PageSeg>,
+    mut pos: usize,
+    mut len: usize,
+    page: impl Fn(usize) -> *mut sys::page,
+) -> Result {
+    while len > 0 {
+        let p = page(pos / PAGE);
+        if p.is_null() {
+            return Err(EIO);
+        }
+        let off = pos & (PAGE - 1);
+        let n = (PAGE - off).min(len);
         out.push(
             PageSeg {
-                page,
+                page: p,
                 offset: off as u32,
                 len: n as u32,
             },
             GFP_NOWAIT,
         )
         .map_err(|_| ENOBUFS)?;
-        // SAFETY: Still within the caller's `len` bytes (or one past).
-        at = unsafe { at.add(n) };
-        left -= n;
+        pos += n;
+        len -= n;
     }
     Ok(())
 }
@@ -1668,7 +1669,7 @@ unsafe fn region(buf: *const sys::xdr_buf, offset: u32, len: u32) -> Result<KVec
     let mut left = len as usize;
     // SAFETY: The caller's promise.
     let b = unsafe { &*buf };
-    for (base, vlen, pages) in [
+    for (base, vlen, in_pages) in [
         (b.head[0].iov_base.cast::<u8>(), b.head[0].iov_len, false),
         (core::ptr::null_mut(), b.page_len as usize, true),
         (b.tail[0].iov_base.cast::<u8>(), b.tail[0].iov_len, false),
@@ -1681,32 +1682,22 @@ unsafe fn region(buf: *const sys::xdr_buf, offset: u32, len: u32) -> Result<KVec
             continue;
         }
         let n = (vlen - offset).min(left);
-        if pages {
-            let mut pos = b.page_base as usize + offset;
-            let mut k = n;
-            while k > 0 {
-                // SAFETY: `pages` covers `page_base + page_len` bytes.
-                let page = unsafe { *b.pages.add(pos / PAGE) };
-                if page.is_null() {
-                    return Err(EIO);
-                }
-                let off = pos & (PAGE - 1);
-                let c = (PAGE - off).min(k);
-                out.push(
-                    PageSeg {
-                        page,
-                        offset: off as u32,
-                        len: c as u32,
-                    },
-                    GFP_NOWAIT,
-                )
-                .map_err(|_| ENOBUFS)?;
-                pos += c;
-                k -= c;
-            }
+        if in_pages {
+            push_pages(&mut out, b.page_base as usize + offset, n, |k| {
+                // SAFETY: `pages` covers `page_base + page_len` bytes, so
+                // every index asked for is in the array.
+                unsafe { *b.pages.add(k) }
+            })?;
         } else {
-            // SAFETY: Head and tail are kmalloc memory (caller's promise).
-            unsafe { push_kva(&mut out, base.add(offset), n)? };
+            // Head and tail are directly mapped: page `k` of the run is the
+            // one holding byte `k * PAGE` counted from `base`'s page.
+            let start = base as usize + offset;
+            let first = start & !(PAGE - 1);
+            push_pages(&mut out, start - first, n, |k| {
+                // SAFETY: Every address asked for is within the head or
+                // tail, kmalloc memory (the caller's promise).
+                unsafe { sys::rpcrdma_rs_virt_to_page((first + k * PAGE) as *const c_void) }
+            })?;
         }
         left -= n;
         offset = 0;
