@@ -6,7 +6,10 @@
 # link on 127.0.0.1 and nothing else; each gets rxe on its virtio-net.
 # Guests report on their second serial port (results.log); the kernel console
 # goes to console.log, which is scanned for oopses, WARNs, lockdep and KFENCE
-# reports and hung tasks.
+# reports and hung tasks. Each QEMU has a QMP socket (NAME.qmp) through which
+# the host injects the faults a guest cannot inject on itself. Unix sockets
+# live in VM_SOCKDIR, a short directory in /tmp made per scenario: a unix
+# socket's path is limited to 107 bytes, too few for VM_DIR.
 
 VM_MEM_SERVER=${VM_MEM_SERVER:-1536}
 VM_MEM_CLIENT=${VM_MEM_CLIENT:-1024}
@@ -58,8 +61,70 @@ vm_start() {
         -append "$VM_APPEND_BASE $words" \
         -serial "file:$dir/$name.console.log" -serial "file:$dir/$name.results.log" \
         -netdev "$netdev,id=n0" -device "virtio-net-pci,netdev=n0,mac=$mac,mrg_rxbuf=off,host_mtu=9000" \
+        -qmp "unix:$VM_SOCKDIR/$name.qmp,server=on,wait=off" \
         > "$dir/$name.qemu.log" 2>&1 &
     echo $!
+}
+
+# vm_qmp SOCKET COMMAND [JSON-ARGUMENTS]: run one QMP command, fail on an
+# error reply. QMP rather than the human monitor: its replies are JSON.
+vm_qmp() {
+    python3 - "$@" <<'PY'
+import json, socket, sys
+path, cmd = sys.argv[1], sys.argv[2]
+args = json.loads(sys.argv[3]) if len(sys.argv) > 3 else {}
+sock = socket.socket(socket.AF_UNIX)
+sock.settimeout(30)
+sock.connect(path)
+f = sock.makefile("rw")
+f.readline()  # greeting
+for c, a in (("qmp_capabilities", {}), (cmd, args)):
+    f.write(json.dumps({"execute": c, "arguments": a}) + "\n")
+    f.flush()
+    while True:  # skip asynchronous events
+        msg = json.loads(f.readline())
+        if "return" in msg or "error" in msg:
+            break
+    if "error" in msg:
+        sys.exit(c + ": " + msg["error"].get("desc", str(msg["error"])))
+PY
+}
+
+# vm_fault_watch: serve the server's "RR-FAULT link SECS" requests, each
+# once, until killed. "link" pulls the server's cable: QEMU's set_link drops
+# its NIC's frames both ways and the guest sees only carrier loss. When the
+# guest downed eth0 itself instead, rxe's port, GIDs and routes went through
+# down and up, and on a loaded host both clients' connection requests then
+# went unanswered for good. What happened goes to host.log, in host time.
+vm_fault_watch() {
+    local log=$VM_DIR/server.results.log qmp=$VM_SOCKDIR/server.qmp hlog=$VM_DIR/host.log
+    local handled=0 n tag kind secs
+    while sleep 1; do
+        n=0
+        while read -r tag kind secs _; do
+            [ "$tag" = RR-FAULT ] || continue
+            n=$((n + 1))
+            [ $n -gt $handled ] || continue
+            handled=$n
+            case $kind in
+            link)
+                secs=${secs:-20}
+                if ! vm_qmp "$qmp" set_link '{"name": "n0", "up": false}' >> "$hlog" 2>&1; then
+                    echo "$(date +%T) error: set_link n0 off failed" >> "$hlog"
+                    continue
+                fi
+                echo "$(date +%T) server link down (set_link n0 off) for $secs s" >> "$hlog"
+                sleep "$secs"
+                if vm_qmp "$qmp" set_link '{"name": "n0", "up": true}' >> "$hlog" 2>&1; then
+                    echo "$(date +%T) server link up (set_link n0 on)" >> "$hlog"
+                else
+                    echo "$(date +%T) error: set_link n0 on failed" >> "$hlog"
+                fi
+                ;;
+            *) echo "$(date +%T) error: unknown fault '$kind'" >> "$hlog" ;;
+            esac
+        done < <(tr -d '\r' < "$log" 2>/dev/null)
+    done
 }
 
 free_port() {
@@ -124,9 +189,11 @@ vm_collect_ktap() {
 run_single() {
     local scen=$1 t=$2 words=$3 pid rc=0
     VM_DIR=$VM_RUNDIR/$scen; rm -rf "$VM_DIR"; mkdir -p "$VM_DIR"
+    VM_SOCKDIR=$(mktemp -d /tmp/rr-vm.XXXXXX)
     local port; port=$(free_port)
     pid=$(vm_start vm 52:54:00:00:00:09 "socket,listen=127.0.0.1:$port" "rr.role=single $words" "$VM_MEM_CLIENT")
     vm_wait "$pid" "$t" || rc=$?
+    rm -rf "$VM_SOCKDIR"
     [ $rc -eq 0 ] || report "$scen/timeout" FAIL "guest still running after $t s"
     vm_collect "$scen" vm yes
 }
@@ -149,18 +216,17 @@ vm_wait() {
 # run_pair SCEN TIMEOUT "server rr.* words" "client rr.* words"
 # The client boots only once the server says its listeners are up.
 run_pair() {
-    local scen=$1 t=$2 swords=$3 cwords=$4 spid cpid rc=0 waited=0 listen connect sockdir=
+    local scen=$1 t=$2 swords=$3 cwords=$4 spid cpid wpid rc=0 waited=0 listen connect
     VM_DIR=$VM_RUNDIR/$scen; rm -rf "$VM_DIR"; mkdir -p "$VM_DIR"
+    VM_SOCKDIR=$(mktemp -d /tmp/rr-vm.XXXXXX)
     case $VM_LINK in
     tcp)
         local port; port=$(free_port)
         listen="socket,listen=127.0.0.1:$port" connect="socket,connect=127.0.0.1:$port" ;;
     unix)
-        # Not in VM_DIR: a unix socket path is limited to 107 bytes.
-        sockdir=$(mktemp -d /tmp/rr-link.XXXXXX)
-        listen="stream,server=on,addr.type=unix,addr.path=$sockdir/s"
-        connect="stream,server=off,addr.type=unix,addr.path=$sockdir/s" ;;
-    *) die "VM_LINK=$VM_LINK: tcp or unix" ;;
+        listen="stream,server=on,addr.type=unix,addr.path=$VM_SOCKDIR/link"
+        connect="stream,server=off,addr.type=unix,addr.path=$VM_SOCKDIR/link" ;;
+    *) rm -rf "$VM_SOCKDIR"; die "VM_LINK=$VM_LINK: tcp or unix" ;;
     esac
     spid=$(vm_start server 52:54:00:00:00:01 "$listen" \
         "rr.role=server rr.script=server $swords" "$VM_MEM_SERVER")
@@ -169,19 +235,29 @@ run_pair() {
             kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null
             report "$scen/server-ready" FAIL "nfsd not up after $waited s; see $VM_DIR/server.console.log"
             vm_collect "$scen" server no
-            [ -z "$sockdir" ] || rm -rf "$sockdir"
+            rm -rf "$VM_SOCKDIR"
             return
         fi
         sleep 1; waited=$((waited + 1))
     done
+    vm_fault_watch & wpid=$!
     cpid=$(vm_start client 52:54:00:00:00:02 "$connect" \
         "rr.role=client $cwords" "$VM_MEM_CLIENT")
     local t0=$SECONDS
     vm_wait "$cpid" "$t" || rc=$?
     [ $rc -eq 0 ] || report "$scen/timeout" FAIL "client still running after $t s"
     echo "  $scen: client ran $((SECONDS - t0)) s (host clock)"
+    kill "$wpid" 2>/dev/null; wait "$wpid" 2>/dev/null || true
     kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null || true
-    [ -z "$sockdir" ] || rm -rf "$sockdir"
+    rm -rf "$VM_SOCKDIR"
+    if [ -s "$VM_DIR/host.log" ]; then
+        sed 's/^/  host: /' "$VM_DIR/host.log"
+        if grep -q error "$VM_DIR/host.log"; then
+            report "$scen/host-faults" FAIL "$(grep -m 2 error "$VM_DIR/host.log" | tr '\n' ' ')"
+        else
+            report "$scen/host-faults" PASS
+        fi
+    fi
     vm_collect "$scen" server no
     vm_collect "$scen" client yes
 }

@@ -33,6 +33,14 @@ check() {
     fi
 }
 
+# console_bg CMD...: run CMD in the background with its output on the
+# console. The redirection is exec'd: ash keeps a copy of the old fd when it
+# redirects a function call, and that copy held check's $(...) open until
+# CMD ended.
+console_bg() {
+    (exec > /dev/console 2>&1 < /dev/null; "$@") &
+}
+
 finish() {
     echo "RR-DONE $FAILED" > "$RESULTS"
     sync

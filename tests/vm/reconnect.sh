@@ -1,7 +1,7 @@
 # Reconnect under I/O: for each fault in RR_FAULTS (nfsd: the server
-# restarts nfsd; link: the server's link goes down for 20 s) we write while it
-# is in effect; the transport must reconnect by itself, the data must read
-# back intact, and mountstats must count the reconnect.
+# restarts nfsd; link: the host pulls the server's cable for 20 s) we write
+# while it is in effect; the transport must reconnect by itself, the data
+# must read back intact, and mountstats must count the reconnect.
 # shellcheck shell=sh
 
 . /scenario/nfs-mount.sh
@@ -27,12 +27,12 @@ link_state_log() {
 write_through_fault() {
     before=$(connects)
     echo go > /mnt/.fault-$1 || return 1
-    [ "$1" = link ] && (link_state_log > /dev/console 2>&1 &)
+    [ "$1" = link ] && console_bg link_state_log
     sleep 3
     cp /tmp/data /mnt/data-$1 && sync && echo 3 > /proc/sys/vm/drop_caches &&
         cmp /tmp/data /mnt/data-$1 || return 1
     after=$(connects)
-    echo "connect count $before -> $after"
+    note "connect count $before -> $after"
     [ "$after" -gt "$before" ]
 }
 

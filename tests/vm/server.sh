@@ -41,9 +41,25 @@ nfsd_restart() {
         nfsd_listen && note "nfsd restarted"
 }
 
-link_flap() {
-    $IP link set eth0 down && sleep 20 && $IP link set eth0 up && note "link back up" &&
-        (link_state_log > /dev/console 2>&1 &)
+# link_loss SECS: ask the host to pull our cable for SECS s (QEMU set_link,
+# scripts/vm.sh) and follow it on eth0's carrier. Downing eth0 from in here
+# churned rxe's port, GIDs and routes, which is not what a cable pull does,
+# and on a loaded host left clients unable to connect again.
+link_loss() {
+    echo "RR-FAULT link $1" > "$RESULTS"
+    wait_carrier 0 60 && note "link down" &&
+        wait_carrier 1 $(($1 + 60)) && note "link back up" &&
+        console_bg link_state_log
+}
+
+# wait_carrier 0|1 SECS: until eth0's carrier reads 0 or 1, for SECS at most.
+wait_carrier() {
+    i=0
+    until [ "$(cat /sys/class/net/eth0/carrier)" = "$1" ]; do
+        i=$((i + 1))
+        [ $i -le "$2" ] || { echo "eth0 carrier not $1 after $2 s"; return 1; }
+        sleep 1
+    done
 }
 
 # What the server's side of the link looks like once it is back, for
@@ -85,7 +101,7 @@ fault_watch() {
             rm -f /export/.fault-$f
             case $f in
             nfsd) check server_fault_nfsd_restart nfsd_restart ;;
-            link) check server_fault_link_flap link_flap ;;
+            link) check server_fault_link_loss link_loss 20 ;;
             esac
         done
         sleep 1
