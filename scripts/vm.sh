@@ -2,8 +2,8 @@
 # shellcheck shell=bash
 #
 # Each scenario boots fresh VMs from the cached kernel and base initramfs plus
-# an overlay (modules and tests/vm scripts). The two VMs share one QEMU socket
-# link on 127.0.0.1 and nothing else; each gets rxe on its virtio-net.
+# an overlay (modules and tests/vm scripts). The two VMs share one link
+# (VM_LINK below) and nothing else; each gets rxe on its virtio-net.
 # Guests report on their second serial port (results.log); the kernel console
 # goes to console.log, which is scanned for oopses, WARNs, lockdep and KFENCE
 # reports and hung tasks. Each QEMU has a QMP socket (NAME.qmp) through which
