@@ -706,6 +706,13 @@ impl MrPool {
         unsafe { (*slot.mr.get()).unmap() };
         slot.state
             .store(if dead { MR_DEAD } else { MR_FREE }, Ordering::Release);
+        if !dead {
+            // Reuse the MR that was just released first, like rpcrdma.ko's
+            // per-request MR cache: its page list is warm in the driver,
+            // where a cursor walking the whole pool touches a cold one
+            // each time.
+            self.next.store(usize::from(i), Ordering::Relaxed);
+        }
     }
 
     /// Posts LOCAL_INV for each MR of `mrs`, the last one signalled on
