@@ -77,12 +77,13 @@ link_state_log() {
     done
 }
 
-# populate_dir: the client asks for a big directory by writing "NAME COUNT"
+# populate_dir REQUEST: the client asks for a big directory by writing "NAME COUNT"
 # to /export/.populate; we make COUNT empty files in /export/NAME and append
 # "done". Creating them over NFS costs two round trips each (minutes under
-# TCG); the client only needs them to exist to list them.
+# TCG); the client only needs them to exist to list them. REQUEST is the
+# file's contents, read once by fault_watch.
 populate_dir() {
-    read -r name count < /export/.populate || return 1
+    name=${1%% *} count=${1#* }
     mkdir "/export/$name" && cd "/export/$name" &&
         seq 1 "$count" | sed 's/^/entry-with-a-longish-name-/' | xargs touch &&
         cd / && echo "done" >> /export/.populate
@@ -93,8 +94,11 @@ populate_dir() {
 # listeners, so nfsd_listen re-creates them.
 fault_watch() {
     while :; do
-        if [ -s /export/.populate ] && ! grep -q "done" /export/.populate; then
-            check server_populate_dir populate_dir
+        # One read: the client removes the file when it is done with it,
+        # which must not look like a new request.
+        if req=$(cat /export/.populate 2>/dev/null) && [ -n "$req" ] &&
+            [ "${req#*done}" = "$req" ]; then
+            check server_populate_dir populate_dir "$req"
         fi
         for f in nfsd link; do
             [ -e /export/.fault-$f ] || continue
