@@ -249,13 +249,22 @@ fn args_inline(rpc: &Rpc, conn: &Connection) -> bool {
     if rpc.call_len > conn.max_inline_send {
         return false;
     }
-    if rpc.call_page_len == 0 {
-        return true;
-    }
-    let page = u64::from(conn.page_size.max(1));
-    let offset = u64::from(rpc.call_page_base).checked_rem(page).unwrap_or(0);
-    let pages = div_ceil(offset.saturating_add(u64::from(rpc.call_page_len)), page);
-    pages.saturating_add(u64::from(MIN_SEND_SGES)) <= u64::from(conn.send_sges)
+    rpc.call_page_len == 0
+        || pages_fit_sges(
+            rpc.call_page_base,
+            rpc.call_page_len,
+            conn.page_size,
+            conn.send_sges,
+        )
+}
+
+/// Whether `len` bytes of page data starting `base` bytes into a page,
+/// one SGE per page, fit `send_sges` with header, head and tail.
+fn pages_fit_sges(base: u32, len: u32, page_size: u32, send_sges: u32) -> bool {
+    let page = u64::from(page_size.max(1));
+    let offset = u64::from(base).checked_rem(page).unwrap_or(0);
+    let pages = div_ceil(offset.saturating_add(u64::from(len)), page);
+    pages.saturating_add(u64::from(MIN_SEND_SGES)) <= u64::from(send_sges)
 }
 
 /// Room the Requester provided for a Reply, from its Call's header.
@@ -550,11 +559,9 @@ pub fn send_layout(call: CallPlan, buf: &CallBuf, send_sges: u32, page_size: u32
     let after_pages = buf.head.saturating_add(buf.page_len);
     match call {
         CallPlan::Inline => {
-            let page = u64::from(page_size.max(1));
-            let offset = u64::from(buf.page_base).checked_rem(page).unwrap_or(0);
-            let pages = div_ceil(offset.saturating_add(u64::from(buf.page_len)), page);
-            let sges_ok = pages.saturating_add(u64::from(MIN_SEND_SGES)) <= u64::from(send_sges);
-            if buf.page_len >= PULLUP_MAX && sges_ok {
+            if buf.page_len >= PULLUP_MAX
+                && pages_fit_sges(buf.page_base, buf.page_len, page_size, send_sges)
+            {
                 SendLayout {
                     copy: [
                         head,

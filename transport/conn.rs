@@ -252,11 +252,20 @@ impl Shared {
             let qp = unsafe { Qp::from_ptr(self.qp.load(Ordering::Acquire)) };
             let mut head = core::ptr::null_mut();
             let mut n = 0u32;
+            // Stop at the buffers counted so far: one counted but not yet
+            // marked is posted by its own thread or the next pass.
+            let want = self.recv_idle.load(Ordering::SeqCst);
             for ctx in self.rx_contexts() {
-                if ctx
-                    .idle
-                    .compare_exchange(true, false, Ordering::SeqCst, Ordering::SeqCst)
-                    .is_ok()
+                if n >= want {
+                    break;
+                }
+                // A plain load first: most buffers are posted, and a
+                // failing compare-exchange still costs a locked operation.
+                if ctx.idle.load(Ordering::Relaxed)
+                    && ctx
+                        .idle
+                        .compare_exchange(true, false, Ordering::SeqCst, Ordering::SeqCst)
+                        .is_ok()
                 {
                     ctx.buf.sync_for_device(ctx.buf.len());
                     // SAFETY: Clearing `idle` made the buffer ours until it
@@ -1151,10 +1160,9 @@ impl Ep {
         ctx.seq.store(seq, Ordering::Release);
         // SAFETY: As above, the slot is ours until the Send is posted.
         unsafe { *ctx.mapped.get() = mapped };
-        // SAFETY: The context, its buffer and the mapped pages stay until
-        // the Send completes (type invariant of `SendCtx`; the caller of
-        // `map_pages` keeps the pages); the chain's WRs are owned by the
-        // caller's MRs.
+        // SAFETY: Context, buffer and mapped pages stay until the Send
+        // completes (`SendCtx` invariant, `map_pages` contract); the
+        // chain's WRs belong to the caller's MRs.
         let posted = unsafe {
             qp.post_send_after(
                 ctx.cqe.get(),

@@ -1195,7 +1195,7 @@ unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_int {
     st.offered_write.store(u32::MAX, Ordering::Relaxed);
     st.offered_reply.store(u32::MAX, Ordering::Relaxed);
     // SAFETY: Live request, XPRT_LOCKED held.
-    let rpc = unsafe { rpc_shape(rqst) };
+    let (rpc, call_buf, reply_buf) = unsafe { rpc_shape(rqst) };
     let mut conn = plan::Connection::new(ep.inline(), &ep.limits);
     // A Call within the inline threshold always fits the Send buffer, so
     // the SGE limit only decides whether its pages are mapped or copied
@@ -1210,23 +1210,6 @@ unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_int {
     if sparse && unsafe { sys::rpcrdma_rs_alloc_sparse_pages(rcv) } != 0 {
         return ENOBUFS.to_errno();
     }
-    // SAFETY: `snd` and `rcv` are the request's, stable while XPRT_LOCKED
-    // is held.
-    let (call_buf, reply_buf) = unsafe {
-        (
-            plan::CallBuf {
-                head: (*snd).head[0].iov_len as u32,
-                page_base: (*snd).page_base,
-                page_len: (*snd).page_len,
-                tail: (*snd).tail[0].iov_len as u32,
-            },
-            plan::ReplyBuf {
-                head: (*rcv).head[0].iov_len as u32,
-                page_len: (*rcv).page_len,
-                tail: (*rcv).tail[0].iov_len as u32,
-            },
-        )
-    };
     let regs = plan::registrations(&chosen, &call_buf, &reply_buf);
     let mut held = Held::new();
     let mut reads = [ReadSegment::default(); 16];
@@ -1335,37 +1318,31 @@ unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_int {
     let sent = ep.send(chain, held.ids().len() as u32, mapped, |buf| {
         let hdr = encode_call_header(buf, xid, credits, nomsg, chunks)?;
         let mut at = hdr;
-        let mut split = None;
-        for part in layout.copy {
+        // The mapped pages, if any, go between the two copied parts.
+        let mut split = at;
+        for (k, part) in layout.copy.iter().enumerate() {
             if part.len != 0 {
                 let end = at.checked_add(part.len as usize)?;
                 let dst = buf.get_mut(at..end)?;
                 // SAFETY: `snd` describes the request's Call, stable while
                 // XPRT_LOCKED is held; `dst` has room for `len` bytes.
                 let rc = unsafe {
-                    sys::rpcrdma_rs_read_xdr_buf(
-                        snd,
-                        part.offset,
-                        dst.as_mut_ptr().cast(),
-                        part.len,
-                    )
+                    let dst = dst.as_mut_ptr().cast();
+                    sys::rpcrdma_rs_read_xdr_buf(snd, part.offset, dst, part.len)
                 };
                 if rc != 0 {
                     return None;
                 }
                 at = end;
             }
-            // The mapped pages go after the first part.
-            split.get_or_insert(at);
+            if k == 0 {
+                split = at;
+            }
         }
         if at.checked_add(mapped_len)? > inline_send {
             return None;
         }
-        Some(if mapped_len > 0 {
-            (split.unwrap_or(at), at)
-        } else {
-            (at, at)
-        })
+        Some((if mapped_len > 0 { split } else { at }, at))
     });
     if sent.is_err() {
         st.set_mrs(&[]);
@@ -1395,11 +1372,9 @@ unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_int {
     // Everything past the head sent inline was pulled up into the Send
     // buffer, unless the pages were mapped.
     if chosen.call == CallPlan::Inline && mapped_len == 0 {
-        // SAFETY: Reading the head length of the send buffer.
-        let head = unsafe { (*snd).head[0].iov_len };
         bump(
             &rx.stats.pullup_copy_count,
-            snd_len.saturating_sub(head) as u64,
+            snd_len.saturating_sub(call_buf.head as usize) as u64,
         );
     }
     // SAFETY: Live request and task.
@@ -1598,12 +1573,13 @@ impl Held {
     }
 }
 
-/// What the planner needs to know of a request.
+/// What the planner needs to know of a request: its shape, and the parts
+/// of its Call and Reply buffers.
 ///
 /// # Safety
 ///
 /// `rqst` is live and its buffers set up.
-unsafe fn rpc_shape(rqst: *mut sys::rpc_rqst) -> plan::Rpc {
+unsafe fn rpc_shape(rqst: *mut sys::rpc_rqst) -> (plan::Rpc, plan::CallBuf, plan::ReplyBuf) {
     // SAFETY: The caller's promise; `rq_cred` and its auth are live for a
     // request being sent.
     unsafe {
@@ -1613,7 +1589,7 @@ unsafe fn rpc_shape(rqst: *mut sys::rpc_rqst) -> plan::Rpc {
         let datatouch = !cred.is_null()
             && !(*cred).cr_auth.is_null()
             && (*(*cred).cr_auth).au_flags & (1 << sys::RPCAUTH_AUTH_DATATOUCH) != 0;
-        plan::Rpc {
+        let rpc = plan::Rpc {
             call_len: snd.len,
             call_page_len: snd.page_len,
             call_page_base: snd.page_base,
@@ -1622,7 +1598,19 @@ unsafe fn rpc_shape(rqst: *mut sys::rpc_rqst) -> plan::Rpc {
             reply_nonpayload: (rcv.head[0].iov_len + rcv.tail[0].iov_len) as u32,
             reply_ddp: rcv.flags & sys::XDRBUF_READ != 0,
             ddp_allowed: !datatouch,
-        }
+        };
+        let call = plan::CallBuf {
+            head: snd.head[0].iov_len as u32,
+            page_base: snd.page_base,
+            page_len: snd.page_len,
+            tail: snd.tail[0].iov_len as u32,
+        };
+        let reply = plan::ReplyBuf {
+            head: rcv.head[0].iov_len as u32,
+            page_len: rcv.page_len,
+            tail: rcv.tail[0].iov_len as u32,
+        };
+        (rpc, call, reply)
     }
 }
 
