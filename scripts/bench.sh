@@ -18,7 +18,18 @@
 #   LINK=unix     the guests' link: unix (QEMU stream netdev over a unix
 #                 socket) or tcp (the tests' socket netdev; its Nagle stalls
 #                 cap every synchronous RPC at ~48 ms: see scripts/vm.sh)
+#   KERNEL=bench  the guests' kernel: bench (the test kernel without lockdep,
+#                 lock and list debugging and KFENCE, which tax each client by
+#                 its lock and allocation count rather than its speed) or test
+#   JOBS="..."    only these fio jobs (names as in tests/vm/bench.sh)
+#   PROFILE="..." jobs (or "all") to run under a cpu-clock perf profile of
+#                 both guests (the report's top functions go to
+#                 perf-$mod-r$N/); profiling slows the guests, so a profiled
+#                 round's numbers are not for the table
 #   REPORT=out/bench-...   no VMs: print the table and chart of that run again
+#
+# Each job also records the client's CPU time (user, sys, softirq, idle);
+# the table shows how busy the client's one vCPU was.
 #
 # Per round the fio JSON is in fio-$mod-r$N/ (plus mount.txt and the
 # client's /proc/self/mountstats), the VM logs in bench-$mod-r$N/.
@@ -30,7 +41,7 @@ set -euo pipefail
 . "$REPO_DIR/scripts/vm.sh"
 
 REPS=${REPS:-3} RUNTIME=${RUNTIME:-10} SIZE=${SIZE:-64} CLIENTS=${CLIENTS:-c rs}
-REPORT=${REPORT:-} VM_LINK=${LINK:-unix}
+REPORT=${REPORT:-} VM_LINK=${LINK:-unix} KERNEL=${KERNEL:-bench} JOBS=${JOBS:-} PROFILE=${PROFILE:-}
 T_PASS=0 T_FAIL=0
 RUN_DIR=${REPORT:-$REPO_DIR/out/bench-$(date +%Y%m%d-%H%M%S)}
 [[ $REPS =~ ^[1-9][0-9]*$ ]] || die "REPS=$REPS: a positive number"
@@ -41,6 +52,7 @@ mkdir -p "$RUN_DIR"
 need=()
 command -v jq >/dev/null || need+=(jq)
 command -v gnuplot >/dev/null || need+=(gnuplot-nox)
+[ -z "$PROFILE" ] || command -v perf >/dev/null || need+=(linux-perf)
 if ((${#need[@]})); then
     step "apt: installing ${need[*]}"
     SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
@@ -72,17 +84,25 @@ fio_value() {
 # The boots: round by round, each client once per round.
 if [ -z "$REPORT" ]; then
     t_start=$SECONDS
-    kbuild=$("$REPO_DIR/scripts/kernel-build.sh")
+    kbuild=$(KERNEL_VARIANT=$KERNEL "$REPO_DIR/scripts/kernel-build.sh")
     rs_ko=$(KDIR=$kbuild "$REPO_DIR/scripts/build-module.sh")
+    # perf's binary, not Debian's wrapper script, which picks one by the
+    # running kernel's version.
+    VM_EXTRA_BINS=
+    [ -z "$PROFILE" ] || VM_EXTRA_BINS=$(readlink -f "$(dpkg-divert --truename /usr/bin/perf)")
     vm_prepare "$kbuild" "$rs_ko" "$RUN_DIR"
     echo "$RUNTIME" > "$RUN_DIR/runtime.txt"
     echo "$VM_LINK" > "$RUN_DIR/link.txt"
+    echo "$KERNEL" > "$RUN_DIR/kernel.txt"
+    words="rr.runtime=$RUNTIME rr.size=$SIZE"
+    [ -z "$JOBS" ] || words="$words rr.jobs=${JOBS// /,}"
+    [ -z "$PROFILE" ] || words="$words rr.profile=${PROFILE// /,}"
     for ((round = 1; round <= REPS; round++)); do
         for mod in $CLIENTS; do
             step "bench: round $round/$REPS, client $mod (fio ${RUNTIME} s per timed job, $VM_LINK link)"
             t0=$SECONDS
-            run_pair "bench-$mod-r$round" 1500 "rr.mod=c rr.maxblksize=1048576" \
-                "rr.script=bench rr.mod=$mod rr.proto=rdma rr.vers=4.2 rr.runtime=$RUNTIME rr.size=$SIZE"
+            run_pair "bench-$mod-r$round" 1500 "rr.mod=c rr.maxblksize=1048576${PROFILE:+ rr.profile=on}" \
+                "rr.script=bench rr.mod=$mod rr.proto=rdma rr.vers=4.2 $words"
             echo "  bench-$mod-r$round: $((SECONDS - t0)) s"
             # Split the results port into one JSON file per job.
             out=$RUN_DIR/fio-$mod-r$round
@@ -92,7 +112,12 @@ if [ -z "$REPORT" ]; then
                 /^RR-FIO-END /   { close(f); f = ""; next }
                 /^RR-STATS-BEGIN/ { f = dir "/mountstats.txt"; next }
                 /^RR-STATS-END/  { close(f); f = ""; next }
+                /^RR-CPU /       { print $3, $4, $5, $6, $7 > (dir "/" $2 ".cpu"); close(dir "/" $2 ".cpu"); next }
+                /^RR-PERF-BEGIN / { f = dir "/perf-" $2 "-" $3 ".txt"; next }
+                /^RR-PERF-END/   { close(f); f = ""; next }
                 f != ""          { print > f }'
+            tr -d '\r' < "$VM_DIR/server.results.log" | awk -v f="$out/perf-server.txt" '
+                /^RR-PERF-BEGIN/ { on = 1; next } /^RR-PERF-END/ { on = 0; next } on { print > f }'
             tr -d '\r' < "$VM_DIR/client.results.log" | sed -n 's/^RR-MOUNT //p' > "$out/mount.txt"
             tr -d '\r' < "$VM_DIR/client.results.log" | sed -n 's/^RR-MDMOUNT //p' > "$out/md-mount.txt"
         done
@@ -140,6 +165,7 @@ for mod in c rs; do
 done
 runtime=$(cat "$RUN_DIR/runtime.txt" 2>/dev/null || echo "?")
 link=$(cat "$RUN_DIR/link.txt" 2>/dev/null || echo tcp)
+kernel=$(cat "$RUN_DIR/kernel.txt" 2>/dev/null || echo test)
 # Runs before the actimeo=0 metadata mount ran the metadata jobs on /mnt.
 md_mount="the data mount (attribute cache on)"
 if grep -qs 'acregmin=0,acregmax=0,acdirmin=0,acdirmax=0' "$RUN_DIR"/fio-*/md-mount.txt; then
@@ -149,7 +175,7 @@ fi
 table=$RUN_DIR/bench.txt
 dat=$RUN_DIR/bench.dat
 {
-    echo "NFSv4.2 over RDMA (soft-RoCE, QEMU $VM_ACCEL, $link link), fio ${runtime} s per timed job"
+    echo "NFSv4.2 over RDMA (soft-RoCE, QEMU $VM_ACCEL, $link link, $kernel kernel), fio ${runtime} s per timed job"
     for mod in c rs; do
         echo "  $(label "$mod"): ${NROUNDS[$mod]} rounds, mount ${MOUNT[$mod]:-not mounted}"
     done
@@ -247,6 +273,39 @@ if [ -n "$ops" ]; then
         if awk '($3 != "-" && $3 > $4) || ($6 != "-" && $6 > $7) { bad = 1 } END { exit !bad }' <<< "$ops"; then
             echo "  (rtt above exec is impossible with a true rq_xtime: that client stamped some calls after their reply was found)"
         fi
+    } >> "$table"
+fi
+# How busy the client's one vCPU was during each job (ticks from
+# /proc/stat around the fio run, ramp included): a client at 100% is
+# CPU-bound, and its split says where; one with idle time waits on the
+# server or the link.
+# cpu_cell MOD JOB: "busy% (user/sys/softirq)" as medians over the rounds.
+cpu_cell() {
+    local d f b=() u=() k=() q=()
+    for d in ${DIRS[$1]}; do
+        f=$d/$2.cpu
+        [ -s "$f" ] || continue
+        read -r cu cs cq ci co < "$f"
+        t=$((cu + cs + cq + ci + co))
+        [ "$t" -gt 0 ] || continue
+        b+=("$(awk -v x=$((t - ci)) -v t=$t 'BEGIN { printf "%.1f", 100 * x / t }')")
+        u+=("$(awk -v x="$cu" -v t=$t 'BEGIN { printf "%.1f", 100 * x / t }')")
+        k+=("$(awk -v x="$cs" -v t=$t 'BEGIN { printf "%.1f", 100 * x / t }')")
+        q+=("$(awk -v x="$cq" -v t=$t 'BEGIN { printf "%.1f", 100 * x / t }')")
+    done
+    ((${#b[@]})) || { echo -; return; }
+    printf '%.0f%% (%.0f/%.0f/%.0f)' "$(stats "${b[@]}" | cut -d' ' -f1)" "$(stats "${u[@]}" | cut -d' ' -f1)" \
+        "$(stats "${k[@]}" | cut -d' ' -f1)" "$(stats "${q[@]}" | cut -d' ' -f1)"
+}
+if ls "$RUN_DIR"/fio-*/*.cpu > /dev/null 2>&1; then
+    {
+        echo
+        echo "client vCPU busy during each job, median over the rounds: busy% (user/sys/softirq %)"
+        printf '%-21s %22s %22s\n' workload C rpcrdma_rs
+        for w in "${WORKLOADS[@]}"; do
+            IFS='|' read -r title job _ <<< "$w"
+            printf '%-21s %22s %22s\n' "$title" "$(cpu_cell c "$job")" "$(cpu_cell rs "$job")"
+        done
     } >> "$table"
 fi
 echo

@@ -1,17 +1,29 @@
 #!/usr/bin/env bash
 # Configure and build the test kernel into the cache; print the build directory.
-# Key: kernel version + config fragment + toolchain, so a changed input gets a
-# fresh tree and an unchanged one is reused without running make at all.
+# Key: kernel version + config fragments + toolchain, so a changed input gets
+# a fresh tree and an unchanged one is reused without running make at all.
+#
+#   KERNEL_VARIANT=test   the tests' kernel: lockdep, KFENCE, list debugging
+#   KERNEL_VARIANT=bench  the same without the lock and memory debugging (as a
+#                         distribution ships it), plus the function profiler;
+#                         scripts/bench.sh measures on this one
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-FRAG=$REPO_DIR/scripts/kconfig/test-kernel.config
+VARIANT=${KERNEL_VARIANT:-test}
+FRAGS=("$REPO_DIR/scripts/kconfig/test-kernel.config")
+case $VARIANT in
+test) ;;
+bench) FRAGS+=("$REPO_DIR/scripts/kconfig/bench-kernel.config") ;;
+*) die "KERNEL_VARIANT=$VARIANT: test or bench" ;;
+esac
 LLVM=${LLVM:--19}
 ksrc=$("$REPO_DIR/scripts/kernel-source.sh")
 kver=$(make -s -C "$ksrc" kernelversion)
-key=$( { echo "$kver"; cat "$FRAG"; rustc --version; clang$LLVM --version | head -n1;
+key=$( { echo "$kver"; cat "${FRAGS[@]}"; rustc --version; clang$LLVM --version | head -n1;
          bindgen --version; } | sha256sum | cut -c1-12)
-out=${KBUILD_OUT:-$CACHE_DIR/build/linux-$kver-$key}
+suffix=; [ "$VARIANT" = test ] || suffix=-$VARIANT
+out=${KBUILD_OUT:-$CACHE_DIR/build/linux-$kver$suffix-$key}
 if [ -f "$out/.complete" ]; then echo "$out"; exit 0; fi
 
 mkdir -p "$out"
@@ -19,10 +31,20 @@ kmake() { make -C "$ksrc" O="$out" LLVM="$LLVM" "$@"; }
 step "kernel $kver: configuring in $out"
 kmake -s allnoconfig >&2
 KCONFIG_CONFIG="$out/.config" "$ksrc/scripts/kconfig/merge_config.sh" -m -O "$out" \
-    "$out/.config" "$FRAG" >/dev/null
+    "$out/.config" "${FRAGS[@]}" >/dev/null
 kmake -s olddefconfig >&2
-bad=$(grep -E '^CONFIG_[A-Z0-9_]+=' "$FRAG" | while IFS= read -r want; do
-        grep -qxF "$want" "$out/.config" || echo "$want"; done)
+# Each symbol's last word across the fragments must hold: "CONFIG_X=v"
+# verbatim, "# CONFIG_X is not set" as not =y/=m.
+bad=$(cat "${FRAGS[@]}" | sed -nE 's/^(CONFIG_[A-Z0-9_]+)=.*/\1 &/p; s/^# (CONFIG_[A-Z0-9_]+) is not set$/\1 &/p' |
+      awk '{ sym = $1; $1 = ""; last[sym] = substr($0, 2); if (!(sym in seen)) { seen[sym]; order[++n] = sym } }
+           END { for (i = 1; i <= n; i++) print last[order[i]] }' |
+      while IFS= read -r want; do
+        case $want in
+        "# "*) sym=${want#\# }; sym=${sym%% *}
+               ! grep -qE "^$sym=[ym]$" "$out/.config" || echo "$want" ;;
+        *) grep -qxF "$want" "$out/.config" || echo "$want" ;;
+        esac
+      done)
 [ -z "$bad" ] || die "Kconfig refused: $(echo $bad) (is Rust available? make LLVM=$LLVM rustavailable)"
 
 step "kernel $kver: building (about 15 minutes on 2 cores; log: $out/build.log)"

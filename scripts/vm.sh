@@ -30,6 +30,8 @@ VM_APPEND_BASE="console=ttyS0 panic=-1 loglevel=7 printk.devkmsg=on"
 BAD_LOG='Kernel panic|BUG:|WARNING:|Oops|general protection fault|possible circular locking|possible recursive locking|inconsistent lock state|suspicious RCU usage|KFENCE:|blocked for more than|soft lockup|hard LOCKUP|UBSAN:|panicked at|list_add corruption|list_del corruption|Call Trace:'
 
 # vm_prepare KBUILD RS_KO RUNDIR: stage kernel, initramfs and the overlay.
+# VM_EXTRA_BINS: host binaries to add to the overlay with their libraries
+# (the bench's perf), kept out of the tests' base initramfs.
 vm_prepare() {
     local kbuild=$1 rs_ko=$2
     VM_RUNDIR=$3
@@ -42,6 +44,13 @@ vm_prepare() {
     cp "$kbuild/net/sunrpc/xprtrdma/rpcrdma.ko" "$ov/modules/"
     [ -n "$rs_ko" ] && cp "$rs_ko" "$ov/modules/rpcrdma_rs.ko"
     cp "$REPO_DIR"/tests/vm/*.sh "$ov/scenario/"
+    local b lib
+    for b in ${VM_EXTRA_BINS:-}; do
+        mkdir -p "$ov$(dirname "$b")"; cp "$b" "$ov$b"
+        for lib in $(ldd "$b" | awk '/=> \//{print $3} /^[[:space:]]*\//{print $1}'); do
+            mkdir -p "$ov$(dirname "$lib")"; cp -L "$lib" "$ov$lib"
+        done
+    done
     (cd "$ov" && find . -print0 | cpio --null -o -H newc --quiet) > "$VM_RUNDIR/overlay.cpio"
     rm -rf "$ov"
     cat "$base" "$VM_RUNDIR/overlay.cpio" > "$VM_RUNDIR/initrd.cpio"

@@ -1225,7 +1225,6 @@ unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_int {
         let (n, bytes) = unsafe {
             register_region(pool, buf, range.offset, range.len, writing, out, &mut held)?
         };
-        bump(&stats.total_rdma_request, u64::from(bytes));
         Ok::<_, Error>((n, bytes))
     };
     let registered = (|| -> Result {
@@ -1252,15 +1251,18 @@ unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_int {
                 };
                 n += 1;
                 bytes = bytes.saturating_add(pad.length);
-                bump(&stats.total_rdma_request, u64::from(pad.length));
             }
             nwrites = n;
+            // As in rpcrdma.ko: the bytes offered for the server to write,
+            // Write and Reply chunks; Read chunks are not counted.
+            bump(&stats.total_rdma_request, u64::from(bytes));
             st.offered_write.store(bytes, Ordering::Relaxed);
             bump(&stats.write_chunk_count, n as u64);
         }
         if let Some(range) = regs.reply {
             let (n, bytes) = register(rcv, range, true, &mut reply)?;
             nreply = n;
+            bump(&stats.total_rdma_request, u64::from(bytes));
             st.offered_reply.store(bytes, Ordering::Relaxed);
             bump(&stats.reply_chunk_count, n as u64);
         }

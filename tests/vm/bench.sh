@@ -24,13 +24,62 @@ dir=/mnt/bench
 md_mnt=/md
 md_dir=$md_mnt/bench
 
-# fio_job NAME ARGS...: one fio run, its JSON to the host.
+# cpu_ticks: the client's CPU time so far, in USER_HZ ticks: "user sys
+# softirq idle other" (user includes nice, idle includes iowait, other is
+# hardirq and steal).
+cpu_ticks() {
+    awk '$1 == "cpu" { print $2 + $3, $4, $8, $5 + $6, $7 + $9 }' /proc/stat
+}
+
+# profiling NAME: whether RR_PROFILE names this job (or is "all").
+profiling() {
+    case " $RR_PROFILE " in *" $1 "* | *" all "*) return 0 ;; esac
+    return 1
+}
+
+# server_profile start|stop: ask the server (server.sh's fault_watch) to
+# start or stop its perf recording, through the export, and wait until it
+# did. The server rewrites the file when done; O_DIRECT reads see that
+# through the client's caches.
+server_profile() {
+    echo "$1" > /mnt/.profile || return 1
+    want=started; [ "$1" = stop ] && want="done"
+    for _ in $(seq 1 120); do
+        [ "$(dd if=/mnt/.profile iflag=direct bs=4096 2>/dev/null)" = "$want" ] && return 0
+        sleep 1
+    done
+    echo "server did not answer profile $1"; return 1
+}
+
+# perf_report NAME FILE: the top of a cpu-clock profile, to the host.
+perf_report() {
+    { echo "RR-PERF-BEGIN $1"
+      perf report -i "$2" --stdio --no-children --sort dso,sym --percent-limit 0.5 2>&1 |
+          grep -v '^#' | grep -v '^$' | head -n 60
+      echo "RR-PERF-END $1"; } > "$RESULTS"
+}
+
+# fio_job NAME ARGS...: one fio run, its JSON to the host, with the CPU
+# time the client spent (RR-CPU NAME user sys softirq idle other, ticks);
+# under RR_PROFILE, with cpu-clock profiles of both guests.
 fio_job() {
     name=$1; shift
+    case " ${RR_JOBS:-$name} " in *" $name "*) ;; *) return 0 ;; esac
     echo 3 > /proc/sys/vm/drop_caches
-    fio --name="$name" --output-format=json --output=/tmp/"$name".json "$@" ||
-        { tail -n 5 /tmp/"$name".json; return 1; }
+    set -- fio --name="$name" --output-format=json --output=/tmp/"$name".json "$@"
+    if profiling "$name"; then
+        server_profile start || return 1
+        set -- perf record -q -a -e cpu-clock -F 199 -o /tmp/"$name".perf -- "$@"
+    fi
+    t0=$(cpu_ticks)
+    "$@" > /tmp/"$name".out 2>&1 || { tail -n 5 /tmp/"$name".out /tmp/"$name".json; return 1; }
+    t1=$(cpu_ticks)
     { echo "RR-FIO-BEGIN $name"; cat /tmp/"$name".json; echo "RR-FIO-END $name"; } > "$RESULTS"
+    echo "$t0 $t1" | awk -v n="$name" '{ print "RR-CPU", n, $6 - $1, $7 - $2, $8 - $3, $9 - $4, $10 - $5 }' > "$RESULTS"
+    if profiling "$name"; then
+        server_profile stop || return 1
+        perf_report "client $name" /tmp/"$name".perf
+    fi
 }
 
 # shellcheck disable=SC2154 # server and export_path come from nfs-mount.sh

@@ -92,8 +92,29 @@ populate_dir() {
 # Faults on request: the client drops a trigger file into the export, so the
 # fault lands while it has I/O going. Writing 0 threads destroys the
 # listeners, so nfsd_listen re-creates them.
+# profile_watch: start and stop a cpu-clock profile of the whole server
+# when the bench's client asks for it in /export/.profile, and answer there
+# (see server_profile in bench.sh); the report goes to the host directly.
+profile_watch() {
+    case $(cat /export/.profile 2>/dev/null) in
+    start)
+        perf record -q -a -e cpu-clock -F 199 -o /tmp/server.perf > /tmp/server.perf.log 2>&1 &
+        echo $! > /tmp/server.perf.pid
+        sleep 1; echo started > /export/.profile ;;
+    stop)
+        kill -INT "$(cat /tmp/server.perf.pid)"
+        while kill -0 "$(cat /tmp/server.perf.pid)" 2>/dev/null; do sleep 1; done
+        { echo "RR-PERF-BEGIN server"
+          perf report -i /tmp/server.perf --stdio --no-children --sort dso,sym --percent-limit 0.5 2>&1 |
+              grep -v '^#' | grep -v '^$' | head -n 60
+          echo "RR-PERF-END server"; } > "$RESULTS"
+        echo done > /export/.profile ;;
+    esac
+}
+
 fault_watch() {
     while :; do
+        [ -z "${RR_PROFILE:-}" ] || profile_watch
         # One read: the client removes the file when it is done with it,
         # which must not look like a new request.
         if req=$(cat /export/.populate 2>/dev/null) && [ -n "$req" ] &&
