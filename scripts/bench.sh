@@ -21,7 +21,8 @@
 #   KERNEL=bench  the guests' kernel: bench (the test kernel without lockdep,
 #                 lock and list debugging and KFENCE, which tax each client by
 #                 its lock and allocation count rather than its speed) or test
-#   JOBS="..."    only these fio jobs (names as in tests/vm/bench.sh)
+#   JOBS="..."    only these fio jobs (names as in tests/vm/bench.sh; md_stat
+#                 and md_delete need md_create's files)
 #   PROFILE="..." jobs (or "all") to run under a cpu-clock perf profile of
 #                 both guests (the report's top functions go to
 #                 perf-$mod-r$N/); profiling slows the guests, so a profiled
@@ -86,10 +87,14 @@ if [ -z "$REPORT" ]; then
     t_start=$SECONDS
     kbuild=$(KERNEL_VARIANT=$KERNEL "$REPO_DIR/scripts/kernel-build.sh")
     rs_ko=$(KDIR=$kbuild "$REPO_DIR/scripts/build-module.sh")
-    # perf's binary, not Debian's wrapper script, which picks one by the
-    # running kernel's version.
+    # perf's binary, not Debian's wrapper script (which picks a perf_X.Y
+    # by the running kernel's version).
     VM_EXTRA_BINS=
-    [ -z "$PROFILE" ] || VM_EXTRA_BINS=$(readlink -f "$(dpkg-divert --truename /usr/bin/perf)")
+    if [ -n "$PROFILE" ]; then
+        VM_EXTRA_BINS=$(command -v perf)
+        [ "$(head -c 4 "$VM_EXTRA_BINS" | tr -d '\177')" = ELF ] ||
+            VM_EXTRA_BINS=$(ls /usr/bin/perf_[0-9]* | sort -V | tail -n 1)
+    fi
     vm_prepare "$kbuild" "$rs_ko" "$RUN_DIR"
     echo "$RUNTIME" > "$RUN_DIR/runtime.txt"
     echo "$VM_LINK" > "$RUN_DIR/link.txt"
