@@ -844,6 +844,10 @@ pub(crate) struct Ep {
     tx: KVec<SendCtx>,
     /// Which Sends are signalled; the sender's (`XPRT_LOCKED`).
     signals: UnsafeCell<SendSignals>,
+    /// The page list of the memory a Call registers or maps, rebuilt for
+    /// each region; the sender's (`XPRT_LOCKED`). Sized at connect for the
+    /// largest payload, so that marshalling allocates nothing.
+    page_list: UnsafeCell<KVec<PageSeg>>,
     pool: Option<KBox<MrPool>>,
     pd: Option<Pd>,
     id: Option<CmId<Shared>>,
@@ -883,6 +887,7 @@ impl Ep {
                 rx: KVec::new(),
                 tx: KVec::new(),
                 signals: UnsafeCell::new(SendSignals::new(1, 1)),
+                page_list: UnsafeCell::new(KVec::new()),
                 pool: None,
                 pd: None,
                 id: None,
@@ -936,6 +941,9 @@ impl Ep {
         // slot to need about a chunk and a half.
         let segs = limits.max_rdma_segs().max(1);
         let nmrs = (cfg.slots.saturating_mul(segs.saturating_add(2))).min(4096);
+        // A chunk's pages, plus the head and tail pages around them.
+        let list = segs.saturating_mul(limits.max_fr_depth()).saturating_add(4);
+        ep_ref.page_list = UnsafeCell::new(KVec::with_capacity(list as usize, GFP_KERNEL)?);
         let max_wr = dev.max_qp_wr().min(dev.max_cqe());
         // Send queue: every Send may come with a REG_MR per MR, and a
         // LOCAL_INV per MR follows its Reply. One extra each for ib_drain_qp.
@@ -1089,6 +1097,21 @@ impl Ep {
     }
 
     /// Number the next Send gets; see [`Shared::send_completed`].
+    /// The sender's page-list scratch (see `page_list`).
+    ///
+    /// # Safety
+    ///
+    /// The caller holds `XPRT_LOCKED` and keeps no other reference from
+    /// this function alive.
+    // The list is the sender's, as `XPRT_LOCKED` is: a lock the type
+    // system cannot see, hence `&self` in and `&mut` out.
+    #[allow(clippy::mut_from_ref)]
+    pub(crate) unsafe fn page_list(&self) -> &mut KVec<PageSeg> {
+        // SAFETY: Only the sender uses the list, and it is serialised by
+        // `XPRT_LOCKED` (the caller's promise).
+        unsafe { &mut *self.page_list.get() }
+    }
+
     pub(crate) fn next_send_seq(&self) -> u64 {
         self.sends_posted.load(Ordering::Relaxed).wrapping_add(1)
     }

@@ -1218,14 +1218,17 @@ unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_int {
     let mut segs = [Segment::default(); 16];
     let (mut nreads, mut nwrites, mut nreply) = (0usize, 0usize, 0usize);
     let stats = &rx.stats;
+    // SAFETY: We hold XPRT_LOCKED, and this is the only reference to the
+    // list while we do.
+    let page_list = unsafe { ep.page_list() };
     let mut register = |buf, range: plan::Range, writing, out: &mut [Segment]| {
         // SAFETY: The buffers are the request's and stay until it is
         // released, which waits for the Reply (and so for the
         // invalidation) or a disconnect.
-        let (n, bytes) = unsafe {
-            register_region(pool, buf, range.offset, range.len, writing, out, &mut held)?
-        };
-        Ok::<_, Error>((n, bytes))
+        unsafe {
+            region(page_list, buf, range.offset, range.len)?;
+            register_pages(pool, page_list, writing, out, &mut held)
+        }
     };
     let registered = (|| -> Result {
         if let Some((position, range)) = regs.read {
@@ -1292,9 +1295,9 @@ unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_int {
     let mapped = layout.mapped.and_then(|r| {
         // SAFETY: The Call's pages stay until the request is released,
         // which waits for its Reply, and the Reply waits for this Send.
-        let pages = unsafe { region(snd, r.offset, r.len) }.ok()?;
+        unsafe { region(page_list, snd, r.offset, r.len) }.ok()?;
         // SAFETY: As above.
-        unsafe { ep.map_pages(&pages) }.ok()
+        unsafe { ep.map_pages(page_list) }.ok()
     });
     if layout.mapped.is_some() && mapped.is_none() {
         // Could not map: copy it all, which always fits.
@@ -1648,13 +1651,19 @@ fn push_pages(
     Ok(())
 }
 
-/// The pages of `len` bytes at `offset` of `buf`: head, page list, tail.
+/// Fills `out` with the pages of `len` bytes at `offset` of `buf`: head,
+/// page list, tail.
 ///
 /// # Safety
 ///
 /// `buf` is a live `xdr_buf` whose head and tail are kmalloc memory.
-unsafe fn region(buf: *const sys::xdr_buf, offset: u32, len: u32) -> Result<KVec<PageSeg>> {
-    let mut out = KVec::with_capacity(len as usize / PAGE + 4, GFP_NOWAIT).map_err(|_| ENOBUFS)?;
+unsafe fn region(
+    out: &mut KVec<PageSeg>,
+    buf: *const sys::xdr_buf,
+    offset: u32,
+    len: u32,
+) -> Result {
+    out.clear();
     let mut offset = offset as usize;
     let mut left = len as usize;
     // SAFETY: The caller's promise.
@@ -1673,7 +1682,7 @@ unsafe fn region(buf: *const sys::xdr_buf, offset: u32, len: u32) -> Result<KVec
         }
         let n = (vlen - offset).min(left);
         if in_pages {
-            push_pages(&mut out, b.page_base as usize + offset, n, |k| {
+            push_pages(out, b.page_base as usize + offset, n, |k| {
                 // SAFETY: `pages` covers `page_base + page_len` bytes, so
                 // every index asked for is in the array.
                 unsafe { *b.pages.add(k) }
@@ -1683,7 +1692,7 @@ unsafe fn region(buf: *const sys::xdr_buf, offset: u32, len: u32) -> Result<KVec
             // one holding byte `k * PAGE` counted from `base`'s page.
             let start = base as usize + offset;
             let first = start & !(PAGE - 1);
-            push_pages(&mut out, start - first, n, |k| {
+            push_pages(out, start - first, n, |k| {
                 // SAFETY: Every address asked for is within the head or
                 // tail, kmalloc memory (the caller's promise).
                 unsafe { sys::rpcrdma_rs_virt_to_page((first + k * PAGE) as *const c_void) }
@@ -1692,27 +1701,23 @@ unsafe fn region(buf: *const sys::xdr_buf, offset: u32, len: u32) -> Result<KVec
         left -= n;
         offset = 0;
     }
-    Ok(out)
+    Ok(())
 }
 
-/// Registers `len` bytes at `offset` of `buf` on as many MRs as needed,
-/// writing one segment each into `out`; returns the segments and bytes.
+/// Registers the memory of `pages` on as many MRs as needed, writing one
+/// segment each into `out`; returns the segments and bytes.
 ///
 /// # Safety
 ///
-/// As for [`region`]; the memory stays until the MRs are released.
-unsafe fn register_region(
+/// The pages stay allocated until the MRs are released.
+unsafe fn register_pages(
     pool: &MrPool,
-    buf: *const sys::xdr_buf,
-    offset: u32,
-    len: u32,
+    pages: &[PageSeg],
     writing: bool,
     out: &mut [Segment],
     held: &mut Held,
 ) -> Result<(usize, u32)> {
-    // SAFETY: The caller's promise.
-    let pages = unsafe { region(buf, offset, len)? };
-    let mut rest: &[PageSeg] = &pages;
+    let mut rest = pages;
     let mut n = 0usize;
     let mut bytes = 0u32;
     while !rest.is_empty() {

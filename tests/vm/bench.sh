@@ -51,18 +51,6 @@ server_profile() {
     echo "server did not answer profile $1"; return 1
 }
 
-# perf_report NAME FILE: the top of a cpu-clock profile, to the host.
-perf_report() {
-    { echo "RR-PERF-BEGIN $1"
-      perf report -i "$2" --stdio --no-children --sort dso --percent-limit 0.1 2>&1 |
-          grep -v '^#' | grep -v '^$' | head -n 20
-      perf report -i "$2" --stdio --no-children --sort dso,sym --percent-limit 0.3 2>&1 |
-          grep -v '^#' | grep -v '^$' | head -n 80
-      echo "-- the transport module's functions"
-      perf report -i "$2" --stdio --no-children --sort dso,sym 2>&1 | grep '\[rpcrdma' | head -n 40
-      echo "RR-PERF-END $1"; } > "$RESULTS"
-}
-
 # fio_job NAME ARGS...: one fio run, its JSON to the host, with the CPU
 # time the client spent (RR-CPU NAME user sys softirq idle other, ticks);
 # under RR_PROFILE, with cpu-clock profiles of both guests.

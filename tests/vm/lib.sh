@@ -106,3 +106,17 @@ unload() {
     done
     [ $i -eq 0 ] || echo "unloaded after $i retries"
 }
+
+# perf_report NAME FILE: the top of a cpu-clock profile (bench.sh's
+# PROFILE) to the host: by module, by function, and the transport module's
+# own functions.
+perf_report() {
+    { echo "RR-PERF-BEGIN $1"
+      perf report -i "$2" --stdio --no-children --sort dso --percent-limit 0.1 2>&1 |
+          grep -v '^#' | grep -v '^$' | head -n 20
+      perf report -i "$2" --stdio --no-children --sort dso,sym --percent-limit 0.3 2>&1 |
+          grep -v '^#' | grep -v '^$' | head -n 80
+      echo "-- the transport module's functions"
+      perf report -i "$2" --stdio --no-children --sort dso,sym 2>&1 | grep '\[rpcrdma' | head -n 40
+      echo "RR-PERF-END $1"; } > "$RESULTS"
+}

@@ -104,12 +104,7 @@ profile_watch() {
     stop)
         kill -INT "$(cat /tmp/server.perf.pid)"
         while kill -0 "$(cat /tmp/server.perf.pid)" 2>/dev/null; do sleep 1; done
-        { echo "RR-PERF-BEGIN server"
-          perf report -i /tmp/server.perf --stdio --no-children --sort dso --percent-limit 0.1 2>&1 |
-              grep -v '^#' | grep -v '^$' | head -n 20
-          perf report -i /tmp/server.perf --stdio --no-children --sort dso,sym --percent-limit 0.3 2>&1 |
-              grep -v '^#' | grep -v '^$' | head -n 80
-          echo "RR-PERF-END server"; } > "$RESULTS"
+        perf_report server /tmp/server.perf
         echo done > /export/.profile ;;
     esac
 }
