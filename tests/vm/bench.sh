@@ -116,6 +116,8 @@ if check mount nfs_mount; then
         fi
     }
     { echo "RR-STATS-BEGIN"; cat /proc/self/mountstats; echo "RR-STATS-END"; } > "$RESULTS"
+    # rxe's packet counters: retransmits, RNR NAKs and packets per op.
+    note "rxe: $(rdma statistic show link | tr -s ' \n' ' ')"
     rm -rf $dir $md_dir
     if grep -q " $md_mnt " /proc/mounts; then check umount_md umount $md_mnt; fi
     check umount umount /mnt
