@@ -286,17 +286,16 @@ fi
 # server or the link.
 # cpu_cell MOD JOB: "busy% (user/sys/softirq)" as medians over the rounds.
 cpu_cell() {
-    local d f b=() u=() k=() q=()
+    local d f t cu cs cq ci co pb pu pk pq b=() u=() k=() q=()
     for d in ${DIRS[$1]}; do
         f=$d/$2.cpu
         [ -s "$f" ] || continue
         read -r cu cs cq ci co < "$f"
         t=$((cu + cs + cq + ci + co))
         [ "$t" -gt 0 ] || continue
-        b+=("$(awk -v x=$((t - ci)) -v t=$t 'BEGIN { printf "%.1f", 100 * x / t }')")
-        u+=("$(awk -v x="$cu" -v t=$t 'BEGIN { printf "%.1f", 100 * x / t }')")
-        k+=("$(awk -v x="$cs" -v t=$t 'BEGIN { printf "%.1f", 100 * x / t }')")
-        q+=("$(awk -v x="$cq" -v t=$t 'BEGIN { printf "%.1f", 100 * x / t }')")
+        read -r pb pu pk pq < <(awk -v t=$t 'BEGIN { for (i = 1; i < ARGC; i++) printf "%.1f ", 100 * ARGV[i] / t }' \
+            $((t - ci)) "$cu" "$cs" "$cq")
+        b+=("$pb") u+=("$pu") k+=("$pk") q+=("$pq")
     done
     ((${#b[@]})) || { echo -; return; }
     printf '%.0f%% (%.0f/%.0f/%.0f)' "$(stats "${b[@]}" | cut -d' ' -f1)" "$(stats "${u[@]}" | cut -d' ' -f1)" \

@@ -22,12 +22,7 @@ cp /usr/bin/busybox "$root/bin/busybox"
 for app in $("$root/bin/busybox" --list); do
     [ -e "$root/bin/$app" ] || ln -s busybox "$root/bin/$app"
 done
-for b in "${BINS[@]}"; do
-    mkdir -p "$root$(dirname "$b")"; cp "$b" "$root$b"
-    ldd "$b" | awk '/=> \//{print $3} /^[[:space:]]*\//{print $1}' | while read -r lib; do
-        [ -e "$root$lib" ] || { mkdir -p "$root$(dirname "$lib")"; cp -L "$lib" "$root$lib"; }
-    done
-done
+copy_with_libs "$root" "${BINS[@]}"
 ln -s ../run "$root/var/run"   # rpcbind's socket, where the kernel registers
 ln -sf /usr/sbin/mount.nfs "$root/sbin/mount.nfs"
 ln -sf /usr/sbin/mount.nfs "$root/sbin/mount.nfs4"

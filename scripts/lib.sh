@@ -7,3 +7,15 @@ die()  { printf 'error: %s\n' "$*" >&2; exit 1; }
 # Everything built outside the checkout lives here, keyed by what produced it.
 CACHE_DIR=${RPCRDMA_RS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rpcrdma_rs}
 REPO_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+# copy_with_libs ROOT BIN...: copy host binaries into ROOT at the same
+# paths, with the shared libraries ldd names for them.
+copy_with_libs() {
+    local root=$1 b lib; shift
+    for b in "$@"; do
+        mkdir -p "$root$(dirname "$b")"; cp "$b" "$root$b"
+        for lib in $(ldd "$b" | awk '/=> \//{print $3} /^[[:space:]]*\//{print $1}'); do
+            [ -e "$root$lib" ] || { mkdir -p "$root$(dirname "$lib")"; cp -L "$lib" "$root$lib"; }
+        done
+    done
+}

@@ -44,13 +44,8 @@ vm_prepare() {
     cp "$kbuild/net/sunrpc/xprtrdma/rpcrdma.ko" "$ov/modules/"
     [ -n "$rs_ko" ] && cp "$rs_ko" "$ov/modules/rpcrdma_rs.ko"
     cp "$REPO_DIR"/tests/vm/*.sh "$ov/scenario/"
-    local b lib
-    for b in ${VM_EXTRA_BINS:-}; do
-        mkdir -p "$ov$(dirname "$b")"; cp "$b" "$ov$b"
-        for lib in $(ldd "$b" | awk '/=> \//{print $3} /^[[:space:]]*\//{print $1}'); do
-            mkdir -p "$ov$(dirname "$lib")"; cp -L "$lib" "$ov$lib"
-        done
-    done
+    # shellcheck disable=SC2086 # a list of paths
+    copy_with_libs "$ov" ${VM_EXTRA_BINS:-}
     (cd "$ov" && find . -print0 | cpio --null -o -H newc --quiet) > "$VM_RUNDIR/overlay.cpio"
     rm -rf "$ov"
     cat "$base" "$VM_RUNDIR/overlay.cpio" > "$VM_RUNDIR/initrd.cpio"

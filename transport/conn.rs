@@ -1096,7 +1096,6 @@ impl Ep {
         self.pool.as_deref()
     }
 
-    /// Number the next Send gets; see [`Shared::send_completed`].
     /// The sender's page-list scratch (see `page_list`).
     ///
     /// # Safety
@@ -1112,6 +1111,7 @@ impl Ep {
         unsafe { &mut *self.page_list.get() }
     }
 
+    /// Number the next Send gets; see [`Shared::send_completed`].
     pub(crate) fn next_send_seq(&self) -> u64 {
         self.sends_posted.load(Ordering::Relaxed).wrapping_add(1)
     }

@@ -89,9 +89,6 @@ populate_dir() {
         cd / && echo "done" >> /export/.populate
 }
 
-# Faults on request: the client drops a trigger file into the export, so the
-# fault lands while it has I/O going. Writing 0 threads destroys the
-# listeners, so nfsd_listen re-creates them.
 # profile_watch: start and stop a cpu-clock profile of the whole server
 # when the bench's client asks for it in /export/.profile, and answer there
 # (see server_profile in bench.sh); the report goes to the host directly.
@@ -109,6 +106,9 @@ profile_watch() {
     esac
 }
 
+# Faults on request: the client drops a trigger file into the export, so the
+# fault lands while it has I/O going. Writing 0 threads destroys the
+# listeners, so nfsd_listen re-creates them.
 fault_watch() {
     while :; do
         [ -z "${RR_PROFILE:-}" ] || profile_watch
