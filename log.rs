@@ -81,3 +81,12 @@ macro_rules! rwarn {
         }
     };
 }
+
+/// `pr_info!`, under the same rate limit: for events a peer can repeat.
+macro_rules! rinfo {
+    ($($arg:tt)*) => {
+        if $crate::log::warn_allowed() {
+            ::kernel::pr_info!($($arg)*);
+        }
+    };
+}

@@ -113,6 +113,11 @@ mod proto_tests {
     }
 
     #[test]
+    fn requester_receive_rules() {
+        assert_eq!(selftest::requester_receive_rules(), Ok(()));
+    }
+
+    #[test]
     fn send_economy() {
         assert_eq!(selftest::send_economy(), Ok(()));
     }

@@ -18,6 +18,7 @@
 //! - [`plan`], [`credits`]: chunk planning, the Send layout of a Call and
 //!   the credit window.
 //! - [`queue`]: Send signalling and Receive batching.
+//! - [`reply`]: what a Requester does with a received message.
 //! - [`selftest`]: known-answer checks shared by `cargo test` and KUnit.
 //!
 //! # From the transport
@@ -48,6 +49,7 @@ pub mod negotiate;
 pub mod plan;
 pub mod pvt;
 pub mod queue;
+pub mod reply;
 pub mod selftest;
 pub mod v1;
 pub mod v2;

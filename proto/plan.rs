@@ -405,7 +405,8 @@ pub enum BadReply {
     NotOffered,
     /// The Responder claims to have written more than we registered.
     TooLong,
-    /// RDMA_NOMSG without a Reply chunk, or with a Write list too.
+    /// RDMA_NOMSG without a Reply chunk, with nothing written to it, or
+    /// with a Write list too.
     BadNomsg,
 }
 
@@ -435,9 +436,15 @@ pub fn check_reply(
         if written > room {
             return Err(BadReply::TooLong);
         }
+        // The whole Reply travels in the chunk: an empty one is no Reply.
+        if written == 0 {
+            return Err(BadReply::BadNomsg);
+        }
         return Ok(ReplyShape::Reply { written });
     }
-    if lists.reply.is_some() {
+    // A server may return the Reply chunk it did not use with nothing
+    // written to it, as rpcrdma.ko accepts; data in it is a protocol error.
+    if lists.reply.is_some_and(|reply| written(&reply) != Some(0)) {
         return Err(BadReply::UnexpectedList);
     }
     match write {

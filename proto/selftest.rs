@@ -17,6 +17,7 @@ use super::limits::Limits;
 use super::negotiate::{Action, Answer, Negotiator, SendAs, Version};
 use super::plan::{self, CallPlan, Connection, DeviceLimits, ReplyPlan, Rpc};
 use super::pvt::{self, InlineThresholds, PrivateData};
+use super::reply::{self, BadReply, Dropped, Inbound};
 use super::v2::{self, ErrorCode};
 use super::{v1, xdr};
 
@@ -1077,6 +1078,112 @@ pub fn requester_chunk_rules() -> Outcome {
     check(
         too_long == Err(plan::BadReply::TooLong),
         "frwr: reply chunk overrun refused",
+    )
+}
+
+/// What a Requester does with what it receives (`reply::classify`): a
+/// header that does not decode fails the RPC it names, at once; a message
+/// without an XID, or of another version, touches none; the grant is
+/// clamped; a zero-length Reply chunk is accepted unused in RDMA_MSG and
+/// refused as the carrier of an RDMA_NOMSG Reply.
+pub fn requester_receive_rules() -> Outcome {
+    let fails = |parts: &[&[u32]], want: BadReply, what| -> Outcome {
+        let wire = Wire::new(parts)?;
+        check(
+            matches!(
+                reply::classify(wire.bytes(), CREDITS),
+                Inbound::Reply { xid: XID, body: Err(got), .. } if got == want
+            ),
+            what,
+        )
+    };
+    fails(
+        &[&[XID, 1, CREDITS, v1::proc::MSGP, 0, 0, 0, 0]],
+        BadReply::Header(DecodeError::MsgpNotSupported),
+        "reply: RDMA_MSGP fails its RPC",
+    )?;
+    fails(
+        &[&[XID, 1, CREDITS, 7, 0, 0, 0]],
+        BadReply::Header(DecodeError::UnknownProc { proc: 7 }),
+        "reply: unknown procedure fails its RPC",
+    )?;
+    fails(
+        &[&[XID, 1, CREDITS, v1::proc::ERROR, 1]],
+        BadReply::Header(DecodeError::MalformedError),
+        "reply: truncated ERR_VERS fails its RPC",
+    )?;
+    fails(
+        &[&[XID, 1, CREDITS, v1::proc::ERROR, 99]],
+        BadReply::Header(DecodeError::MalformedError),
+        "reply: unknown RDMA_ERROR fails its RPC",
+    )?;
+    fails(
+        &[&[XID, 1, CREDITS, v1::proc::ERROR, 2]],
+        BadReply::Error(v1::RdmaError::Chunk),
+        "reply: ERR_CHUNK fails its RPC",
+    )?;
+    fails(
+        &[
+            &[XID, 1, CREDITS, v1::proc::MSG, 0, 1, 1],
+            &hloo(Segment {
+                handle: 0xdead_beef,
+                length: 0x7fff_ffff,
+                offset: 0,
+            }),
+            &[0, 0],
+            &RPC_REPLY,
+        ],
+        BadReply::Header(DecodeError::TooManyBytes),
+        "reply: 0x7fffffff written refused",
+    )?;
+    let short = Wire::new(&[&[XID, 1, CREDITS]])?;
+    check(
+        reply::classify(short.bytes(), CREDITS) == Inbound::Dropped(Dropped::Short),
+        "reply: no XID, no RPC",
+    )?;
+    let v9 = Wire::new(&[&[XID, 9, CREDITS, 0]])?;
+    check(
+        reply::classify(v9.bytes(), CREDITS) == Inbound::Dropped(Dropped::Version { vers: 9 }),
+        "reply: other version, no RPC",
+    )?;
+    let greedy = Wire::new(&[&[XID, 1, 5000, v1::proc::MSG, 0, 0, 0], &RPC_REPLY])?;
+    check(
+        matches!(
+            reply::classify(greedy.bytes(), CREDITS),
+            Inbound::Reply {
+                credits: CREDITS,
+                body: Ok(_),
+                ..
+            }
+        ),
+        "reply: grant clamped",
+    )?;
+    let offered = plan::Offered {
+        write_chunk: None,
+        reply_chunk: Some(4096),
+    };
+    let empty = hloo(Segment {
+        handle: 1,
+        length: 0,
+        offset: 0,
+    });
+    let unused = Wire::new(&[
+        &[XID, 1, CREDITS, v1::proc::MSG, 0, 0, 1, 1],
+        &empty,
+        &RPC_REPLY,
+    ])?;
+    let nomsg = Wire::new(&[&[XID, 1, CREDITS, v1::proc::NOMSG, 0, 0, 1, 1], &empty])?;
+    let shape = |wire: &Wire| match reply::classify(wire.bytes(), CREDITS) {
+        Inbound::Reply { body: Ok(b), .. } => Some(plan::check_reply(b.nomsg, &b.lists, &offered)),
+        _ => None,
+    };
+    check(
+        shape(&unused) == Some(Ok(plan::ReplyShape::Inline)),
+        "reply: unused empty Reply chunk accepted",
+    )?;
+    check(
+        shape(&nomsg) == Some(Err(plan::BadReply::BadNomsg)),
+        "reply: empty Reply chunk refused for RDMA_NOMSG",
     )
 }
 

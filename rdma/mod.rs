@@ -13,6 +13,7 @@ use core::ptr::NonNull;
 
 use kernel::error::{from_err_ptr, to_result};
 use kernel::prelude::*;
+use kernel::sync::Arc;
 use kernel::types::Opaque;
 
 use crate::sys;
@@ -115,15 +116,25 @@ pub(crate) trait CmHandler: Sync {
     fn event(&self, event: CmEvent);
 }
 
+/// What a QP is made of: it holds a reference to each, so neither the PD
+/// nor a CQ can be freed while the QP exists, whatever order its owner
+/// drops things in.
+struct QpParts {
+    _pd: Arc<Pd>,
+    _send_cq: Arc<Cq>,
+    _recv_cq: Arc<Cq>,
+}
+
 /// An RDMA-CM identifier for an RC connection.
 ///
 /// # Invariants
 ///
 /// `ptr` is a live `rdma_cm_id` created by [`CmId::new`], whose context is a
-/// `H` that outlives it. `qp` tells whether `rdma_create_qp` succeeded on it.
+/// `H` that outlives it. `qp` is `Some` exactly while the id has a QP
+/// created by [`CmId::create_qp`], and holds what that QP uses.
 pub(crate) struct CmId<H: CmHandler> {
     ptr: NonNull<sys::rdma_cm_id>,
-    qp: bool,
+    qp: Option<QpParts>,
     _handler: core::marker::PhantomData<*const H>,
 }
 
@@ -173,7 +184,7 @@ impl<H: CmHandler> CmId<H> {
         let ptr = NonNull::new(ptr).ok_or(ENOMEM)?;
         Ok(Self {
             ptr,
-            qp: false,
+            qp: None,
             _handler: core::marker::PhantomData,
         })
     }
@@ -217,22 +228,54 @@ impl<H: CmHandler> CmId<H> {
         })
     }
 
-    /// Creates the RC QP of this id.
-    pub(crate) fn create_qp(&mut self, pd: &Pd, attr: &mut QpAttr) -> Result {
-        // SAFETY: `self.ptr` and `pd.ptr` are live; `attr.0` is a fully
-        // initialised `ib_qp_init_attr` whose CQs are live.
-        to_result(unsafe { sys::rdma_create_qp(self.ptr.as_ptr(), pd.ptr.as_ptr(), &mut attr.0) })?;
-        self.qp = true;
+    /// Creates the RC QP of this id on `pd`, completing on `send_cq` and
+    /// `recv_cq`, with room for `send_wr` and `recv_wr` work requests and
+    /// `send_sge` SGEs per Send. The id keeps the three alive until the QP
+    /// is destroyed.
+    pub(crate) fn create_qp(
+        &mut self,
+        pd: &Arc<Pd>,
+        send_cq: &Arc<Cq>,
+        recv_cq: &Arc<Cq>,
+        send_wr: u32,
+        recv_wr: u32,
+        send_sge: u32,
+    ) -> Result {
+        if self.qp.is_some() {
+            return Err(EBUSY);
+        }
+        let mut attr = sys::ib_qp_init_attr {
+            send_cq: send_cq.ptr.as_ptr(),
+            recv_cq: recv_cq.ptr.as_ptr(),
+            cap: sys::ib_qp_cap {
+                max_send_wr: send_wr,
+                max_recv_wr: recv_wr,
+                max_send_sge: send_sge.max(1),
+                max_recv_sge: 1,
+                ..Default::default()
+            },
+            sq_sig_type: sys::ib_sig_type_IB_SIGNAL_REQ_WR,
+            qp_type: sys::ib_qp_type_IB_QPT_RC,
+            port_num: u32::MAX,
+            ..Default::default()
+        };
+        // SAFETY: `self.ptr`, the PD and both CQs are live; `attr` is a
+        // fully initialised `ib_qp_init_attr` that rdma_cm only reads.
+        to_result(unsafe { sys::rdma_create_qp(self.ptr.as_ptr(), pd.ptr.as_ptr(), &mut attr) })?;
+        // INVARIANT: the QP exists, and holds its PD and CQs.
+        self.qp = Some(QpParts {
+            _pd: pd.clone(),
+            _send_cq: send_cq.clone(),
+            _recv_cq: recv_cq.clone(),
+        });
         Ok(())
     }
 
     /// The QP, once created.
     pub(crate) fn qp(&self) -> Option<Qp> {
-        if !self.qp {
-            return None;
-        }
+        self.qp.as_ref()?;
         // SAFETY: `self.ptr` is live; `qp` is set by a successful
-        // `rdma_create_qp`.
+        // `rdma_create_qp` (type invariant).
         let qp = unsafe { (*self.ptr.as_ptr()).qp };
         NonNull::new(qp).map(|ptr| Qp { ptr })
     }
@@ -251,21 +294,29 @@ impl<H: CmHandler> CmId<H> {
     }
 
     /// Flushes the QP's queues and waits for every completion, so that no
-    /// posted buffer is in use afterwards.
+    /// posted buffer is in use afterwards: the Receive queue first, then
+    /// the Send queue, as rpcrdma.ko does. A Reply handled while the
+    /// Receive queue drains may still post work requests on the Send
+    /// queue (they are flushed, the QP being in error); draining the Send
+    /// queue last collects their completions too.
     pub(crate) fn drain_qp(&self) {
         if let Some(qp) = self.qp() {
             // SAFETY: The QP is live and was created with room for the
-            // drain work requests.
-            unsafe { sys::ib_drain_qp(qp.ptr.as_ptr()) };
+            // drain work request of each queue.
+            unsafe {
+                sys::ib_drain_rq(qp.ptr.as_ptr());
+                sys::ib_drain_sq(qp.ptr.as_ptr());
+            }
         }
     }
 
-    /// Destroys the QP, if any.
+    /// Destroys the QP, if any; then its PD and CQs may go.
     pub(crate) fn destroy_qp(&mut self) {
-        if self.qp {
-            // SAFETY: `self.ptr` is live and has a QP.
+        if self.qp.is_some() {
+            // SAFETY: `self.ptr` is live and has a QP (type invariant).
             unsafe { sys::rdma_destroy_qp(self.ptr.as_ptr()) };
-            self.qp = false;
+            // INVARIANT: the QP is gone, and so are its references.
+            self.qp = None;
         }
     }
 }
@@ -373,13 +424,16 @@ unsafe impl Send for Pd {}
 unsafe impl Sync for Pd {}
 
 impl Pd {
-    /// Allocates a PD on `dev`.
-    pub(crate) fn new(dev: &Device) -> Result<Self> {
+    /// Allocates a PD on `dev`, shared by the QP and the MRs made on it.
+    pub(crate) fn new(dev: &Device) -> Result<Arc<Self>> {
         // SAFETY: `dev.ptr` is live.
         let ptr = from_err_ptr(unsafe { sys::rpcrdma_rs_alloc_pd(dev.ptr.as_ptr(), 0) })?;
-        Ok(Self {
-            ptr: NonNull::new(ptr).ok_or(ENOMEM)?,
-        })
+        Arc::new(
+            Self {
+                ptr: NonNull::new(ptr).ok_or(ENOMEM)?,
+            },
+            GFP_KERNEL,
+        )
     }
 
     /// The lkey covering all DMA-mapped memory.
@@ -391,7 +445,8 @@ impl Pd {
 
 impl Drop for Pd {
     fn drop(&mut self) {
-        // SAFETY: `ptr` is live and owned; every user (QP, ...) is gone.
+        // SAFETY: `ptr` is live and owned; its users (QP, MRs) each hold
+        // a reference, so they are all gone.
         unsafe { sys::rpcrdma_rs_dealloc_pd(self.ptr.as_ptr()) };
     }
 }
@@ -413,7 +468,7 @@ unsafe impl Sync for Cq {}
 
 impl Cq {
     /// Allocates a CQ of `entries` on `dev`.
-    pub(crate) fn new(dev: &Device, entries: u32) -> Result<Self> {
+    pub(crate) fn new(dev: &Device, entries: u32) -> Result<Arc<Self>> {
         // SAFETY: `dev.ptr` is live.
         let ptr = from_err_ptr(unsafe {
             sys::rpcrdma_rs_alloc_cq(
@@ -423,48 +478,20 @@ impl Cq {
                 sys::ib_poll_context_IB_POLL_WORKQUEUE,
             )
         })?;
-        Ok(Self {
-            ptr: NonNull::new(ptr).ok_or(ENOMEM)?,
-        })
+        Arc::new(
+            Self {
+                ptr: NonNull::new(ptr).ok_or(ENOMEM)?,
+            },
+            GFP_KERNEL,
+        )
     }
 }
 
 impl Drop for Cq {
     fn drop(&mut self) {
-        // SAFETY: `ptr` is live and owned; its QP is destroyed. This waits
-        // for the polling work to finish.
+        // SAFETY: `ptr` is live and owned; its QP holds a reference, so it
+        // is destroyed. This waits for the polling work to finish.
         unsafe { sys::ib_free_cq(self.ptr.as_ptr()) };
-    }
-}
-
-/// Creation attributes of an RC QP.
-pub(crate) struct QpAttr(sys::ib_qp_init_attr);
-
-impl QpAttr {
-    /// An RC QP with `send_sge` SGEs per Send and one per Receive,
-    /// signalling only requested Sends.
-    pub(crate) fn rc(
-        send_cq: &Cq,
-        recv_cq: &Cq,
-        send_wr: u32,
-        recv_wr: u32,
-        send_sge: u32,
-    ) -> Self {
-        Self(sys::ib_qp_init_attr {
-            send_cq: send_cq.ptr.as_ptr(),
-            recv_cq: recv_cq.ptr.as_ptr(),
-            cap: sys::ib_qp_cap {
-                max_send_wr: send_wr,
-                max_recv_wr: recv_wr,
-                max_send_sge: send_sge.max(1),
-                max_recv_sge: 1,
-                ..Default::default()
-            },
-            sq_sig_type: sys::ib_sig_type_IB_SIGNAL_REQ_WR,
-            qp_type: sys::ib_qp_type_IB_QPT_RC,
-            port_num: u32::MAX,
-            ..Default::default()
-        })
     }
 }
 
@@ -767,10 +794,10 @@ pub(crate) const MAX_MAPPED_PAGES: usize = 17;
 ///
 /// # Invariants
 ///
-/// `maps[..n]` are live `DMA_TO_DEVICE` mappings on `dev`, which outlives
-/// this value (the owner drops it before the CM id holding the device).
+/// `maps[..n]` are live `DMA_TO_DEVICE` mappings on `dev` (set when `n` is
+/// not zero), which outlives this value (the owner drops it before the CM id holding the device).
 pub(crate) struct MappedPages {
-    dev: Device,
+    dev: Option<Device>,
     maps: [(u64, u32); MAX_MAPPED_PAGES],
     n: usize,
 }
@@ -791,7 +818,7 @@ impl MappedPages {
             return Err(EMSGSIZE);
         }
         let mut out = Self {
-            dev: *dev,
+            dev: Some(*dev),
             maps: [(0, 0); MAX_MAPPED_PAGES],
             n: 0,
         };
@@ -818,6 +845,16 @@ impl MappedPages {
         Ok(out)
     }
 
+    /// Maps nothing: a placeholder that unmaps nothing on drop.
+    pub(crate) fn empty() -> Self {
+        // INVARIANT: no mapping is live.
+        Self {
+            dev: None,
+            maps: [(0, 0); MAX_MAPPED_PAGES],
+            n: 0,
+        }
+    }
+
     /// One SGE per mapped page.
     pub(crate) fn sges(&self, lkey: u32) -> impl Iterator<Item = sys::ib_sge> + '_ {
         self.maps
@@ -829,13 +866,16 @@ impl MappedPages {
 
 impl Drop for MappedPages {
     fn drop(&mut self) {
+        let Some(dev) = self.dev else {
+            return;
+        };
         for &(addr, len) in self.maps.iter().take(self.n) {
             // SAFETY: A live mapping on the live `dev` (type invariant);
             // no work request uses it any more (the owner drops it after
             // the Send completed or was flushed).
             unsafe {
                 sys::rpcrdma_rs_dma_unmap_page(
-                    self.dev.ptr.as_ptr(),
+                    dev.ptr.as_ptr(),
                     addr,
                     len as usize,
                     DmaDir::ToDevice.raw(),
@@ -920,13 +960,14 @@ pub(crate) struct Registered {
 ///
 /// # Invariants
 ///
-/// `ptr` is a live `IB_MR_TYPE_MEM_REG` MR of a PD on `dev` with room for
+/// `ptr` is a live `IB_MR_TYPE_MEM_REG` MR of `_pd` on `dev` with room for
 /// `sg.len()` pages; when `mapped` is non-zero, the first `nsg` entries of
 /// `sg` are DMA-mapped on `dev` in direction `dir` (`mapped` entries after
 /// coalescing). `dev` outlives the MR: the owner frees MRs before the PD
 /// and the CM id.
 pub(crate) struct Mr {
     ptr: NonNull<sys::ib_mr>,
+    _pd: Arc<Pd>,
     dev: Device,
     sg: KVec<sys::scatterlist>,
     nsg: i32,
@@ -942,7 +983,7 @@ unsafe impl Sync for Mr {}
 
 impl Mr {
     /// Allocates an MR of `depth` pages on `pd`.
-    pub(crate) fn new(pd: &Pd, dev: &Device, depth: u32) -> Result<Self> {
+    pub(crate) fn new(pd: &Arc<Pd>, dev: &Device, depth: u32) -> Result<Self> {
         let depth_usize = usize::try_from(depth).map_err(|_| EINVAL)?;
         let sg = KVec::from_elem(sys::scatterlist::default(), depth_usize, GFP_KERNEL)?;
         // SAFETY: `pd` is live.
@@ -951,6 +992,7 @@ impl Mr {
         })?;
         Ok(Self {
             ptr: NonNull::new(ptr).ok_or(ENOMEM)?,
+            _pd: pd.clone(),
             dev: *dev,
             sg,
             nsg: 0,

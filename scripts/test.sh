@@ -107,7 +107,7 @@ scenario rs-rdma-v3 600 c "Rust client, NFSv3 over RDMA" "$io rr.mod=rs rr.proto
 scenario rs-rdma6 600 c "Rust client, NFSv4.2 over RDMA on IPv6" "$io rr.mod=rs rr.proto=rdma6 rr.vers=4.2 $small"
 scenario rs-reconnect 600 c "Rust client: nfsd restarted under I/O" \
     "rr.script=reconnect rr.mod=rs rr.proto=rdma rr.vers=4.2 rr.faults=nfsd"
-scenario rs-device-removal 480 c "Rust client: its RDMA device deleted and re-added under a mount" \
+scenario rs-device-removal 480 c "Rust client: device deleted and re-added under a mount; connects failing after the QP" \
     "rr.script=device-removal rr.mod=rs rr.proto=rdma rr.vers=4.2"
 # Issue 5, large transfers (tests/vm/chunks.sh): rsize/wsize 1 MiB, a size
 # sweep, a big file, 5000 directory entries, long symlinks, big xattrs and

@@ -379,3 +379,25 @@ long rpcrdma_rs_wait_until_gone(struct wait_queue_head *wq, const u64 *gone,
 {
 	return wait_event_timeout(*wq, READ_ONCE(*gone) >= gen, timeout);
 }
+
+/*
+ * Fault injection for tests, off by default. Bit 0: fail the allocation of
+ * a connection's MR pool, after its QP exists, so that the connect error
+ * path releases a half-built connection.
+ */
+static unsigned int fault_inject;
+module_param(fault_inject, uint, 0644);
+MODULE_PARM_DESC(fault_inject,
+		 "Test faults, a bit mask (0: none; 1: fail MR pool allocation at connect)");
+
+bool rpcrdma_rs_fault(unsigned int bit)
+{
+	return READ_ONCE(fault_inject) & bit;
+}
+
+/* Waits until *flag is zero; returns 0 on timeout. */
+long rpcrdma_rs_wait_until_clear(struct wait_queue_head *wq, const u32 *flag,
+				 unsigned long timeout)
+{
+	return wait_event_timeout(*wq, !READ_ONCE(*flag), timeout);
+}

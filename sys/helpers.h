@@ -94,5 +94,8 @@ long rpcrdma_rs_wait_until_gone(struct wait_queue_head *wq, const u64 *gone,
 				u64 gen, unsigned long timeout);
 void rpcrdma_rs_params(unsigned int *inline_read, unsigned int *inline_write,
 		       unsigned int *slots);
+bool rpcrdma_rs_fault(unsigned int bit);
+long rpcrdma_rs_wait_until_clear(struct wait_queue_head *wq, const u32 *flag,
+				 unsigned long timeout);
 
 #endif

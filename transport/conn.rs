@@ -11,21 +11,21 @@
 //! completion ordering.
 
 use core::cell::UnsafeCell;
-use core::sync::atomic::{
-    AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering,
-};
 
 use kernel::error::to_result;
 use kernel::prelude::*;
+use kernel::sync::atomic::{Acquire, Atomic, Full, Relaxed, Release};
+use kernel::sync::barrier::{smp_mb, Full as Barrier};
+use kernel::sync::Arc;
 use kernel::types::Opaque;
 
-use super::{bump, Config, RdmaXprt};
+use super::{Config, RdmaXprt};
 use crate::proto::plan::DeviceLimits;
 use crate::proto::pvt::{self, InlineThresholds, PrivateData};
 use crate::proto::queue::{self, SendSignals};
 use crate::rdma::{
     CmEvent, CmHandler, CmId, ConnParam, Cq, DmaBuf, DmaDir, MappedPages, Mr, PageSeg, Pd, Qp,
-    QpAttr, RecvWr, Registered, Wc, MAX_MAPPED_PAGES,
+    RecvWr, Registered, Wc, MAX_MAPPED_PAGES,
 };
 use crate::sys;
 
@@ -50,7 +50,17 @@ pub(crate) const MAX_RPC_MRS: usize = 48;
 
 /// Unique number of each connection, so that a request can tell whether
 /// the MRs it remembers belong to the current one.
-static GENERATION: AtomicU64 = AtomicU64::new(1);
+static GENERATION: Atomic<u64> = Atomic::new(1);
+
+/// `fault_inject` bit (`sys/helpers.c`): fail the MR pool allocation at
+/// connect, after the QP exists.
+const FAULT_MR_POOL: u32 = 1;
+
+/// Whether the test fault `bit` is switched on.
+fn injected(bit: u32) -> bool {
+    // SAFETY: Reads a module parameter; no preconditions.
+    unsafe { sys::rpcrdma_rs_fault(bit) }
+}
 
 /// Connection status values kept in [`Shared::status`].
 const PENDING: i32 = 0;
@@ -66,37 +76,37 @@ pub(crate) struct Shared {
     xprt: *const RdmaXprt,
     done: Opaque<sys::completion>,
     /// Result of address or route resolution.
-    async_rc: AtomicI32,
+    async_rc: Atomic<i32>,
     /// [`PENDING`], [`ESTABLISHED`] or a negative errno.
-    status: AtomicI32,
+    status: Atomic<i32>,
     /// The QP, once created; for reposting Receives.
-    qp: AtomicPtr<sys::ib_qp>,
-    lkey: AtomicU32,
+    qp: Atomic<*mut sys::ib_qp>,
+    lkey: Atomic<u32>,
     /// Set before the QP is drained: Receives are not reposted.
-    draining: AtomicBool,
+    draining: Atomic<bool>,
     /// Receive buffers done with and not yet reposted, and the batch
     /// size at which they go back.
-    recv_idle: AtomicU32,
+    recv_idle: Atomic<u32>,
     recv_batch: u32,
     /// Held by whoever is reposting Receives.
-    recv_posting: AtomicBool,
+    recv_posting: Atomic<bool>,
     /// Negotiated inline thresholds.
-    inline_send: AtomicU32,
-    inline_recv: AtomicU32,
+    inline_send: Atomic<u32>,
+    inline_recv: Atomic<u32>,
     /// The MR pool, once allocated; freed after the CQs.
-    pool: AtomicPtr<MrPool>,
+    pool: Atomic<*mut MrPool>,
     /// This connection's number (see [`GENERATION`]).
     pub(crate) gen: u64,
     /// Number of the last Send known complete (successfully or flushed):
     /// Sends complete in order, and most are unsignalled, so this moves
     /// in steps, at each signalled or failed Send.
-    sends_done: AtomicU64,
+    sends_done: Atomic<u64>,
     /// The Receive contexts (a vector that never changes once set), for
     /// the Send completion to find Replies waiting for it.
-    rx: AtomicPtr<RecvCtx>,
-    rx_len: AtomicUsize,
+    rx: Atomic<*mut RecvCtx>,
+    rx_len: Atomic<usize>,
     /// Replies waiting for their Call's Send to complete.
-    waiters: AtomicU32,
+    waiters: Atomic<u32>,
     /// What we advertise in the private data.
     ours: InlineThresholds,
 }
@@ -113,22 +123,22 @@ impl Shared {
             Self {
                 xprt,
                 done: Opaque::uninit(),
-                async_rc: AtomicI32::new(0),
-                status: AtomicI32::new(PENDING),
+                async_rc: Atomic::new(0),
+                status: Atomic::new(PENDING),
                 qp: AtomicPtr::new(core::ptr::null_mut()),
-                lkey: AtomicU32::new(0),
-                draining: AtomicBool::new(false),
-                recv_idle: AtomicU32::new(0),
+                lkey: Atomic::new(0),
+                draining: Atomic::new(false),
+                recv_idle: Atomic::new(0),
                 recv_batch: queue::recv_batch(cfg.slots),
-                recv_posting: AtomicBool::new(false),
-                inline_send: AtomicU32::new(pvt::MIN_SIZE),
-                inline_recv: AtomicU32::new(pvt::MIN_SIZE),
+                recv_posting: Atomic::new(false),
+                inline_send: Atomic::new(pvt::MIN_SIZE),
+                inline_recv: Atomic::new(pvt::MIN_SIZE),
                 pool: AtomicPtr::new(core::ptr::null_mut()),
-                gen: GENERATION.fetch_add(1, Ordering::Relaxed),
-                sends_done: AtomicU64::new(0),
+                gen: GENERATION.fetch_add(1, Relaxed),
+                sends_done: Atomic::new(0),
                 rx: AtomicPtr::new(core::ptr::null_mut()),
-                rx_len: AtomicUsize::new(0),
-                waiters: AtomicU32::new(0),
+                rx_len: Atomic::new(0),
+                waiters: Atomic::new(0),
                 ours: InlineThresholds {
                     send: cfg.inline_write,
                     recv: cfg.inline_read,
@@ -172,48 +182,60 @@ impl Shared {
     /// the Send numbered `n` (see [`Ep::next_send_seq`]) has completed
     /// when this is at least `n`.
     pub(crate) fn sends_completed(&self) -> u64 {
-        self.sends_done.load(Ordering::Acquire)
+        self.sends_done.load(Acquire)
     }
 
     /// Holds the Reply in `ctx` until the Send numbered `seq` completed,
     /// like rpcrdma.ko's `reply_waits_for_send`: an RPC completes only
     /// after its Call's Send did. Returns false when the Send completed in
     /// the meantime and the caller is to go on with the Reply itself.
+    ///
+    /// This and [`Shared::sends_completed_to`] are the two sides of a
+    /// store-buffering pattern: each stores its own word, then reads the
+    /// other's. With a full barrier between the store and the load on both
+    /// sides, the kernel memory model forbids both from reading the old
+    /// value, so either this side sees the Send done, or the completion
+    /// side sees the waiting Reply; the exchange on `wait_seq` then picks
+    /// exactly one of them to finish it.
     pub(crate) fn defer_until_sent(&self, ctx: &RecvCtx, seq: u64, pending: Pending) -> bool {
         // SAFETY: The Receive completion owns `pending` (type invariant of
         // `RecvCtx`) until it publishes `wait_seq`.
         unsafe { *ctx.pending.get() = pending };
-        self.waiters.fetch_add(1, Ordering::SeqCst);
-        ctx.wait_seq.store(seq, Ordering::SeqCst);
-        if self.sends_completed() >= seq
-            && ctx
-                .wait_seq
-                .compare_exchange(seq, 0, Ordering::SeqCst, Ordering::SeqCst)
-                .is_ok()
-        {
-            self.waiters.fetch_sub(1, Ordering::SeqCst);
+        self.waiters.fetch_add(1, Full);
+        // Release: whoever reads `seq` here also sees `pending`.
+        ctx.wait_seq.store(seq, Release);
+        smp_mb(Barrier);
+        if self.sends_done.load(Relaxed) >= seq && ctx.wait_seq.cmpxchg(seq, 0, Full).is_ok() {
+            self.waiters.fetch_sub(1, Full);
             return false;
         }
         true
     }
 
-    /// Finishes the Replies whose Sends have now completed.
-    fn wake_waiters(&self) {
-        if self.waiters.load(Ordering::SeqCst) == 0 {
+    /// Records that every Send up to number `seq` completed (Sends
+    /// complete in order), then finishes the Replies that waited for one
+    /// of them; see [`Shared::defer_until_sent`] for the ordering.
+    fn sends_completed_to(&self, seq: u64) {
+        let mut done = self.sends_done.load(Relaxed);
+        while done < seq {
+            match self.sends_done.cmpxchg(done, seq, Full) {
+                Ok(_) => break,
+                Err(now) => done = now,
+            }
+        }
+        smp_mb(Barrier);
+        if self.waiters.load(Relaxed) == 0 {
             return;
         }
-        let done = self.sends_completed();
+        let done = self.sends_done.load(Relaxed);
         for ctx in self.rx_contexts() {
-            let w = ctx.wait_seq.load(Ordering::SeqCst);
+            // Acquire: pairs with the release store of `wait_seq`.
+            let w = ctx.wait_seq.load(Acquire);
             if w == 0 || w > done {
                 continue;
             }
-            if ctx
-                .wait_seq
-                .compare_exchange(w, 0, Ordering::SeqCst, Ordering::SeqCst)
-                .is_ok()
-            {
-                self.waiters.fetch_sub(1, Ordering::SeqCst);
+            if ctx.wait_seq.cmpxchg(w, 0, Full).is_ok() {
+                self.waiters.fetch_sub(1, Full);
                 // SAFETY: Winning the exchange hands us the pending Reply.
                 let pending = unsafe { *ctx.pending.get() };
                 self.xprt().finish_reply(self, ctx, pending, true);
@@ -225,8 +247,8 @@ impl Shared {
     /// The connection's Receive contexts; empty before they exist and
     /// after teardown began.
     fn rx_contexts(&self) -> &[RecvCtx] {
-        let rx = self.rx.load(Ordering::Acquire);
-        let n = self.rx_len.load(Ordering::Acquire);
+        let rx = self.rx.load(Acquire);
+        let n = self.rx_len.load(Acquire);
         if rx.is_null() {
             return &[];
         }
@@ -241,32 +263,25 @@ impl Shared {
     /// that thread, which looks again before it stops.
     fn post_idle_recvs(&self) -> Result {
         loop {
-            if self.draining.load(Ordering::SeqCst)
-                || self.recv_posting.swap(true, Ordering::SeqCst)
-            {
+            if self.draining.load(Full) || self.recv_posting.xchg(true, Full) {
                 return Ok(());
             }
             // SAFETY: The QP pointer is set before any Receive is posted
             // and the QP is destroyed only after draining, i.e. after every
             // completion handler returned.
-            let qp = unsafe { Qp::from_ptr(self.qp.load(Ordering::Acquire)) };
+            let qp = unsafe { Qp::from_ptr(self.qp.load(Acquire)) };
             let mut head = core::ptr::null_mut();
             let mut n = 0u32;
             // Stop at the buffers counted so far: one counted but not yet
             // marked is posted by its own thread or the next pass.
-            let want = self.recv_idle.load(Ordering::SeqCst);
+            let want = self.recv_idle.load(Full);
             for ctx in self.rx_contexts() {
                 if n >= want {
                     break;
                 }
                 // A plain load first: most buffers are posted, and a
                 // failing compare-exchange still costs a locked operation.
-                if ctx.idle.load(Ordering::Relaxed)
-                    && ctx
-                        .idle
-                        .compare_exchange(true, false, Ordering::SeqCst, Ordering::SeqCst)
-                        .is_ok()
-                {
+                if ctx.idle.load(Relaxed) && ctx.idle.cmpxchg(true, false, Full).is_ok() {
                     ctx.buf.sync_for_device(ctx.buf.len());
                     // SAFETY: Clearing `idle` made the buffer ours until it
                     // is posted; contexts never move.
@@ -274,7 +289,7 @@ impl Shared {
                     n += 1;
                 }
             }
-            self.recv_idle.fetch_sub(n, Ordering::SeqCst);
+            self.recv_idle.fetch_sub(n, Full);
             let posted = match (qp, n) {
                 (_, 0) => Ok(()),
                 // SAFETY: A chain of Receives whose buffers and cqes live
@@ -282,9 +297,9 @@ impl Shared {
                 (Some(qp), _) => unsafe { qp.post_recv_chain(head) },
                 (None, _) => Err(ENOTCONN),
             };
-            self.recv_posting.store(false, Ordering::SeqCst);
+            self.recv_posting.store(false, Full);
             posted?;
-            if n == 0 || self.recv_idle.load(Ordering::SeqCst) < self.recv_batch {
+            if n == 0 || self.recv_idle.load(Full) < self.recv_batch {
                 return Ok(());
             }
         }
@@ -293,8 +308,8 @@ impl Shared {
     /// The negotiated inline thresholds.
     pub(crate) fn inline(&self) -> InlineThresholds {
         InlineThresholds {
-            send: self.inline_send.load(Ordering::Acquire),
-            recv: self.inline_recv.load(Ordering::Acquire),
+            send: self.inline_send.load(Acquire),
+            recv: self.inline_recv.load(Acquire),
         }
     }
 }
@@ -304,30 +319,27 @@ impl CmHandler for Shared {
         rdebug!("cm event {:?}\n", event);
         match event {
             CmEvent::AddrResolved | CmEvent::RouteResolved => {
-                self.async_rc.store(0, Ordering::Release);
+                self.async_rc.store(0, Release);
                 self.wake();
             }
             CmEvent::AddrError => {
-                self.async_rc.store(EPROTO.to_errno(), Ordering::Release);
+                self.async_rc.store(EPROTO.to_errno(), Release);
                 self.wake();
             }
             CmEvent::RouteError => {
-                self.async_rc
-                    .store(ENETUNREACH.to_errno(), Ordering::Release);
+                self.async_rc.store(ENETUNREACH.to_errno(), Release);
                 self.wake();
             }
             CmEvent::Established { private, len } => {
                 let negotiated = pvt::negotiate(self.ours, private.get(..len).unwrap_or(&[]));
-                self.inline_send
-                    .store(negotiated.inline.send, Ordering::Release);
-                self.inline_recv
-                    .store(negotiated.inline.recv, Ordering::Release);
+                self.inline_send.store(negotiated.inline.send, Release);
+                self.inline_recv.store(negotiated.inline.recv, Release);
                 rdebug!(
                     "connected, inline send {} recv {}\n",
                     negotiated.inline.send,
                     negotiated.inline.recv
                 );
-                self.status.store(ESTABLISHED, Ordering::Release);
+                self.status.store(ESTABLISHED, Release);
                 self.wake();
             }
             CmEvent::ConnectError => self.fail(ENOTCONN),
@@ -345,7 +357,7 @@ impl Shared {
     /// Records a connection failure; a live connection is closed through
     /// sunrpc's autoclose.
     fn fail(&self, err: Error) {
-        let was = self.status.swap(err.to_errno(), Ordering::AcqRel);
+        let was = self.status.xchg(err.to_errno(), Full);
         if was == ESTABLISHED {
             rdebug!("connection lost ({})\n", err.to_errno());
             self.xprt().force_disconnect();
@@ -380,9 +392,9 @@ pub(crate) struct RecvCtx {
     wr: RecvWr,
     pending: UnsafeCell<Pending>,
     /// Number of the Send this buffer's Reply waits for; 0 for none.
-    wait_seq: AtomicU64,
+    wait_seq: Atomic<u64>,
     /// Done with, waiting for the next batch of Receives.
-    idle: AtomicBool,
+    idle: Atomic<bool>,
     shared: *const Shared,
 }
 
@@ -402,9 +414,9 @@ impl RecvCtx {
                 rqst: core::ptr::null_mut(),
                 len: 0,
             }),
-            wait_seq: AtomicU64::new(0),
+            wait_seq: Atomic::new(0),
             // Not posted yet: the connect worker posts every idle buffer.
-            idle: AtomicBool::new(true),
+            idle: Atomic::new(true),
             shared,
         })
     }
@@ -418,8 +430,8 @@ impl RecvCtx {
     fn repost(&self, shared: &Shared) {
         // Counted before it is marked, so the count never falls below
         // the number of marked buffers.
-        let idle = shared.recv_idle.fetch_add(1, Ordering::SeqCst) + 1;
-        self.idle.store(true, Ordering::SeqCst);
+        let idle = shared.recv_idle.fetch_add(1, Full) + 1;
+        self.idle.store(true, Full);
         if idle >= shared.recv_batch && shared.post_idle_recvs().is_err() {
             shared.xprt().force_disconnect();
         }
@@ -490,10 +502,10 @@ unsafe extern "C" fn linv_done(_cq: *mut sys::ib_cq, wc: *mut sys::ib_wc) {
 }
 
 /// MR slot states.
-const MR_FREE: u8 = 0;
-const MR_BUSY: u8 = 1;
+const MR_FREE: u32 = 0;
+const MR_BUSY: u32 = 1;
 /// Taken out of use: its state is unknown after a failed operation.
-const MR_DEAD: u8 = 2;
+const MR_DEAD: u32 = 2;
 
 /// One MR of the pool with its work requests.
 ///
@@ -509,8 +521,8 @@ pub(crate) struct MrSlot {
     reg_wr: UnsafeCell<sys::ib_reg_wr>,
     inv_wr: UnsafeCell<sys::ib_send_wr>,
     cqe: Opaque<sys::ib_cqe>,
-    state: AtomicU8,
-    rkey: AtomicU32,
+    state: Atomic<u32>,
+    rkey: Atomic<u32>,
     shared: *const Shared,
 }
 
@@ -541,7 +553,7 @@ unsafe extern "C" fn mr_done(_cq: *mut sys::ib_cq, wc: *mut sys::ib_wc) {
 /// `slots` is never resized after creation.
 pub(crate) struct MrPool {
     slots: KVec<MrSlot>,
-    next: AtomicUsize,
+    next: Atomic<usize>,
     depth: u32,
 }
 
@@ -593,7 +605,7 @@ impl WrChain {
 impl MrPool {
     fn new(
         shared: &Shared,
-        pd: &Pd,
+        pd: &Arc<Pd>,
         dev: &crate::rdma::Device,
         depth: u32,
         count: usize,
@@ -610,8 +622,8 @@ impl MrPool {
                     cqe: Opaque::new(sys::ib_cqe {
                         done: Some(mr_done),
                     }),
-                    state: AtomicU8::new(MR_FREE),
-                    rkey: AtomicU32::new(rkey),
+                    state: Atomic::new(MR_FREE),
+                    rkey: Atomic::new(rkey),
                     shared,
                 },
                 GFP_KERNEL,
@@ -619,7 +631,7 @@ impl MrPool {
         }
         Ok(Self {
             slots,
-            next: AtomicUsize::new(0),
+            next: Atomic::new(0),
             depth,
         })
     }
@@ -632,16 +644,12 @@ impl MrPool {
     /// Takes a free MR.
     fn get(&self) -> Option<u16> {
         let n = self.slots.len();
-        let start = self.next.load(Ordering::Relaxed);
+        let start = self.next.load(Relaxed);
         for k in 0..n {
             let i = start.wrapping_add(k) % n.max(1);
             let slot = self.slots.get(i)?;
-            if slot
-                .state
-                .compare_exchange(MR_FREE, MR_BUSY, Ordering::Acquire, Ordering::Relaxed)
-                .is_ok()
-            {
-                self.next.store(i.wrapping_add(1), Ordering::Relaxed);
+            if slot.state.cmpxchg(MR_FREE, MR_BUSY, Acquire).is_ok() {
+                self.next.store(i.wrapping_add(1), Relaxed);
                 return u16::try_from(i).ok();
             }
         }
@@ -674,11 +682,11 @@ impl MrPool {
             Ok(reg) => {
                 // SAFETY: As above, we own the slot's work requests.
                 mr.reg_wr(unsafe { &mut *slot.reg_wr.get() }, writing, slot.cqe.get());
-                slot.rkey.store(reg.rkey, Ordering::Relaxed);
+                slot.rkey.store(reg.rkey, Relaxed);
                 Ok((i, reg))
             }
             Err(e) => {
-                slot.state.store(MR_FREE, Ordering::Release);
+                slot.state.store(MR_FREE, Release);
                 Err(e)
             }
         }
@@ -702,7 +710,7 @@ impl MrPool {
 
     /// The current R_key of MR `i`.
     pub(crate) fn rkey(&self, i: u16) -> Option<u32> {
-        self.slot(i).map(|s| s.rkey.load(Ordering::Relaxed))
+        self.slot(i).map(|s| s.rkey.load(Relaxed))
     }
 
     /// Unmaps MR `i`, invalidated (or never posted), and returns it to the
@@ -714,18 +722,23 @@ impl MrPool {
         // SAFETY: The caller owns the slot (it is BUSY and was handed to it).
         unsafe { (*slot.mr.get()).unmap() };
         slot.state
-            .store(if dead { MR_DEAD } else { MR_FREE }, Ordering::Release);
+            .store(if dead { MR_DEAD } else { MR_FREE }, Release);
         if !dead {
             // Reuse the MR that was just released first, like rpcrdma.ko's
             // per-request MR cache: its page list is warm in the driver,
             // where a cursor walking the whole pool touches a cold one
             // each time.
-            self.next.store(usize::from(i), Ordering::Relaxed);
+            self.next.store(usize::from(i), Relaxed);
         }
     }
 
     /// Posts LOCAL_INV for each MR of `mrs`, the last one signalled on
     /// `ctx`'s `linv_cqe`, which then finishes `pending`.
+    ///
+    /// Fails with `ESHUTDOWN` once the connection is being drained: a
+    /// LOCAL_INV posted then might complete after the Send queue was
+    /// drained, and its Reply would never be finished. The caller leaves
+    /// the MRs to the teardown, which destroys the QP.
     pub(crate) fn invalidate(
         &self,
         shared: &Shared,
@@ -751,10 +764,13 @@ impl MrPool {
             }
         }
         let (first, _) = chain.ends().ok_or(EINVAL)?;
+        if shared.draining.load(Acquire) {
+            return Err(ESHUTDOWN);
+        }
         // SAFETY: The Receive completion owns `pending` until it posts.
         unsafe { *ctx.pending.get() = pending };
         // SAFETY: The QP lives until drained, which waits for this handler.
-        let qp = unsafe { Qp::from_ptr(shared.qp.load(Ordering::Acquire)) }.ok_or(ENOTCONN)?;
+        let qp = unsafe { Qp::from_ptr(shared.qp.load(Acquire)) }.ok_or(ENOTCONN)?;
         // SAFETY: A valid chain whose cqes live until the QP is drained.
         unsafe { qp.post_chain(first) }
     }
@@ -765,7 +781,7 @@ impl Shared {
     pub(crate) fn pool(&self) -> Option<&MrPool> {
         // SAFETY: The pool is published before the first Send and freed
         // only after the CQs, i.e. after every handler that can see it.
-        unsafe { self.pool.load(Ordering::Acquire).as_ref() }
+        unsafe { self.pool.load(Acquire).as_ref() }
     }
 }
 
@@ -782,8 +798,8 @@ pub(crate) struct SendCtx {
     cqe: Opaque<sys::ib_cqe>,
     buf: UnsafeCell<DmaBuf>,
     /// RPC pages this Send gathers; unmapped when it completes.
-    mapped: UnsafeCell<Option<MappedPages>>,
-    seq: AtomicU64,
+    mapped: UnsafeCell<Option<MappedCall>>,
+    seq: Atomic<u64>,
     shared: *const Shared,
 }
 
@@ -795,9 +811,41 @@ impl SendCtx {
             }),
             buf: UnsafeCell::new(DmaBuf::new(dev, size, DmaDir::ToDevice)?),
             mapped: UnsafeCell::new(None),
-            seq: AtomicU64::new(0),
+            seq: Atomic::new(0),
             shared,
         })
+    }
+}
+
+/// An RPC's pages mapped for one Send, and the request's mark that a Send
+/// still reads them: the request is not freed while the mark is set (see
+/// `op_buf_free`). Dropping it, once the Send completed or was never
+/// posted, unmaps the pages, clears the mark and wakes whoever waits.
+///
+/// # Invariants
+///
+/// `busy` points into the request's state, which stays allocated while
+/// `*busy` is non-zero; `shared` outlives every Send of its connection.
+pub(crate) struct MappedCall {
+    pages: MappedPages,
+    busy: *const Atomic<u32>,
+    shared: *const Shared,
+}
+
+// SAFETY: The mapping is plain numbers; the mark is atomic; `Shared` is
+// `Sync`.
+unsafe impl Send for MappedCall {}
+
+impl Drop for MappedCall {
+    fn drop(&mut self) {
+        // Unmap first: the mark promises the pages are no longer in use.
+        drop(core::mem::replace(&mut self.pages, MappedPages::empty()));
+        // SAFETY: `busy` is valid while it is non-zero (type invariant),
+        // and `shared` outlives us.
+        unsafe {
+            (*self.busy).store(0, Release);
+            (*self.shared).xprt().wake_fence();
+        }
     }
 }
 
@@ -818,15 +866,12 @@ unsafe extern "C" fn send_done(_cq: *mut sys::ib_cq, wc: *mut sys::ib_wc) {
     // SAFETY: The Send completed, and its number is not yet published, so
     // the mapping is ours (type invariant); the device is done with it.
     drop(unsafe { (*ctx.mapped.get()).take() });
-    // This completion retires every Send posted before it, too.
-    shared
-        .sends_done
-        .fetch_max(ctx.seq.load(Ordering::Acquire), Ordering::SeqCst);
     if !wc.ok() && !wc.flushed() {
         rwarn!("send failed, status {}\n", wc.status());
         shared.xprt().force_disconnect();
     }
-    shared.wake_waiters();
+    // This completion retires every Send posted before it, too.
+    shared.sends_completed_to(ctx.seq.load(Acquire));
 }
 
 /// A connection, owned by whoever holds `XPRT_LOCKED`.
@@ -838,8 +883,8 @@ unsafe extern "C" fn send_done(_cq: *mut sys::ib_cq, wc: *mut sys::ib_wc) {
 /// the CM id (which waits for its event handler), and last what the
 /// handlers share.
 pub(crate) struct Ep {
-    send_cq: Option<Cq>,
-    recv_cq: Option<Cq>,
+    send_cq: Option<Arc<Cq>>,
+    recv_cq: Option<Arc<Cq>>,
     rx: KVec<RecvCtx>,
     tx: KVec<SendCtx>,
     /// Which Sends are signalled; the sender's (`XPRT_LOCKED`).
@@ -849,7 +894,7 @@ pub(crate) struct Ep {
     /// largest payload, so that marshalling allocates nothing.
     page_list: UnsafeCell<KVec<PageSeg>>,
     pool: Option<KBox<MrPool>>,
-    pd: Option<Pd>,
+    pd: Option<Arc<Pd>>,
     id: Option<CmId<Shared>>,
     /// The device's registration limits.
     pub(crate) limits: DeviceLimits,
@@ -859,7 +904,7 @@ pub(crate) struct Ep {
     write_pad: Option<(u16, Registered)>,
     pad_buf: Option<KBox<[u8; 64]>>,
     /// Sends posted on this connection.
-    sends_posted: AtomicU64,
+    sends_posted: Atomic<u64>,
     /// The device, for mapping the pages of large inline Calls.
     dev: Option<crate::rdma::Device>,
     shared: KBox<Shared>,
@@ -897,7 +942,7 @@ impl Ep {
                     max_send_sge: 1,
                     page_size: kernel::page::PAGE_SIZE as u32,
                 },
-                sends_posted: AtomicU64::new(0),
+                sends_posted: Atomic::new(0),
                 dev: None,
                 write_pad: None,
                 pad_buf: None,
@@ -910,19 +955,19 @@ impl Ep {
         // SAFETY: The net is the transport's, which outlives it; `shared`
         // is boxed and dropped after the id (field order of `Ep`).
         let id = unsafe { CmId::new(xprt.net(), shared)? };
-        let id = ep_ref.id.insert(id);
+        let id = &*ep_ref.id.insert(id);
         let timeout = xprt.resolve_timeout();
 
         ep_ref.shared.rearm();
         // SAFETY: The transport's address is a valid sockaddr.
         unsafe { id.resolve_addr(xprt.dst_addr())? };
         ep_ref.shared.wait(timeout)?;
-        to_result(ep_ref.shared.async_rc.load(Ordering::Acquire))?;
+        to_result(ep_ref.shared.async_rc.load(Acquire))?;
 
         ep_ref.shared.rearm();
         id.resolve_route()?;
         ep_ref.shared.wait(timeout)?;
-        to_result(ep_ref.shared.async_rc.load(Ordering::Acquire))?;
+        to_result(ep_ref.shared.async_rc.load(Acquire))?;
 
         let dev = id.device()?;
         let limits = DeviceLimits {
@@ -950,24 +995,33 @@ impl Ep {
         let want_send = sends(cfg).saturating_add(nmrs.saturating_mul(2));
         let send_wr = want_send.min(max_wr.saturating_sub(1)) + 1;
         let recv_wr = recvs(cfg).min(max_wr.saturating_sub(1)) + 1;
-        let pd = Pd::new(&dev)?;
-        let send_cq = Cq::new(&dev, send_wr)?;
-        let recv_cq = Cq::new(&dev, recv_wr)?;
-        let mut attr = QpAttr::rc(
-            &send_cq,
-            &recv_cq,
-            send_wr,
-            recv_wr,
-            limits.send_sges().min(MAX_MAPPED_PAGES as u32 + 2),
-        );
+        // Each object goes into the connection as soon as it exists, so
+        // that an error from here on releases it through `Ep::drop`, in
+        // teardown order; the QP holds its PD and CQs, and each MR its PD,
+        // so none of them can be freed under a user.
+        let pd = ep_ref.pd.insert(Pd::new(&dev)?).clone();
+        let send_cq = ep_ref.send_cq.insert(Cq::new(&dev, send_wr)?).clone();
+        let recv_cq = ep_ref.recv_cq.insert(Cq::new(&dev, recv_wr)?).clone();
         // A quarter of the Send Queue may wait for a signalled completion.
         ep_ref.signals =
             UnsafeCell::new(SendSignals::new(queue::send_batch(cfg.slots), send_wr / 4));
         ep_ref.dev = Some(dev);
         let lkey = pd.local_dma_lkey();
-        id.create_qp(&pd, &mut attr)?;
+        let id = ep_ref.id.as_mut().ok_or(ENOTCONN)?;
+        id.create_qp(
+            &pd,
+            &send_cq,
+            &recv_cq,
+            send_wr,
+            recv_wr,
+            limits.send_sges().min(MAX_MAPPED_PAGES as u32 + 2),
+        )?;
         let qp = id.qp().ok_or(ENOTCONN)?;
-        let pool = KBox::new(
+        if injected(FAULT_MR_POOL) {
+            rdebug!("fault injection: failing MR pool allocation\n");
+            return Err(ENOMEM);
+        }
+        let pool = ep_ref.pool.insert(KBox::new(
             MrPool::new(
                 &ep_ref.shared,
                 &pd,
@@ -976,16 +1030,12 @@ impl Ep {
                 nmrs as usize,
             )?,
             GFP_KERNEL,
-        )?;
-        bump(&xprt.stats().mrs_allocated, u64::from(nmrs));
-        ep_ref.shared.pool.store(
-            core::ptr::from_ref::<MrPool>(&*pool).cast_mut(),
-            Ordering::Release,
-        );
-        ep_ref.pool = Some(pool);
-        ep_ref.pd = Some(pd);
-        ep_ref.send_cq = Some(send_cq);
-        ep_ref.recv_cq = Some(recv_cq);
+        )?);
+        xprt.stats().mrs_allocated.add(u64::from(nmrs));
+        ep_ref
+            .shared
+            .pool
+            .store(core::ptr::from_ref::<MrPool>(&**pool).cast_mut(), Release);
 
         // Buffers: the vectors are sized once and never grow afterwards, so
         // the contexts' addresses are stable while work requests use them.
@@ -1007,21 +1057,15 @@ impl Ep {
         }
         ep_ref.rx = rx;
         ep_ref.tx = tx;
-        ep_ref
-            .shared
-            .rx_len
-            .store(ep_ref.rx.len(), Ordering::Release);
+        ep_ref.shared.rx_len.store(ep_ref.rx.len(), Release);
         ep_ref
             .shared
             .rx
-            .store(ep_ref.rx.as_ptr().cast_mut(), Ordering::Release);
-        ep_ref.shared.lkey.store(lkey, Ordering::Relaxed);
-        ep_ref.shared.qp.store(qp.as_ptr(), Ordering::Release);
+            .store(ep_ref.rx.as_ptr().cast_mut(), Release);
+        ep_ref.shared.lkey.store(lkey, Relaxed);
+        ep_ref.shared.qp.store(qp.as_ptr(), Release);
         // Every buffer starts idle; one chain posts them all.
-        ep_ref
-            .shared
-            .recv_idle
-            .store(ep_ref.rx.len() as u32, Ordering::SeqCst);
+        ep_ref.shared.recv_idle.store(ep_ref.rx.len() as u32, Full);
         ep_ref.shared.post_idle_recvs()?;
 
         let private = PrivateData {
@@ -1041,7 +1085,7 @@ impl Ep {
         };
         id.connect(&mut param)?;
         ep.shared.wait(xprt.connect_timeout())?;
-        let status = ep.shared.status.load(Ordering::Acquire);
+        let status = ep.shared.status.load(Acquire);
         if status != ESTABLISHED {
             to_result(status)?;
             return Err(ENOTCONN);
@@ -1113,18 +1157,33 @@ impl Ep {
 
     /// Number the next Send gets; see [`Shared::send_completed`].
     pub(crate) fn next_send_seq(&self) -> u64 {
-        self.sends_posted.load(Ordering::Relaxed).wrapping_add(1)
+        self.sends_posted.load(Relaxed).wrapping_add(1)
     }
 
-    /// Maps `pages` of an RPC for a Send; see [`Ep::send`].
+    /// Maps `pages` of an RPC for a Send; see [`Ep::send`]. Sets `busy`,
+    /// which the Send's completion clears.
     ///
     /// # Safety
     ///
-    /// The pages stay allocated and unchanged until that Send completes.
-    pub(crate) unsafe fn map_pages(&self, pages: &[PageSeg]) -> Result<MappedPages> {
+    /// The pages stay allocated and unchanged, and `busy` valid, until
+    /// `busy` reads zero again.
+    pub(crate) unsafe fn map_pages(
+        &self,
+        pages: &[PageSeg],
+        busy: &Atomic<u32>,
+    ) -> Result<MappedCall> {
         let dev = self.dev.as_ref().ok_or(ENOTCONN)?;
-        // SAFETY: The caller's promise.
-        unsafe { MappedPages::map(dev, pages) }
+        // SAFETY: The caller's promise covers the mapping's life, which
+        // ends when the `MappedCall` is dropped and clears `busy`.
+        let pages = unsafe { MappedPages::map(dev, pages)? };
+        busy.store(1, Relaxed);
+        // INVARIANT: `busy` is set, and the caller keeps it valid until it
+        // is clear.
+        Ok(MappedCall {
+            pages,
+            busy,
+            shared: &*self.shared,
+        })
     }
 
     /// Fills the next free Send buffer with `fill` and posts it, after the
@@ -1137,11 +1196,11 @@ impl Ep {
         &self,
         before: Option<(*mut sys::ib_send_wr, *mut sys::ib_send_wr)>,
         chained: u32,
-        mapped: Option<MappedPages>,
+        mapped: Option<MappedCall>,
         fill: impl FnOnce(&mut [u8]) -> Option<(usize, usize)>,
     ) -> Result<(), SendError> {
         let n = self.tx.len() as u64;
-        let posted = self.sends_posted.load(Ordering::Relaxed);
+        let posted = self.sends_posted.load(Relaxed);
         if n == 0 {
             return Err(SendError::Post);
         }
@@ -1165,11 +1224,11 @@ impl Ep {
             .as_ref()
             .and_then(|id| id.qp())
             .ok_or(SendError::Post)?;
-        let lkey = self.shared.lkey.load(Ordering::Relaxed);
+        let lkey = self.shared.lkey.load(Relaxed);
         let mut sges = [sys::ib_sge::default(); MAX_MAPPED_PAGES + 2];
         let mut k = 0;
         let first = core::iter::once(buf.sge(0, split, lkey));
-        let pages = mapped.iter().flat_map(|m| m.sges(lkey));
+        let pages = mapped.iter().flat_map(|m| m.pages.sges(lkey));
         let last = core::iter::once(buf.sge(split, len - split, lkey));
         let parts =
             Iterator::chain(Iterator::chain(first, pages), last).filter(|sge| sge.length > 0);
@@ -1180,7 +1239,7 @@ impl Ep {
         let awaited = mapped.is_some();
         // SAFETY: The policy is the sender's, and we hold XPRT_LOCKED.
         let signalled = unsafe { (*self.signals.get()).next(chained, awaited) };
-        ctx.seq.store(seq, Ordering::Release);
+        ctx.seq.store(seq, Release);
         // SAFETY: As above, the slot is ours until the Send is posted.
         unsafe { *ctx.mapped.get() = mapped };
         // SAFETY: Context, buffer and mapped pages stay until the Send
@@ -1199,18 +1258,16 @@ impl Ep {
             drop(unsafe { (*ctx.mapped.get()).take() });
             return Err(SendError::Post);
         }
-        self.sends_posted.store(seq, Ordering::Relaxed);
+        self.sends_posted.store(seq, Relaxed);
         Ok(())
     }
 }
 
 impl Drop for Ep {
     fn drop(&mut self) {
-        self.shared.draining.store(true, Ordering::Release);
+        self.shared.draining.store(true, Release);
         // Our own disconnect must not schedule another close.
-        self.shared
-            .status
-            .store(ECONNABORTED.to_errno(), Ordering::Release);
+        self.shared.status.store(ECONNABORTED.to_errno(), Release);
         if let Some(id) = self.id.as_mut() {
             id.disconnect();
             // Flush every posted Receive and Send: afterwards no buffer is
@@ -1226,14 +1283,10 @@ impl Drop for Ep {
         // event handler); `shared` is dropped with the fields, last.
         drop(self.send_cq.take());
         drop(self.recv_cq.take());
-        self.shared
-            .rx
-            .store(core::ptr::null_mut(), Ordering::Release);
+        self.shared.rx.store(core::ptr::null_mut(), Release);
         drop(core::mem::take(&mut self.rx));
         drop(core::mem::take(&mut self.tx));
-        self.shared
-            .pool
-            .store(core::ptr::null_mut(), Ordering::Release);
+        self.shared.pool.store(core::ptr::null_mut(), Release);
         if let Some(pool) = self.pool.take() {
             if let Some((i, _)) = self.write_pad.take() {
                 pool.release(i, true);
@@ -1241,9 +1294,9 @@ impl Drop for Ep {
             let busy = pool
                 .slots
                 .iter()
-                .filter(|s| s.state.load(Ordering::Acquire) == MR_BUSY)
+                .filter(|s| s.state.load(Acquire) == MR_BUSY)
                 .count();
-            bump(&self.shared.xprt().stats().mrs_orphaned, busy as u64);
+            self.shared.xprt().stats().mrs_orphaned.add(busy as u64);
             drop(pool);
         }
         drop(self.pd.take());

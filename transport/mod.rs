@@ -21,15 +21,12 @@
 mod conn;
 mod sunrpc;
 
-use core::sync::atomic::{AtomicU64, Ordering};
-
 use kernel::prelude::*;
+use kernel::sync::atomic::{Atomic, Relaxed};
 
-use crate::proto::backchannel::{self, Direction, Role};
-use crate::proto::chunk::{ChunkLists, ChunkSlices};
-use crate::proto::credits;
-use crate::proto::header::{self, FixedHeader, Header};
-use crate::proto::limits::Limits;
+use crate::proto::chunk::ChunkSlices;
+use crate::proto::header::FixedHeader;
+use crate::proto::reply::{self, Dropped, Inbound};
 use crate::proto::v1;
 
 pub(crate) use sunrpc::{RdmaXprt, Registration, IDENT};
@@ -80,133 +77,95 @@ pub(crate) const HDRLEN_MIN: usize = 28;
 #[derive(Default)]
 pub(crate) struct Stats {
     /// Call bytes past the `xdr_buf` head copied into Send buffers.
-    pub(crate) pullup_copy_count: AtomicU64,
+    pub(crate) pullup_copy_count: Counter,
     /// Reply bytes copied past the receive `xdr_buf` head.
-    pub(crate) fixup_copy_count: AtomicU64,
+    pub(crate) fixup_copy_count: Counter,
     /// Calls that could not be marshalled.
-    pub(crate) failed_marshal_count: AtomicU64,
+    pub(crate) failed_marshal_count: Counter,
     /// Replies dropped as malformed.
-    pub(crate) bad_reply_count: AtomicU64,
+    pub(crate) bad_reply_count: Counter,
     /// Sends that found no free Send buffer.
-    pub(crate) empty_sendctx_q: AtomicU64,
+    pub(crate) empty_sendctx_q: Counter,
     /// Backward-direction Calls dropped (no backchannel yet); not a
     /// mountstats column, reported with `pr_debug`.
-    pub(crate) bcall_dropped: AtomicU64,
+    pub(crate) bcall_dropped: Counter,
     /// Read list segments sent.
-    pub(crate) read_chunk_count: AtomicU64,
+    pub(crate) read_chunk_count: Counter,
     /// Write chunk segments sent.
-    pub(crate) write_chunk_count: AtomicU64,
+    pub(crate) write_chunk_count: Counter,
     /// Reply chunk segments sent.
-    pub(crate) reply_chunk_count: AtomicU64,
+    pub(crate) reply_chunk_count: Counter,
     /// Bytes registered for chunks.
-    pub(crate) total_rdma_request: AtomicU64,
+    pub(crate) total_rdma_request: Counter,
     /// Bytes the server wrote into Write and Reply chunks.
-    pub(crate) total_rdma_reply: AtomicU64,
+    pub(crate) total_rdma_reply: Counter,
     /// Calls sent as RDMA_NOMSG.
-    pub(crate) nomsg_call_count: AtomicU64,
+    pub(crate) nomsg_call_count: Counter,
     /// MRs taken out of use after a failed or flushed operation.
-    pub(crate) mrs_recycled: AtomicU64,
+    pub(crate) mrs_recycled: Counter,
     /// MRs left registered when their connection went.
-    pub(crate) mrs_orphaned: AtomicU64,
+    pub(crate) mrs_orphaned: Counter,
     /// MRs allocated.
-    pub(crate) mrs_allocated: AtomicU64,
+    pub(crate) mrs_allocated: Counter,
     /// MRs invalidated with LOCAL_INV.
-    pub(crate) local_inv_needed: AtomicU64,
+    pub(crate) local_inv_needed: Counter,
     /// Replies that had to wait for their Call's Send to complete.
-    pub(crate) reply_waits_for_send: AtomicU64,
+    pub(crate) reply_waits_for_send: Counter,
     /// Send With Invalidate of a key that was not the RPC's: the
     /// connection was closed. Not a mountstats column.
-    pub(crate) bad_remote_inv: AtomicU64,
+    pub(crate) bad_remote_inv: Counter,
 }
 
-fn bump(counter: &AtomicU64, by: u64) {
-    counter.fetch_add(by, Ordering::Relaxed);
-}
+/// An event counter. Relaxed: it orders nothing.
+pub(crate) struct Counter(Atomic<u64>);
 
-/// A forward Reply's transport body.
-#[derive(Clone, Copy)]
-pub(crate) struct ReplyBody<'a> {
-    /// RDMA_NOMSG: the Reply is in the Reply chunk.
-    pub(crate) nomsg: bool,
-    /// The chunk lists the server returned.
-    pub(crate) lists: ChunkLists<'a>,
-    /// The inline part of the RPC Reply (empty for RDMA_NOMSG).
-    pub(crate) payload: &'a [u8],
-}
-
-/// Outcome of decoding one received message, for the sunrpc layer.
-pub(crate) enum Received<'a> {
-    /// Drop it (already counted).
-    Drop,
-    /// A forward Reply to `xid` (network order) with `credits` granted:
-    /// complete the RPC with this body, or with the errno.
-    Reply {
-        /// `rdma_xid` as it is in `rq_xid`.
-        xid: u32,
-        /// Sanitised credit grant.
-        credits: u32,
-        /// The body, or the errno that fails the RPC.
-        payload: Result<ReplyBody<'a>, kernel::error::Error>,
-    },
-}
-
-/// Decodes a received message (safe protocol logic, no sunrpc calls);
-/// `max_credits` is the most credits we asked for.
-pub(crate) fn classify_received<'a>(
-    msg: &'a [u8],
-    stats: &Stats,
-    max_credits: u32,
-) -> Received<'a> {
-    let limits = Limits::DEFAULT;
-    let hdr = match header::decode(msg, &limits) {
-        Ok(hdr) => hdr,
-        Err(err) => {
-            rdebug!("dropping bad reply: {:?}\n", err);
-            bump(&stats.bad_reply_count, 1);
-            return Received::Drop;
-        }
-    };
-    match backchannel::classify(Role::Client, &hdr) {
-        Ok(Direction::ForwardReply) => {}
-        Ok(Direction::BackwardCall) => {
-            bump(&stats.bcall_dropped, 1);
-            rdebug!("backward Call dropped (no backchannel)\n");
-            return Received::Drop;
-        }
-        Ok(_) | Err(_) => {
-            bump(&stats.bad_reply_count, 1);
-            return Received::Drop;
-        }
+impl Default for Counter {
+    fn default() -> Self {
+        Self(Atomic::new(0))
     }
-    let fixed = hdr.fixed();
-    let payload = match hdr {
-        Header::V1(h) => match h.body {
-            v1::Body::Msg(lists) => Ok(ReplyBody {
-                nomsg: false,
-                lists,
-                payload: h.payload,
-            }),
-            v1::Body::Nomsg(lists) => Ok(ReplyBody {
-                nomsg: true,
-                lists,
-                payload: &[],
-            }),
-            v1::Body::Error(err) => {
-                rdebug!("RDMA_ERROR {:?} for xid {:#x}\n", err, fixed.xid);
-                Err(kernel::error::code::EIO)
+}
+
+impl Counter {
+    /// Adds `by`.
+    pub(crate) fn add(&self, by: u64) {
+        self.0.add(by, Relaxed);
+    }
+
+    /// The count so far.
+    pub(crate) fn get(&self) -> u64 {
+        self.0.load(Relaxed)
+    }
+}
+
+/// What the transport does with a received message: the protocol's
+/// verdict ([`reply::classify`]) with its counters bumped.
+pub(crate) fn classify_received<'a>(msg: &'a [u8], stats: &Stats, max_credits: u32) -> Inbound<'a> {
+    let inbound = reply::classify(msg, max_credits);
+    match &inbound {
+        Inbound::Dropped(why) => {
+            stats.bad_reply_count.add(1);
+            match why {
+                Dropped::BackwardWithChunks => stats.bcall_dropped.add(1),
+                Dropped::Short | Dropped::Version { .. } => {}
             }
-        },
-        // We only send version 1; a version 2 Reply is a protocol error.
-        Header::V2(_) => {
-            bump(&stats.bad_reply_count, 1);
-            return Received::Drop;
+            rdebug!("dropping received message: {:?}\n", why);
         }
-    };
-    Received::Reply {
-        xid: fixed.xid.to_be(),
-        credits: credits::sanitize(fixed.credits, max_credits),
-        payload,
+        Inbound::BackwardCall(_) => {
+            stats.bcall_dropped.add(1);
+            rdebug!("backward Call dropped (no backchannel)\n");
+        }
+        // As in rpcrdma.ko, RDMA_ERROR counts as a bad reply too.
+        Inbound::Reply {
+            body: Err(why),
+            xid,
+            ..
+        } => {
+            stats.bad_reply_count.add(1);
+            rdebug!("reply to xid {:#x} fails its RPC: {:?}\n", xid, why);
+        }
+        Inbound::Reply { body: Ok(_), .. } => {}
     }
+    inbound
 }
 
 /// Writes the header for the Call with `xid` (as in `rq_xid`) into `buf`,
@@ -244,49 +203,59 @@ mod tests {
         assert_eq!(&buf[..4], &[0x12, 0x34, 0x56, 0x78]);
     }
 
+    fn words<const N: usize>(w: [u32; N]) -> KVec<u8> {
+        let mut v = KVec::new();
+        for w in w {
+            for b in w.to_be_bytes() {
+                let _ = v.push(b, GFP_KERNEL);
+            }
+        }
+        v
+    }
+
     #[test]
     fn reply_is_routed() {
         let stats = Stats::default();
         // RDMA_MSG, credits 200 (capped), empty lists, then an RPC Reply.
-        let mut msg = [0u8; 36];
-        let words: [u32; 9] = [0xabcd, 1, 200, 0, 0, 0, 0, 0xabcd, 1];
-        for (i, w) in words.iter().enumerate() {
-            msg[i * 4..i * 4 + 4].copy_from_slice(&w.to_be_bytes());
-        }
-        // A KUnit assertion fails the case; a panic would oops the kernel.
+        let msg = words([0xabcd, 1, 200, 0, 0, 0, 0, 0xabcd, 1]);
         let got = classify_received(&msg, &stats, DEF_SLOTS);
-        assert!(matches!(got, Received::Reply { .. }));
-        if let Received::Reply {
-            xid,
-            credits,
-            payload,
-        } = got
-        {
-            assert_eq!(xid, 0xabcdu32.to_be());
-            assert_eq!(credits, DEF_SLOTS);
-            assert_eq!(payload.map(|p| p.payload.len()), Ok(8));
-        }
+        assert!(
+            matches!(got, Inbound::Reply { xid: 0xabcd, credits: DEF_SLOTS, body: Ok(b), .. } if b.payload.len() == 8)
+        );
         // A backward Call is dropped and counted.
-        msg[32..36].copy_from_slice(&0u32.to_be_bytes());
+        let call = words([0xabcd, 1, 200, 0, 0, 0, 0, 0xabcd, 0]);
         assert!(matches!(
-            classify_received(&msg, &stats, DEF_SLOTS),
-            Received::Drop
+            classify_received(&call, &stats, DEF_SLOTS),
+            Inbound::BackwardCall(_)
         ));
-        assert_eq!(stats.bcall_dropped.load(Ordering::Relaxed), 1);
+        assert_eq!(stats.bcall_dropped.get(), 1);
         // RDMA_ERROR (ERR_CHUNK) fails the RPC it names with EIO.
-        let mut err = [0u8; 20];
-        for (i, w) in [0xabcdu32, 1, 0, 4, 2].iter().enumerate() {
-            err[i * 4..i * 4 + 4].copy_from_slice(&w.to_be_bytes());
+        let err = words([0xabcd, 1, 0, 4, 2]);
+        assert!(matches!(
+            classify_received(&err, &stats, DEF_SLOTS),
+            Inbound::Reply {
+                credits: 1,
+                body: Err(_),
+                ..
+            }
+        ));
+        assert_eq!(stats.bad_reply_count.get(), 1);
+        // So do RDMA_MSGP, an unknown procedure and a truncated error.
+        for bad in [
+            words([0xabcd, 1, 8, 2, 0, 0, 0, 0]),
+            words([0xabcd, 1, 8, 7, 0, 0, 0, 0]),
+            words([0xabcd, 1, 8, 4, 1]),
+        ] {
+            assert!(matches!(
+                classify_received(&bad, &stats, DEF_SLOTS),
+                Inbound::Reply {
+                    xid: 0xabcd,
+                    body: Err(_),
+                    ..
+                }
+            ));
         }
-        let got = classify_received(&err, &stats, DEF_SLOTS);
-        assert!(matches!(got, Received::Reply { .. }));
-        if let Received::Reply {
-            credits, payload, ..
-        } = got
-        {
-            assert_eq!(credits, 1);
-            assert!(payload.is_err());
-        }
+        assert_eq!(stats.bad_reply_count.get(), 4);
         // Module parameters are clamped.
         assert_eq!(
             Config::clamped(0, 1 << 20, 1000),
@@ -296,11 +265,11 @@ mod tests {
                 slots: 256
             }
         );
-        // Garbage is dropped and counted.
+        // Garbage without an XID touches no RPC, and is counted.
         assert!(matches!(
             classify_received(&msg[..10], &stats, DEF_SLOTS),
-            Received::Drop
+            Inbound::Dropped(Dropped::Short)
         ));
-        assert_eq!(stats.bad_reply_count.load(Ordering::Relaxed), 1);
+        assert_eq!(stats.bad_reply_count.get(), 5);
     }
 }

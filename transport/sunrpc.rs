@@ -6,18 +6,17 @@
 use core::cell::UnsafeCell;
 use core::ffi::{c_char, c_int, c_uint, c_ulong, c_ushort, c_void};
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 use kernel::prelude::*;
 use kernel::str::CString;
+use kernel::sync::atomic::{Acquire, Atomic, Full, Relaxed, Release};
 use kernel::types::Opaque;
 
 use super::conn::{Ep, Handled, MrPool, Pending, RecvCtx, SendError, Shared, MAX_RPC_MRS};
-use super::{
-    bump, classify_received, encode_call_header, Config, Received, ReplyBody, Stats, MAX_PAYLOAD,
-};
+use super::{classify_received, encode_call_header, Config, Stats, MAX_PAYLOAD};
 use crate::proto::chunk::{ChunkSlices, ReadSegment, Segment};
 use crate::proto::plan::{self, CallPlan, Offered, ReplyShape};
+use crate::proto::reply::{self, BadReply, Inbound, ReplyBody};
 use crate::rdma::PageSeg;
 use crate::sys;
 
@@ -25,9 +24,10 @@ use crate::sys;
 pub(crate) const IDENT: i32 = 256;
 /// Longest wait for the outcome of one connection attempt, in seconds.
 const CONNECT_WAIT_CAP_SECS: c_ulong = 180;
-/// Longest wait for a connection to be torn down before a request's
-/// registered memory is freed; below the hung task timeout.
-const FENCE_WAIT_SECS: c_ulong = 30;
+/// A request whose memory the peer may still reach waits for that to end
+/// without a deadline, and warns at this interval (below the hung task
+/// timeout, which each wake-up resets).
+const FENCE_WARN_SECS: c_ulong = 30;
 /// Slots preallocated per transport.
 const MIN_SLOTS: u32 = 2;
 /// `IPPROTO_TCP`: `xprt->prot` names the address family's TCP for the
@@ -106,7 +106,7 @@ impl Registration {
             }),
             GFP_KERNEL,
         )?;
-        CLASS.store(class.get().cast(), Ordering::Release);
+        CLASS.store(class.get().cast(), Release);
         // SAFETY: The class is pinned in the heap and stays registered
         // until `drop` unregisters it.
         kernel::error::to_result(unsafe { sys::xprt_register_transport(class.get().cast()) })?;
@@ -130,25 +130,26 @@ impl Drop for Registration {
 /// `xprt` is a live `rpc_xprt` whose `ops` are ours. `ep` is only read or
 /// changed with `XPRT_LOCKED` held (connect worker, `send_request`,
 /// `close`, `destroy`); every other field is valid when zeroed, but for
-/// `connect_work` and `gone_wq`, which `setup` initialises.
+/// `connect_work` and `fence_wq`, which `setup` initialises.
 #[repr(C)]
 pub(crate) struct RdmaXprt {
     xprt: Opaque<sys::rpc_xprt>,
     connect_work: Opaque<sys::delayed_work>,
     timeout: Opaque<sys::rpc_timeout>,
-    ep: AtomicPtr<Ep>,
+    ep: Atomic<*mut Ep>,
     /// A connection attempt failed or a connection was lost: back off.
-    backoff: AtomicBool,
+    backoff: Atomic<bool>,
     /// A Reply arrived since the last connect: reset the backoff.
-    had_reply: AtomicBool,
+    had_reply: Atomic<bool>,
     stats: Stats,
     /// Settings from the module parameters, fixed at setup.
     cfg: Config,
     /// Generation of the last connection torn down: its QP is destroyed,
     /// so the peer can reach none of its MRs any more.
-    gone_gen: AtomicU64,
-    /// Woken when `gone_gen` moves. Initialised in `setup`.
-    gone_wq: Opaque<sys::wait_queue_head>,
+    gone_gen: Atomic<u64>,
+    /// Woken when `gone_gen` moves, and when a Send that gathered an
+    /// RPC's own pages completes. Initialised in `setup`.
+    fence_wq: Opaque<sys::wait_queue_head>,
 }
 
 impl RdmaXprt {
@@ -230,7 +231,7 @@ impl RdmaXprt {
     /// The caller holds `XPRT_LOCKED`.
     unsafe fn ep(&self) -> Option<&Ep> {
         // SAFETY: With `XPRT_LOCKED` held nobody frees the connection.
-        unsafe { self.ep.load(Ordering::Acquire).as_ref() }
+        unsafe { self.ep.load(Acquire).as_ref() }
     }
 
     /// Tears down the current connection, if any.
@@ -239,17 +240,25 @@ impl RdmaXprt {
     ///
     /// The caller holds `XPRT_LOCKED` (or is `destroy`).
     unsafe fn teardown(&self) {
-        let ep = self.ep.swap(core::ptr::null_mut(), Ordering::AcqRel);
+        let ep = self.ep.xchg(core::ptr::null_mut(), Full);
         if !ep.is_null() {
             // SAFETY: `ep` came from `KBox::into_raw` in the connect
             // worker and was just unpublished.
             let ep = unsafe { KBox::from_raw(ep) };
             let gen = ep.shared().gen;
             drop(ep);
-            self.gone_gen.fetch_max(gen, Ordering::AcqRel);
-            // SAFETY: The wait queue was initialised in `setup`.
-            unsafe { sys::rpcrdma_rs_wake_up_all(self.gone_wq.get()) };
+            // Generations only grow, and only the XPRT_LOCKED holder
+            // tears down: a plain store is the maximum.
+            self.gone_gen.store(gen, Release);
+            self.wake_fence();
         }
+    }
+
+    /// Wakes the threads waiting in [`RdmaXprt::fence_registered`] or for
+    /// a Send that gathered their pages.
+    pub(super) fn wake_fence(&self) {
+        // SAFETY: The wait queue was initialised in `setup`.
+        unsafe { sys::rpcrdma_rs_wake_up_all(self.fence_wq.get()) };
     }
 
     /// Makes sure the peer can no longer reach memory registered on
@@ -258,28 +267,52 @@ impl RdmaXprt {
     ///
     /// Tearing the connection down destroys its QP, after which none of
     /// its keys is usable; that costs a reconnect, but needs no hold on a
-    /// connection that may be going away under us. Sleeps.
+    /// connection that may be going away under us. Waits as long as that
+    /// takes: freeing the pages earlier would let the server write into
+    /// memory that has a new owner. Sleeps.
     fn fence_registered(&self, gen: u64) {
-        if self.gone_gen.load(Ordering::Acquire) >= gen {
+        if self.gone_gen.load(Acquire) >= gen {
             return;
         }
         self.force_disconnect();
         // SAFETY: The wait queue was initialised in `setup`; `gone_gen` is
-        // a u64 in memory that lives as long as the transport.
-        let left = unsafe {
+        // a u64 that lives as long as the transport.
+        while unsafe {
             sys::rpcrdma_rs_wait_until_gone(
-                self.gone_wq.get(),
+                self.fence_wq.get(),
                 self.gone_gen.as_ptr(),
                 gen,
-                FENCE_WAIT_SECS * hz(),
+                FENCE_WARN_SECS * hz(),
             )
-        };
-        if left == 0 {
+        } == 0
+        {
             rwarn!(
-                "connection to {} not torn down in {} s; freeing registered memory\n",
+                "connection to {} not torn down in {} s; still holding registered memory\n",
                 self.peer(),
-                FENCE_WAIT_SECS
+                FENCE_WARN_SECS
             );
+        }
+    }
+
+    /// Waits until no Send gathers the pages of the request whose mark is
+    /// `busy` (see `Ep::map_pages`). Sleeps.
+    fn wait_send_done(&self, busy: &Atomic<u32>) {
+        // SAFETY: The wait queue was initialised in `setup`; `busy` is a
+        // u32 that outlives the call.
+        while unsafe {
+            sys::rpcrdma_rs_wait_until_clear(
+                self.fence_wq.get(),
+                busy.as_ptr().cast_const(),
+                FENCE_WARN_SECS * hz(),
+            )
+        } == 0
+        {
+            rwarn!(
+                "send to {} not complete in {} s; still holding its pages\n",
+                self.peer(),
+                FENCE_WARN_SECS
+            );
+            self.force_disconnect();
         }
     }
 
@@ -322,16 +355,13 @@ impl RdmaXprt {
         invalidated: Option<u32>,
     ) -> Handled {
         let msg = ctx.msg(len);
-        let Received::Reply {
-            xid,
-            credits,
-            payload,
-        } = classify_received(msg, &self.stats, self.cfg.slots)
+        let Inbound::Reply { xid, credits, body } =
+            classify_received(msg, &self.stats, self.cfg.slots)
         else {
             return Handled::Done;
         };
-        self.had_reply.store(true, Ordering::Relaxed);
-        self.update_cwnd(credits);
+        // `rq_xid` holds the XID as it is on the wire.
+        let xid = xid.to_be();
         let xprt = self.raw();
         // SAFETY: `xprt` is live; `xprt_lookup_rqst` requires `queue_lock`,
         // and pinning keeps the request alive after we drop it.
@@ -348,6 +378,10 @@ impl RdmaXprt {
             rdebug!("reply for unknown xid {:#x}\n", u32::from_be(xid));
             return Handled::Done;
         };
+        // Only a message that matched a waiting RPC may move the window.
+        self.had_reply.store(true, Relaxed);
+        self.update_cwnd(credits);
+        let payload = body.map_err(|_: BadReply| EIO);
         // SAFETY: The request is pinned, so its buffer (and state) stays.
         let st = unsafe { ReqState::of(rqst) };
         let pending = Pending {
@@ -357,12 +391,9 @@ impl RdmaXprt {
         // Without LOCAL_INVs, which complete after the Send on the same
         // queue, a Reply may overtake its Call's Send completion.
         let wait_send = || {
-            let seq = st.send_seq.load(Ordering::Relaxed);
-            if seq != 0
-                && st.gen.load(Ordering::Relaxed) == shared.gen
-                && seq > shared.sends_completed()
-            {
-                bump(&self.stats.reply_waits_for_send, 1);
+            let seq = st.send_seq.load(Relaxed);
+            if seq != 0 && st.gen.load(Relaxed) == shared.gen && seq > shared.sends_completed() {
+                self.stats.reply_waits_for_send.add(1);
                 return shared.defer_until_sent(ctx, seq, pending);
             }
             false
@@ -397,8 +428,8 @@ impl RdmaXprt {
                 }
                 None => {
                     rwarn!("server invalidated a key that is not the RPC's: closing\n");
-                    bump(&self.stats.bad_remote_inv, 1);
-                    bump(&self.stats.bad_reply_count, 1);
+                    self.stats.bad_remote_inv.add(1);
+                    self.stats.bad_reply_count.add(1);
                     self.force_disconnect();
                     // SAFETY: Pinned; the RPC is retransmitted after the
                     // reconnect, and its MRs go with the connection.
@@ -419,20 +450,18 @@ impl RdmaXprt {
         };
         match pool.invalidate(shared, list, ctx, pending) {
             Ok(()) => {
-                bump(&self.stats.local_inv_needed, list.len() as u64);
+                self.stats.local_inv_needed.add(list.len() as u64);
                 Handled::Deferred
             }
             Err(_) => {
-                // The QP is in error: nothing can reach the MRs through it
-                // any more, but their state is unknown.
+                // The QP is in error or going: the server may still reach
+                // the MRs until it is destroyed. Leave them on the request
+                // and the request to sunrpc: it is retransmitted on the
+                // next connection, which comes after this one's teardown,
+                // or released, which waits for it (`op_buf_free`).
                 self.force_disconnect();
-                for &i in list {
-                    pool.release(i, true);
-                }
-                bump(&self.stats.mrs_recycled, list.len() as u64);
-                st.set_mrs(&[]);
-                // SAFETY: Pinned.
-                unsafe { self.complete(rqst, payload, st) };
+                // SAFETY: Pinned above.
+                unsafe { unpin(xprt, rqst) };
                 Handled::Done
             }
         }
@@ -454,12 +483,14 @@ impl RdmaXprt {
             }
         }
         if !ok {
-            bump(&self.stats.mrs_recycled, n as u64);
+            self.stats.mrs_recycled.add(n as u64);
         }
         st.set_mrs(&[]);
-        let payload = match classify_received(ctx.msg(pending.len), &self.stats, self.cfg.slots) {
-            Received::Reply { payload, .. } => payload,
-            Received::Drop => Err(EIO),
+        // The Reply was classified and counted when it arrived; only its
+        // body is needed again.
+        let payload = match reply::classify(ctx.msg(pending.len), self.cfg.slots) {
+            Inbound::Reply { body, .. } => body.map_err(|_: BadReply| EIO),
+            Inbound::Dropped(_) | Inbound::BackwardCall(_) => Err(EIO),
         };
         // SAFETY: Pinned by `receive`.
         unsafe { self.complete(rqst, payload, st) };
@@ -483,17 +514,17 @@ impl RdmaXprt {
                     unsafe { copy_to_rcv_buf(rqst, body.payload, &self.stats) }
                 }
                 Ok(ReplyShape::Write { written }) => {
-                    bump(&self.stats.total_rdma_reply, u64::from(written));
+                    self.stats.total_rdma_reply.add(u64::from(written));
                     // SAFETY: As above.
                     unsafe { write_chunk_fixup(rqst, body.payload, written, &self.stats) }
                 }
                 Ok(ReplyShape::Reply { written }) => {
-                    bump(&self.stats.total_rdma_reply, u64::from(written));
+                    self.stats.total_rdma_reply.add(u64::from(written));
                     c_int::try_from(written).unwrap_or(EIO.to_errno())
                 }
                 Err(err) => {
                     rdebug!("bad reply: {:?}\n", err);
-                    bump(&self.stats.bad_reply_count, 1);
+                    self.stats.bad_reply_count.add(1);
                     EIO.to_errno()
                 }
             },
@@ -536,14 +567,17 @@ unsafe fn unpin(xprt: *mut sys::rpc_xprt, rqst: NonNull<sys::rpc_rqst>) {
 #[repr(C)]
 pub(super) struct ReqState {
     /// Connection the MRs belong to.
-    gen: AtomicU64,
+    gen: Atomic<u64>,
     /// Number of the Call's Send on that connection.
-    send_seq: AtomicU64,
-    nmrs: AtomicU32,
+    send_seq: Atomic<u64>,
+    nmrs: Atomic<u32>,
     /// Write chunk bytes registered, `u32::MAX` for none.
-    offered_write: AtomicU32,
+    offered_write: Atomic<u32>,
     /// Reply chunk bytes registered, `u32::MAX` for none.
-    offered_reply: AtomicU32,
+    offered_reply: Atomic<u32>,
+    /// Non-zero while a Send gathers this request's own pages (see
+    /// `Ep::map_pages`): the request's memory must stay until it is clear.
+    send_busy: Atomic<u32>,
     mrs: UnsafeCell<[u16; MAX_RPC_MRS]>,
 }
 
@@ -556,11 +590,12 @@ const REQ_PREFIX: usize = (core::mem::size_of::<ReqState>() + 15) & !15;
 impl ReqState {
     fn new() -> Self {
         Self {
-            gen: AtomicU64::new(0),
-            send_seq: AtomicU64::new(0),
-            nmrs: AtomicU32::new(0),
-            offered_write: AtomicU32::new(u32::MAX),
-            offered_reply: AtomicU32::new(u32::MAX),
+            gen: Atomic::new(0),
+            send_seq: Atomic::new(0),
+            nmrs: Atomic::new(0),
+            offered_write: Atomic::new(u32::MAX),
+            offered_reply: Atomic::new(u32::MAX),
+            send_busy: Atomic::new(0),
             mrs: UnsafeCell::new([0; MAX_RPC_MRS]),
         }
     }
@@ -582,8 +617,8 @@ impl ReqState {
 
     /// Copies the MRs held on connection `gen` into `out`; returns how many.
     fn mrs(&self, gen: u64, out: &mut [u16; MAX_RPC_MRS]) -> usize {
-        let n = self.nmrs.load(Ordering::Acquire) as usize;
-        if n == 0 || self.gen.load(Ordering::Relaxed) != gen {
+        let n = self.nmrs.load(Acquire) as usize;
+        if n == 0 || self.gen.load(Relaxed) != gen {
             return 0;
         }
         // SAFETY: Published by the release store of `nmrs` (invariant).
@@ -599,11 +634,11 @@ impl ReqState {
         if let (Some(d), Some(s)) = (dst.get_mut(..n), mrs.get(..n)) {
             d.copy_from_slice(s);
         }
-        self.nmrs.store(n as u32, Ordering::Release);
+        self.nmrs.store(n as u32, Release);
     }
 
     fn offered(&self) -> Offered {
-        let get = |a: &AtomicU32| Some(a.load(Ordering::Relaxed)).filter(|&v| v != u32::MAX);
+        let get = |a: &Atomic<u32>| Some(a.load(Relaxed)).filter(|&v| v != u32::MAX);
         Offered {
             write_chunk: get(&self.offered_write),
             reply_chunk: get(&self.offered_reply),
@@ -659,7 +694,7 @@ unsafe fn write_chunk_fixup(
             if rc != 0 {
                 return EIO.to_errno();
             }
-            bump(&stats.fixup_copy_count, rest.len() as u64);
+            stats.fixup_copy_count.add(rest.len() as u64);
         }
         let room =
             ((*prv).head[0].iov_len + (*prv).page_len as usize + (*prv).tail[0].iov_len) as u64;
@@ -695,7 +730,7 @@ unsafe fn copy_to_rcv_buf(rqst: NonNull<sys::rpc_rqst>, payload: &[u8], stats: &
     // Bytes that landed past the head: what rpcrdma.ko's fixup copies.
     // SAFETY: `buf` is valid.
     let head = unsafe { (*buf).head[0].iov_len };
-    bump(&stats.fixup_copy_count, len.saturating_sub(head) as u64);
+    stats.fixup_copy_count.add(len.saturating_sub(head) as u64);
     c_int::try_from(len).unwrap_or(c_int::MAX)
 }
 
@@ -757,7 +792,7 @@ unsafe extern "C" fn xprt_setup(args: *mut sys::xprt_create) -> *mut sys::rpc_xp
         (*xprt).idle_timeout = 5 * 60 * hz;
         (*xprt).ops = &OPS;
         (*xprt).prot = IPPROTO_TCP;
-        (*xprt).xprt_class = CLASS.load(Ordering::Acquire);
+        (*xprt).xprt_class = CLASS.load(Acquire);
         (*xprt).addrlen = args.addrlen;
         core::ptr::copy_nonoverlapping(
             args.dstaddr.cast::<u8>(),
@@ -769,7 +804,7 @@ unsafe extern "C" fn xprt_setup(args: *mut sys::xprt_create) -> *mut sys::rpc_xp
         }
         format_addresses(xprt);
         sys::rpcrdma_rs_init_delayed_work(rx.connect_work.get(), Some(connect_worker));
-        sys::rpcrdma_rs_init_waitqueue_head(rx.gone_wq.get());
+        sys::rpcrdma_rs_init_waitqueue_head(rx.fence_wq.get());
         (*xprt).max_payload = MAX_PAYLOAD;
         rdebug!("transport created\n");
     }
@@ -778,7 +813,7 @@ unsafe extern "C" fn xprt_setup(args: *mut sys::xprt_create) -> *mut sys::rpc_xp
 
 /// The registered class, for `xprt->xprt_class` (`xprt_create` does not
 /// carry it).
-static CLASS: AtomicPtr<sys::xprt_class> = AtomicPtr::new(core::ptr::null_mut());
+static CLASS: Atomic<*mut sys::xprt_class> = Atomic::new(core::ptr::null_mut());
 
 /// The port in `xprt->addr`, in host order.
 ///
@@ -1013,11 +1048,15 @@ unsafe extern "C" fn op_buf_free(task: *mut sys::rpc_task) {
             return;
         }
         let st = ReqState::of(NonNull::new_unchecked(rqst));
-        if st.nmrs.load(Ordering::Acquire) != 0 {
-            // An RPC given up before its Reply, with memory still
-            // registered: the server must no longer reach it once we
-            // return and the pages go back to their owner.
-            RdmaXprt::from_raw((*rqst).rq_xprt).fence_registered(st.gen.load(Ordering::Relaxed));
+        let rx = RdmaXprt::from_raw((*rqst).rq_xprt);
+        // An RPC given up before its Reply (interrupted, timed out) may
+        // still have its pages in use: by a Send not yet complete, or
+        // registered for the server. Neither may outlive the memory.
+        if st.send_busy.load(Acquire) != 0 {
+            rx.wait_send_done(&st.send_busy);
+        }
+        if st.nmrs.load(Acquire) != 0 {
+            rx.fence_registered(st.gen.load(Relaxed));
         }
         sys::rpcrdma_rs_kfree((*rqst).rq_buffer.cast::<u8>().sub(REQ_PREFIX).cast());
         (*rqst).rq_buffer = core::ptr::null_mut();
@@ -1063,10 +1102,10 @@ unsafe extern "C" fn op_connect(xprt: *mut sys::rpc_xprt, task: *mut sys::rpc_ta
     let mut delay: c_ulong = 0;
     // SAFETY: With XPRT_LOCKED held we own the reconnect state.
     unsafe {
-        if rx.had_reply.swap(false, Ordering::Relaxed) {
+        if rx.had_reply.xchg(false, Relaxed) {
             (*xprt).reestablish_timeout = 0;
         }
-        if rx.backoff.load(Ordering::Relaxed) {
+        if rx.backoff.load(Relaxed) {
             delay = sys::xprt_reconnect_delay(xprt);
             sys::xprt_reconnect_backoff(xprt, init_reestablish());
         }
@@ -1107,8 +1146,8 @@ unsafe extern "C" fn connect_worker(work: *mut sys::work_struct) {
         match result {
             Ok(ep) => {
                 let ep_inline = ep.inline();
-                rx.ep.store(KBox::into_raw(ep), Ordering::Release);
-                rx.backoff.store(false, Ordering::Relaxed);
+                rx.ep.store(KBox::into_raw(ep), Release);
+                rx.backoff.store(false, Relaxed);
                 (*xprt).connect_cookie = (*xprt).connect_cookie.wrapping_add(1);
                 (*xprt).stat.connect_count += 1;
                 (*xprt).stat.connect_time = (*xprt)
@@ -1116,7 +1155,7 @@ unsafe extern "C" fn connect_worker(work: *mut sys::work_struct) {
                     .connect_time
                     .wrapping_add(jiffies().wrapping_sub((*xprt).stat.connect_start) as u64);
                 sys::rpcrdma_rs_xprt_set_connected(xprt);
-                pr_info!(
+                rdebug!(
                     "connected to {} (inline send {} recv {}) in {} ms\n",
                     rx.peer(),
                     ep_inline.send,
@@ -1126,14 +1165,21 @@ unsafe extern "C" fn connect_worker(work: *mut sys::work_struct) {
                 EAGAIN.to_errno()
             }
             Err(err) => {
-                pr_info!(
+                rinfo!(
                     "connect to {} failed ({}) after {} ms\n",
                     rx.peer(),
                     err.to_errno(),
                     took_ms
                 );
-                rx.backoff.store(true, Ordering::Relaxed);
-                err.to_errno()
+                rx.backoff.store(true, Relaxed);
+                // Running out of memory is transient: ENOBUFS makes sunrpc
+                // retry the connect (after our backoff), where ENOMEM
+                // would fail the RPC that asked for it.
+                if err == ENOMEM {
+                    ENOBUFS.to_errno()
+                } else {
+                    err.to_errno()
+                }
             }
         }
     };
@@ -1192,8 +1238,8 @@ unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_int {
     let st = unsafe { ReqState::of(NonNull::new_unchecked(rqst)) };
     // MRs from an earlier connection went with it.
     st.set_mrs(&[]);
-    st.offered_write.store(u32::MAX, Ordering::Relaxed);
-    st.offered_reply.store(u32::MAX, Ordering::Relaxed);
+    st.offered_write.store(u32::MAX, Relaxed);
+    st.offered_reply.store(u32::MAX, Relaxed);
     // SAFETY: Live request, XPRT_LOCKED held.
     let (rpc, call_buf, reply_buf) = unsafe { rpc_shape(rqst) };
     let mut conn = plan::Connection::new(ep.inline(), &ep.limits);
@@ -1240,7 +1286,7 @@ unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_int {
                 };
             }
             nreads = n;
-            bump(&stats.read_chunk_count, n as u64);
+            stats.read_chunk_count.add(n as u64);
         }
         if let Some((range, pad)) = regs.write {
             let (mut n, mut bytes) = register(rcv, range, true, &mut writes)?;
@@ -1258,16 +1304,16 @@ unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_int {
             nwrites = n;
             // As in rpcrdma.ko: the bytes offered for the server to write,
             // Write and Reply chunks; Read chunks are not counted.
-            bump(&stats.total_rdma_request, u64::from(bytes));
-            st.offered_write.store(bytes, Ordering::Relaxed);
-            bump(&stats.write_chunk_count, n as u64);
+            stats.total_rdma_request.add(u64::from(bytes));
+            st.offered_write.store(bytes, Relaxed);
+            stats.write_chunk_count.add(n as u64);
         }
         if let Some(range) = regs.reply {
             let (n, bytes) = register(rcv, range, true, &mut reply)?;
             nreply = n;
-            bump(&stats.total_rdma_request, u64::from(bytes));
-            st.offered_reply.store(bytes, Ordering::Relaxed);
-            bump(&stats.reply_chunk_count, n as u64);
+            stats.total_rdma_request.add(u64::from(bytes));
+            st.offered_reply.store(bytes, Relaxed);
+            stats.reply_chunk_count.add(n as u64);
         }
         Ok(())
     })();
@@ -1278,7 +1324,7 @@ unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_int {
         if err == ENOBUFS {
             return ENOBUFS.to_errno();
         }
-        bump(&rx.stats.failed_marshal_count, 1);
+        rx.stats.failed_marshal_count.add(1);
         return EIO.to_errno();
     }
     let write_list: [&[Segment]; 1] = [writes.get(..nwrites).unwrap_or(&[])];
@@ -1289,21 +1335,22 @@ unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_int {
     };
     let nomsg = chosen.call == CallPlan::PositionZero;
     if nomsg {
-        bump(&rx.stats.nomsg_call_count, 1);
+        rx.stats.nomsg_call_count.add(1);
     }
     let mut layout = plan::send_layout(chosen.call, &call_buf, ep.limits.send_sges(), PAGE as u32);
     let mapped = layout.mapped.and_then(|r| {
         // SAFETY: The Call's pages stay until the request is released,
         // which waits for its Reply, and the Reply waits for this Send.
         unsafe { region(page_list, snd, r.offset, r.len) }.ok()?;
-        // SAFETY: As above.
-        unsafe { ep.map_pages(page_list) }.ok()
+        // SAFETY: As above; `op_buf_free` waits for `send_busy` to clear
+        // before the request's memory goes.
+        unsafe { ep.map_pages(page_list, &st.send_busy) }.ok()
     });
     if layout.mapped.is_some() && mapped.is_none() {
         // Could not map: copy it all, which always fits.
         layout = plan::send_layout(chosen.call, &call_buf, 0, PAGE as u32);
     }
-    st.gen.store(ep.shared().gen, Ordering::Relaxed);
+    st.gen.store(ep.shared().gen, Relaxed);
     // Only a Reply to a Call sent from the RPC's own pages must wait for
     // the Send to complete (see `receive`).
     let wait_seq = if mapped.is_some() {
@@ -1311,7 +1358,7 @@ unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_int {
     } else {
         0
     };
-    st.send_seq.store(wait_seq, Ordering::Relaxed);
+    st.send_seq.store(wait_seq, Relaxed);
     st.set_mrs(held.ids());
     let chain = pool.reg_chain(held.ids());
     let credits = rx.cfg.slots;
@@ -1360,11 +1407,11 @@ unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_int {
     match sent {
         Ok(()) => {}
         Err(SendError::NoBuffer) => {
-            bump(&rx.stats.empty_sendctx_q, 1);
+            rx.stats.empty_sendctx_q.add(1);
             return ENOBUFS.to_errno();
         }
         Err(SendError::TooBig) => {
-            bump(&rx.stats.failed_marshal_count, 1);
+            rx.stats.failed_marshal_count.add(1);
             rwarn!("call of {} bytes exceeds the inline threshold\n", snd_len);
             return EMSGSIZE.to_errno();
         }
@@ -1377,10 +1424,9 @@ unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_int {
     // Everything past the head sent inline was pulled up into the Send
     // buffer, unless the pages were mapped.
     if chosen.call == CallPlan::Inline && mapped_len == 0 {
-        bump(
-            &rx.stats.pullup_copy_count,
-            snd_len.saturating_sub(call_buf.head as usize) as u64,
-        );
+        rx.stats
+            .pullup_copy_count
+            .add(snd_len.saturating_sub(call_buf.head as usize) as u64);
     }
     // SAFETY: Live request and task.
     unsafe {
@@ -1415,9 +1461,9 @@ unsafe extern "C" fn op_close(xprt: *mut sys::rpc_xprt) {
     rdebug!("close\n");
     // SAFETY: XPRT_LOCKED is held.
     unsafe {
-        if !rx.ep.load(Ordering::Acquire).is_null() {
-            pr_info!("connection to {} closed\n", rx.peer());
-            rx.backoff.store(true, Ordering::Relaxed);
+        if !rx.ep.load(Acquire).is_null() {
+            rdebug!("connection to {} closed\n", rx.peer());
+            rx.backoff.store(true, Relaxed);
         }
         rx.teardown();
         (*xprt).connect_cookie = (*xprt).connect_cookie.wrapping_add(1);
@@ -1510,7 +1556,7 @@ unsafe extern "C" fn op_print_stats(xprt: *mut sys::rpc_xprt, seq: *mut sys::seq
         0
     };
     let s = &rx.stats;
-    let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+    let get = |c: &super::Counter| c.get();
     kernel::seq_print!(
         m,
         "\txprt:\trdma {} {} {} {} {} {} {} {} {} {} ",

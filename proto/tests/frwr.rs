@@ -247,3 +247,20 @@ fn chunk_decisions_at_thresholds() {
         );
     }
 }
+
+#[test]
+fn zero_length_reply_chunk() {
+    let both = Offered {
+        write_chunk: Some(8192),
+        reply_chunk: Some(4096),
+    };
+    let empty = [seg(0)];
+    let rc = ChunkSlices {
+        reply: Some(&empty),
+        ..ChunkSlices::NONE
+    };
+    // Returned unused in an RDMA_MSG Reply: accepted (rpcrdma.ko does too).
+    assert_eq!(check(false, &rc, &both), Ok(ReplyShape::Inline));
+    // The only carrier of an RDMA_NOMSG Reply, empty: the RPC fails.
+    assert_eq!(check(true, &rc, &both), Err(BadReply::BadNomsg));
+}

@@ -47,6 +47,11 @@ fn requester_chunk_rules() {
 }
 
 #[test]
+fn requester_receive_rules() {
+    assert_eq!(selftest::requester_receive_rules(), Ok(()));
+}
+
+#[test]
 fn send_economy() {
     assert_eq!(selftest::send_economy(), Ok(()));
 }

@@ -26,3 +26,32 @@ check client_net net_up 192.0.2.2 2001:db8::2 &&
     check remove rm /mnt/before /mnt/after
 grep -A 1 "xprt:" /proc/self/mountstats
 check umount umount /mnt
+
+# rpcrdma_rs only: a connect that fails after its QP exists (the MR pool
+# allocation is made to fail through the fault_inject parameter) must
+# release the half-built connection cleanly (the kernel log check catches a
+# PD or CQ freed under its QP), and the mount must keep retrying until the
+# fault is gone, then work.
+connect_fault_mount() {
+    f=/sys/module/rpcrdma_rs/parameters/fault_inject
+    echo 1 > $f || return 1
+    before=$(dmesg | grep -c "rpcrdma_rs: connect to .* failed")
+    mount -t nfs -o "$opts,retry=0" "$server:$export_path" /mnt &
+    pid=$!
+    sleep 10
+    failed=$(($(dmesg | grep -c "rpcrdma_rs: connect to .* failed") - before))
+    if ! kill -0 $pid 2>/dev/null; then
+        echo "mount ended while every connect failed"; echo 0 > $f; return 1
+    fi
+    [ "$failed" -ge 2 ] || { echo "$failed connect failures in 10 s"; echo 0 > $f; return 1; }
+    echo 0 > $f
+    wait $pid || return 1
+    note "mount retried through $failed failed connects"
+    echo after-fault > /mnt/fault && sync && echo 3 > /proc/sys/vm/drop_caches &&
+        [ "$(cat /mnt/fault)" = after-fault ] && rm /mnt/fault
+}
+
+if [ "${RR_MOD:-c}" = rs ]; then
+    check connect_fault_mount_retries connect_fault_mount &&
+        check umount_after_fault umount /mnt
+fi

@@ -1,0 +1,118 @@
+//! What a Requester does with a received message (RFC 8166 §4.5,
+//! RFC 8167 §2): which RPC it completes, with what, and what credit grant
+//! it carries.
+//!
+//! The rules follow rpcrdma.ko's `rpcrdma_reply_handler`, which a Linux
+//! server expects: a message too short to carry an XID, or of a version we
+//! never send, touches no RPC. Otherwise the XID is looked up first; a
+//! header that does not decode (RDMA_MSGP, RDMA_DONE, an unknown
+//! procedure, a truncated or unknown RDMA_ERROR, garbage chunk lists)
+//! fails the RPC it names at once with EIO instead of leaving it to time
+//! out. The credit grant is applied only once the XID matched an RPC
+//! waiting for it: a stray message must not move the window.
+
+use super::backchannel::{self, ClassifyError, Direction, Role};
+use super::chunk::ChunkLists;
+use super::credits;
+use super::error::DecodeError;
+use super::header::{FixedHeader, Header};
+use super::limits::Limits;
+use super::v1;
+use super::xdr::Reader;
+
+/// Why a received message was dropped without touching any RPC.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dropped {
+    /// Shorter than the four fixed words: no XID to match.
+    Short,
+    /// A version other than 1, which is all we send.
+    Version {
+        /// The received `rdma_vers`.
+        vers: u32,
+    },
+    /// A backward-direction message with chunks (RFC 8167 §2.5).
+    BackwardWithChunks,
+}
+
+/// Why a Reply fails its RPC with EIO.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BadReply {
+    /// The transport header does not decode.
+    Header(DecodeError),
+    /// The server answered RDMA_ERROR.
+    Error(v1::RdmaError),
+}
+
+/// A forward Reply's transport body.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReplyBody<'a> {
+    /// RDMA_NOMSG: the Reply is in the Reply chunk.
+    pub nomsg: bool,
+    /// The chunk lists the server returned.
+    pub lists: ChunkLists<'a>,
+    /// The inline part of the RPC Reply (empty for RDMA_NOMSG).
+    pub payload: &'a [u8],
+}
+
+/// A received message, seen by the Requester.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Inbound<'a> {
+    /// Touches no RPC (count it as a bad reply).
+    Dropped(Dropped),
+    /// A backward-direction Call (RFC 8167): for the backchannel.
+    BackwardCall(v1::Header<'a>),
+    /// A message for the forward RPC `xid` (as on the wire): if an RPC
+    /// waits for it, apply `credits` and complete the RPC with `body`.
+    Reply {
+        /// `rdma_xid`.
+        xid: u32,
+        /// The grant, already clamped to `[1, max_credits]`.
+        credits: u32,
+        /// The body, or why the RPC fails.
+        body: Result<ReplyBody<'a>, BadReply>,
+    },
+}
+
+/// Classifies `msg`, received by a Requester that asked for at most
+/// `max_credits`.
+pub fn classify(msg: &[u8], max_credits: u32) -> Inbound<'_> {
+    let Ok((fixed, _proc)) = FixedHeader::decode(&mut Reader::new(msg)) else {
+        return Inbound::Dropped(Dropped::Short);
+    };
+    if fixed.vers != v1::VERSION {
+        return Inbound::Dropped(Dropped::Version { vers: fixed.vers });
+    }
+    let reply = |body| Inbound::Reply {
+        xid: fixed.xid,
+        credits: credits::sanitize(fixed.credits, max_credits),
+        body,
+    };
+    let header = match v1::decode(msg, &Limits::DEFAULT) {
+        Ok(header) => header,
+        Err(err) => return reply(Err(BadReply::Header(err))),
+    };
+    match backchannel::classify(Role::Client, &Header::V1(header)) {
+        Ok(Direction::BackwardCall) => Inbound::BackwardCall(header),
+        Err(ClassifyError::BackwardWithChunks) => Inbound::Dropped(Dropped::BackwardWithChunks),
+        // An RDMA_MSG whose RPC header is unreadable still names its RPC.
+        Err(ClassifyError::Rpc(err)) => reply(Err(BadReply::Header(err))),
+        // A client receives nothing else.
+        Ok(_) => reply(body(&header)),
+    }
+}
+
+fn body<'a>(header: &v1::Header<'a>) -> Result<ReplyBody<'a>, BadReply> {
+    match header.body {
+        v1::Body::Msg(lists) => Ok(ReplyBody {
+            nomsg: false,
+            lists,
+            payload: header.payload,
+        }),
+        v1::Body::Nomsg(lists) => Ok(ReplyBody {
+            nomsg: true,
+            lists,
+            payload: &[],
+        }),
+        v1::Body::Error(err) => Err(BadReply::Error(err)),
+    }
+}
