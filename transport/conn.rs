@@ -24,8 +24,8 @@ use crate::proto::plan::DeviceLimits;
 use crate::proto::pvt::{self, InlineThresholds, PrivateData};
 use crate::proto::queue::{self, SendSignals};
 use crate::rdma::{
-    CmEvent, CmHandler, CmId, ConnParam, Cq, DmaBuf, DmaDir, MappedPages, Mr, PageSeg, Pd, Qp,
-    RecvWr, Registered, Wc, MAX_MAPPED_PAGES,
+    CmEvent, CmHandler, CmId, ConnParam, Cq, CqEntry, CqHandler, DmaBuf, DmaDir, MappedPages, Mr,
+    PageSeg, Pd, Qp, RecvWr, Registered, Wc, MAX_MAPPED_PAGES,
 };
 use crate::sys;
 
@@ -125,7 +125,7 @@ impl Shared {
                 done: Opaque::uninit(),
                 async_rc: Atomic::new(0),
                 status: Atomic::new(PENDING),
-                qp: AtomicPtr::new(core::ptr::null_mut()),
+                qp: Atomic::new(core::ptr::null_mut()),
                 lkey: Atomic::new(0),
                 draining: Atomic::new(false),
                 recv_idle: Atomic::new(0),
@@ -133,10 +133,10 @@ impl Shared {
                 recv_posting: Atomic::new(false),
                 inline_send: Atomic::new(pvt::MIN_SIZE),
                 inline_recv: Atomic::new(pvt::MIN_SIZE),
-                pool: AtomicPtr::new(core::ptr::null_mut()),
+                pool: Atomic::new(core::ptr::null_mut()),
                 gen: GENERATION.fetch_add(1, Relaxed),
                 sends_done: Atomic::new(0),
-                rx: AtomicPtr::new(core::ptr::null_mut()),
+                rx: Atomic::new(core::ptr::null_mut()),
                 rx_len: Atomic::new(0),
                 waiters: Atomic::new(0),
                 ours: InlineThresholds {
@@ -263,7 +263,7 @@ impl Shared {
     /// that thread, which looks again before it stops.
     fn post_idle_recvs(&self) -> Result {
         loop {
-            if self.draining.load(Full) || self.recv_posting.xchg(true, Full) {
+            if self.draining.load(Acquire) || self.recv_posting.xchg(true, Full) {
                 return Ok(());
             }
             // SAFETY: The QP pointer is set before any Receive is posted
@@ -274,7 +274,7 @@ impl Shared {
             let mut n = 0u32;
             // Stop at the buffers counted so far: one counted but not yet
             // marked is posted by its own thread or the next pass.
-            let want = self.recv_idle.load(Full);
+            let want = self.recv_idle.load(Acquire);
             for ctx in self.rx_contexts() {
                 if n >= want {
                     break;
@@ -285,7 +285,7 @@ impl Shared {
                     ctx.buf.sync_for_device(ctx.buf.len());
                     // SAFETY: Clearing `idle` made the buffer ours until it
                     // is posted; contexts never move.
-                    head = unsafe { ctx.wr.link(ctx.cqe.get(), head) };
+                    head = unsafe { ctx.wr.link(ctx.cqe.as_ptr(), head) };
                     n += 1;
                 }
             }
@@ -297,9 +297,14 @@ impl Shared {
                 (Some(qp), _) => unsafe { qp.post_recv_chain(head) },
                 (None, _) => Err(ENOTCONN),
             };
-            self.recv_posting.store(false, Full);
+            self.recv_posting.store(false, Release);
             posted?;
-            if n == 0 || self.recv_idle.load(Full) < self.recv_batch {
+            // A buffer marked idle while we held `recv_posting` was left
+            // to us (its thread saw the flag set): between our release of
+            // the flag and our look at the count, and its increment of the
+            // count and its look at the flag, one of us sees the other.
+            smp_mb(Barrier);
+            if n == 0 || self.recv_idle.load(Relaxed) < self.recv_batch {
                 return Ok(());
             }
         }
@@ -386,8 +391,8 @@ pub(crate) struct Pending {
 /// the buffer is marked `idle` only after that, and whoever clears `idle`
 /// owns the buffer and `wr` until it posts them.
 pub(crate) struct RecvCtx {
-    cqe: Opaque<sys::ib_cqe>,
-    linv_cqe: Opaque<sys::ib_cqe>,
+    cqe: CqEntry<RecvCtx, RECV>,
+    linv_cqe: CqEntry<RecvCtx, LINV>,
     buf: DmaBuf,
     wr: RecvWr,
     pending: UnsafeCell<Pending>,
@@ -402,12 +407,8 @@ impl RecvCtx {
     fn new(shared: &Shared, dev: &crate::rdma::Device, size: usize, lkey: u32) -> Result<Self> {
         let buf = DmaBuf::new(dev, size, DmaDir::FromDevice)?;
         Ok(Self {
-            cqe: Opaque::new(sys::ib_cqe {
-                done: Some(recv_done),
-            }),
-            linv_cqe: Opaque::new(sys::ib_cqe {
-                done: Some(linv_done),
-            }),
+            cqe: CqEntry::new(),
+            linv_cqe: CqEntry::new(),
             wr: RecvWr::new(&buf, lkey),
             buf,
             pending: UnsafeCell::new(Pending {
@@ -431,7 +432,7 @@ impl RecvCtx {
         // Counted before it is marked, so the count never falls below
         // the number of marked buffers.
         let idle = shared.recv_idle.fetch_add(1, Full) + 1;
-        self.idle.store(true, Full);
+        self.idle.store(true, Release);
         if idle >= shared.recv_batch && shared.post_idle_recvs().is_err() {
             shared.xprt().force_disconnect();
         }
@@ -446,59 +447,58 @@ pub(crate) enum Handled {
     Deferred,
 }
 
-/// Entry point called by C.
-///
-/// # Safety
-///
-/// Only called by the C side, with the arguments its contract promises.
-unsafe extern "C" fn recv_done(_cq: *mut sys::ib_cq, wc: *mut sys::ib_wc) {
-    // SAFETY: ib_core passes a valid completion for the call.
-    let wc = unsafe { Wc::from_raw(wc) };
-    // SAFETY: We post Receives only with the `cqe` of a `RecvCtx`, which
-    // stays valid until the QP is drained.
-    let ctx =
-        unsafe { &*kernel::container_of!(wc.cqe().cast::<Opaque<sys::ib_cqe>>(), RecvCtx, cqe) };
-    // SAFETY: `shared` outlives every context of its connection.
-    let shared = unsafe { &*ctx.shared };
-    let xprt = shared.xprt();
-    if !wc.ok() {
-        if !wc.flushed() {
-            rwarn!("receive failed, status {}\n", wc.status());
-            xprt.force_disconnect();
-        }
-        return;
-    }
-    let len = wc.byte_len().min(ctx.buf.len());
-    ctx.buf.sync_for_cpu(len);
-    if let Handled::Done = xprt.receive(shared, ctx, len, wc.invalidated_rkey()) {
-        ctx.repost(shared);
+// SAFETY: `pending`, the buffer and its work request are used by one
+// thread at a time (type invariant); the rest is atomic or set before the
+// context is shared; `shared` is only used as `&Shared`, which is `Sync`.
+unsafe impl Sync for RecvCtx {}
+
+/// [`CqEntry`] ids of a [`RecvCtx`].
+const RECV: u64 = 0;
+const LINV: u64 = 1;
+crate::impl_has_cq_entry!(RecvCtx, 0, cqe);
+crate::impl_has_cq_entry!(RecvCtx, 1, linv_cqe);
+
+impl RecvCtx {
+    fn shared(&self) -> &Shared {
+        // SAFETY: `shared` outlives every context of its connection.
+        unsafe { &*self.shared }
     }
 }
 
-/// Completion of the last (signalled) LOCAL_INV of a Reply's RPC.
-///
-/// # Safety
-///
-/// Only called by the C side, with the arguments its contract promises.
-unsafe extern "C" fn linv_done(_cq: *mut sys::ib_cq, wc: *mut sys::ib_wc) {
-    // SAFETY: ib_core passes a valid completion for the call.
-    let wc = unsafe { Wc::from_raw(wc) };
-    // SAFETY: The last LOCAL_INV of a Reply is posted with the `linv_cqe`
-    // of its `RecvCtx`, valid until the QP is drained.
-    let ctx = unsafe {
-        &*kernel::container_of!(wc.cqe().cast::<Opaque<sys::ib_cqe>>(), RecvCtx, linv_cqe)
-    };
-    // SAFETY: `shared` outlives every context of its connection.
-    let shared = unsafe { &*ctx.shared };
-    // SAFETY: By the type invariant, the Receive completion handed the
-    // pending Reply to us.
-    let pending = unsafe { *ctx.pending.get() };
-    if !wc.ok() && !wc.flushed() {
-        rwarn!("local invalidate failed, status {}\n", wc.status());
-        shared.xprt().force_disconnect();
+/// A Receive completed.
+impl CqHandler<RECV> for RecvCtx {
+    fn done(&self, wc: &Wc<'_>) {
+        let shared = self.shared();
+        let xprt = shared.xprt();
+        if !wc.ok() {
+            if !wc.flushed() {
+                rwarn!("receive failed, status {}\n", wc.status());
+                xprt.force_disconnect();
+            }
+            return;
+        }
+        let len = wc.byte_len().min(self.buf.len());
+        self.buf.sync_for_cpu(len);
+        if let Handled::Done = xprt.receive(shared, self, len, wc.invalidated_rkey()) {
+            self.repost(shared);
+        }
     }
-    shared.xprt().finish_reply(shared, ctx, pending, wc.ok());
-    ctx.repost(shared);
+}
+
+/// The last (signalled) LOCAL_INV of a Reply's RPC completed.
+impl CqHandler<LINV> for RecvCtx {
+    fn done(&self, wc: &Wc<'_>) {
+        let shared = self.shared();
+        // SAFETY: By the type invariant, the Receive completion handed the
+        // pending Reply to us.
+        let pending = unsafe { *self.pending.get() };
+        if !wc.ok() && !wc.flushed() {
+            rwarn!("local invalidate failed, status {}\n", wc.status());
+            shared.xprt().force_disconnect();
+        }
+        shared.xprt().finish_reply(shared, self, pending, wc.ok());
+        self.repost(shared);
+    }
 }
 
 /// MR slot states.
@@ -520,29 +520,28 @@ pub(crate) struct MrSlot {
     mr: UnsafeCell<Mr>,
     reg_wr: UnsafeCell<sys::ib_reg_wr>,
     inv_wr: UnsafeCell<sys::ib_send_wr>,
-    cqe: Opaque<sys::ib_cqe>,
+    cqe: CqEntry<MrSlot>,
     state: Atomic<u32>,
     rkey: Atomic<u32>,
     shared: *const Shared,
 }
 
+// SAFETY: `mr` and the work requests are used only by the owner of the
+// slot's `MR_BUSY` state (type invariant); the rest is atomic; `shared` is
+// only used as `&Shared`, which is `Sync`.
+unsafe impl Sync for MrSlot {}
+
+crate::impl_has_cq_entry!(MrSlot, 0, cqe);
+
 /// Completion of an unsignalled REG_MR or LOCAL_INV: only errors report.
-///
-/// # Safety
-///
-/// Only called by the C side, with the arguments its contract promises.
-unsafe extern "C" fn mr_done(_cq: *mut sys::ib_cq, wc: *mut sys::ib_wc) {
-    // SAFETY: ib_core passes a valid completion for the call.
-    let wc = unsafe { Wc::from_raw(wc) };
-    // SAFETY: REG_MR and unsignalled LOCAL_INV carry the `cqe` of their
-    // `MrSlot`, valid until the QP is drained.
-    let slot =
-        unsafe { &*kernel::container_of!(wc.cqe().cast::<Opaque<sys::ib_cqe>>(), MrSlot, cqe) };
-    // SAFETY: `shared` outlives the pool.
-    let shared = unsafe { &*slot.shared };
-    if !wc.ok() && !wc.flushed() {
-        rwarn!("memory registration failed, status {}\n", wc.status());
-        shared.xprt().force_disconnect();
+impl CqHandler for MrSlot {
+    fn done(&self, wc: &Wc<'_>) {
+        // SAFETY: `shared` outlives the pool.
+        let shared = unsafe { &*self.shared };
+        if !wc.ok() && !wc.flushed() {
+            rwarn!("memory registration failed, status {}\n", wc.status());
+            shared.xprt().force_disconnect();
+        }
     }
 }
 
@@ -619,9 +618,7 @@ impl MrPool {
                     mr: UnsafeCell::new(mr),
                     reg_wr: UnsafeCell::new(sys::ib_reg_wr::default()),
                     inv_wr: UnsafeCell::new(sys::ib_send_wr::default()),
-                    cqe: Opaque::new(sys::ib_cqe {
-                        done: Some(mr_done),
-                    }),
+                    cqe: CqEntry::new(),
                     state: Atomic::new(MR_FREE),
                     rkey: Atomic::new(rkey),
                     shared,
@@ -681,7 +678,11 @@ impl MrPool {
         match unsafe { mr.map(segs, writing) } {
             Ok(reg) => {
                 // SAFETY: As above, we own the slot's work requests.
-                mr.reg_wr(unsafe { &mut *slot.reg_wr.get() }, writing, slot.cqe.get());
+                mr.reg_wr(
+                    unsafe { &mut *slot.reg_wr.get() },
+                    writing,
+                    slot.cqe.as_ptr(),
+                );
                 slot.rkey.store(reg.rkey, Relaxed);
                 Ok((i, reg))
             }
@@ -753,9 +754,9 @@ impl MrPool {
             let wr = slot.inv_wr.get();
             let signalled = k + 1 == n;
             let cqe = if signalled {
-                ctx.linv_cqe.get()
+                ctx.linv_cqe.as_ptr()
             } else {
-                slot.cqe.get()
+                slot.cqe.as_ptr()
             };
             // SAFETY: The caller owns the slots and their work requests.
             unsafe {
@@ -795,7 +796,7 @@ impl Shared {
 /// runs (if at all) before that number is published. While free, both
 /// belong to the sender, which holds `XPRT_LOCKED`.
 pub(crate) struct SendCtx {
-    cqe: Opaque<sys::ib_cqe>,
+    cqe: CqEntry<SendCtx>,
     buf: UnsafeCell<DmaBuf>,
     /// RPC pages this Send gathers; unmapped when it completes.
     mapped: UnsafeCell<Option<MappedCall>>,
@@ -806,9 +807,7 @@ pub(crate) struct SendCtx {
 impl SendCtx {
     fn new(shared: &Shared, dev: &crate::rdma::Device, size: usize) -> Result<Self> {
         Ok(Self {
-            cqe: Opaque::new(sys::ib_cqe {
-                done: Some(send_done),
-            }),
+            cqe: CqEntry::new(),
             buf: UnsafeCell::new(DmaBuf::new(dev, size, DmaDir::ToDevice)?),
             mapped: UnsafeCell::new(None),
             seq: Atomic::new(0),
@@ -849,29 +848,29 @@ impl Drop for MappedCall {
     }
 }
 
-/// Entry point called by C.
-///
-/// # Safety
-///
-/// Only called by the C side, with the arguments its contract promises.
-unsafe extern "C" fn send_done(_cq: *mut sys::ib_cq, wc: *mut sys::ib_wc) {
-    // SAFETY: ib_core passes a valid completion for the call.
-    let wc = unsafe { Wc::from_raw(wc) };
-    // SAFETY: We post Sends only with the `cqe` of a `SendCtx`, which stays
-    // valid until the QP is drained.
-    let ctx =
-        unsafe { &*kernel::container_of!(wc.cqe().cast::<Opaque<sys::ib_cqe>>(), SendCtx, cqe) };
-    // SAFETY: `shared` outlives every context of its connection.
-    let shared = unsafe { &*ctx.shared };
-    // SAFETY: The Send completed, and its number is not yet published, so
-    // the mapping is ours (type invariant); the device is done with it.
-    drop(unsafe { (*ctx.mapped.get()).take() });
-    if !wc.ok() && !wc.flushed() {
-        rwarn!("send failed, status {}\n", wc.status());
-        shared.xprt().force_disconnect();
+// SAFETY: `buf` and `mapped` have one owner at a time, as the type
+// invariant says; `seq` is atomic; `shared` is only used as `&Shared`,
+// which is `Sync`.
+unsafe impl Sync for SendCtx {}
+
+crate::impl_has_cq_entry!(SendCtx, 0, cqe);
+
+/// A signalled Send completed, or any Send failed.
+impl CqHandler for SendCtx {
+    fn done(&self, wc: &Wc<'_>) {
+        // SAFETY: `shared` outlives every context of its connection.
+        let shared = unsafe { &*self.shared };
+        // SAFETY: The Send completed, and its number is not yet published,
+        // so the mapping is ours (type invariant); the device is done with
+        // it.
+        drop(unsafe { (*self.mapped.get()).take() });
+        if !wc.ok() && !wc.flushed() {
+            rwarn!("send failed, status {}\n", wc.status());
+            shared.xprt().force_disconnect();
+        }
+        // This completion retires every Send posted before it, too.
+        shared.sends_completed_to(self.seq.load(Acquire));
     }
-    // This completion retires every Send posted before it, too.
-    shared.sends_completed_to(ctx.seq.load(Acquire));
 }
 
 /// A connection, owned by whoever holds `XPRT_LOCKED`.
@@ -1065,7 +1064,10 @@ impl Ep {
         ep_ref.shared.lkey.store(lkey, Relaxed);
         ep_ref.shared.qp.store(qp.as_ptr(), Release);
         // Every buffer starts idle; one chain posts them all.
-        ep_ref.shared.recv_idle.store(ep_ref.rx.len() as u32, Full);
+        ep_ref
+            .shared
+            .recv_idle
+            .store(ep_ref.rx.len() as u32, Release);
         ep_ref.shared.post_idle_recvs()?;
 
         let private = PrivateData {
@@ -1247,7 +1249,7 @@ impl Ep {
         // chain's WRs belong to the caller's MRs.
         let posted = unsafe {
             qp.post_send_after(
-                ctx.cqe.get(),
+                ctx.cqe.as_ptr(),
                 sges.get_mut(..k).unwrap_or(&mut []),
                 signalled,
                 before,

@@ -201,18 +201,19 @@ impl RdmaXprt {
     }
 
     /// The server address as printed in mountstats, for log messages.
-    pub(super) fn peer(&self) -> &kernel::str::CStr {
+    pub(super) fn peer(&self) -> &str {
         // SAFETY: `xprt` is live; the display strings are set in `setup`
         // and replaced only by `set_port`, before the first connect.
         let ptr = unsafe {
             (*self.raw()).address_strings[sys::rpc_display_format_t_RPC_DISPLAY_ADDR as usize]
         };
         if ptr.is_null() {
-            return c"?";
+            return "?";
         }
         // SAFETY: Display strings are NUL-terminated and live as long as
         // the transport.
-        unsafe { kernel::str::CStr::from_char_ptr(ptr.cast()) }
+        let s = unsafe { kernel::str::CStr::from_char_ptr(ptr.cast()) };
+        s.to_str().unwrap_or("?")
     }
 
     /// Asks sunrpc to close the connection (through its autoclose work).

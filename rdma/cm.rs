@@ -1,0 +1,357 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! RDMA-CM identifiers: address and route resolution, the RC QP an id
+//! owns, connection parameters and events.
+
+use core::ffi::c_void;
+use core::ptr::NonNull;
+
+use kernel::error::{from_err_ptr, to_result};
+use kernel::prelude::*;
+use kernel::sync::Arc;
+
+use super::{Cq, Device, Pd, Qp};
+use crate::sys;
+
+/// Timeout for address and route resolution, in milliseconds
+/// (`RDMA_RESOLVE_TIMEOUT` in rpcrdma.ko).
+pub(crate) const RESOLVE_TIMEOUT_MS: u32 = 5000;
+
+/// An RDMA-CM event, decoded from `struct rdma_cm_event`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CmEvent {
+    /// Address resolution finished.
+    AddrResolved,
+    /// Address resolution failed.
+    AddrError,
+    /// Route resolution finished.
+    RouteResolved,
+    /// Route resolution failed.
+    RouteError,
+    /// The connection is up; the peer's private data (RFC 8797) is
+    /// attached, at most [`PVT_LEN`] bytes of it.
+    Established {
+        /// The first bytes of the peer's private data.
+        private: [u8; PVT_LEN],
+        /// How many bytes of `private` are valid.
+        len: usize,
+    },
+    /// The connection attempt failed.
+    ConnectError,
+    /// The peer is unreachable.
+    Unreachable,
+    /// The peer rejected the connection; `stale` when the reject reason was
+    /// a stale connection.
+    Rejected {
+        /// The reject reason was `IB_CM_REJ_STALE_CONN`.
+        stale: bool,
+    },
+    /// The connection was closed.
+    Disconnected,
+    /// The device is being removed.
+    DeviceRemoval,
+    /// The local address changed.
+    AddrChange,
+    /// Any other event, by number.
+    Other(u32),
+}
+
+/// Private data bytes kept from an ESTABLISHED event.
+pub(crate) const PVT_LEN: usize = 8;
+
+/// `IB_CM_REJ_STALE_CONN`.
+const REJ_STALE_CONN: i32 = 10;
+
+impl CmEvent {
+    /// # Safety
+    ///
+    /// `event` must point to a valid `rdma_cm_event` for the duration of
+    /// the call.
+    unsafe fn from_raw(event: *const sys::rdma_cm_event) -> Self {
+        // SAFETY: The caller guarantees `event` is valid.
+        let event = unsafe { &*event };
+        match event.event {
+            sys::rdma_cm_event_type_RDMA_CM_EVENT_ADDR_RESOLVED => Self::AddrResolved,
+            sys::rdma_cm_event_type_RDMA_CM_EVENT_ADDR_ERROR => Self::AddrError,
+            sys::rdma_cm_event_type_RDMA_CM_EVENT_ROUTE_RESOLVED => Self::RouteResolved,
+            sys::rdma_cm_event_type_RDMA_CM_EVENT_ROUTE_ERROR => Self::RouteError,
+            sys::rdma_cm_event_type_RDMA_CM_EVENT_ESTABLISHED => {
+                let mut private = [0u8; PVT_LEN];
+                // SAFETY: For ESTABLISHED on an RC id, `param.conn` is the
+                // active member of the union.
+                let conn = unsafe { &event.param.conn };
+                let len = usize::from(conn.private_data_len).min(PVT_LEN);
+                if !conn.private_data.is_null() && len > 0 {
+                    // SAFETY: rdma_cm guarantees `private_data` holds
+                    // `private_data_len` bytes, and `len` is not more.
+                    let src =
+                        unsafe { core::slice::from_raw_parts(conn.private_data.cast::<u8>(), len) };
+                    private[..len].copy_from_slice(src);
+                }
+                Self::Established { private, len }
+            }
+            sys::rdma_cm_event_type_RDMA_CM_EVENT_CONNECT_ERROR => Self::ConnectError,
+            sys::rdma_cm_event_type_RDMA_CM_EVENT_UNREACHABLE => Self::Unreachable,
+            sys::rdma_cm_event_type_RDMA_CM_EVENT_REJECTED => Self::Rejected {
+                stale: event.status == REJ_STALE_CONN,
+            },
+            sys::rdma_cm_event_type_RDMA_CM_EVENT_DISCONNECTED => Self::Disconnected,
+            sys::rdma_cm_event_type_RDMA_CM_EVENT_DEVICE_REMOVAL => Self::DeviceRemoval,
+            sys::rdma_cm_event_type_RDMA_CM_EVENT_ADDR_CHANGE => Self::AddrChange,
+            other => Self::Other(other),
+        }
+    }
+}
+
+/// Receives the events of a [`CmId`]. Called in the CM's process context
+/// with the id's handler mutex held: it may sleep, but must not destroy the
+/// id.
+pub(crate) trait CmHandler: Sync {
+    /// One event.
+    fn event(&self, event: CmEvent);
+}
+
+/// What a QP is made of: it holds a reference to each, so neither the PD
+/// nor a CQ can be freed while the QP exists, whatever order its owner
+/// drops things in.
+struct QpParts {
+    _pd: Arc<Pd>,
+    _send_cq: Arc<Cq>,
+    _recv_cq: Arc<Cq>,
+}
+
+/// An RDMA-CM identifier for an RC connection.
+///
+/// # Invariants
+///
+/// `ptr` is a live `rdma_cm_id` created by [`CmId::new`], whose context is a
+/// `H` that outlives it. `qp` is `Some` exactly while the id has a QP
+/// created by [`CmId::create_qp`], and holds what that QP uses.
+pub(crate) struct CmId<H: CmHandler> {
+    ptr: NonNull<sys::rdma_cm_id>,
+    qp: Option<QpParts>,
+    _handler: core::marker::PhantomData<*const H>,
+}
+
+// SAFETY: An `rdma_cm_id` may be used from any thread; the handler is `Sync`.
+unsafe impl<H: CmHandler> Send for CmId<H> {}
+// SAFETY: See above; `&CmId` only allows operations rdma_cm serialises.
+unsafe impl<H: CmHandler> Sync for CmId<H> {}
+
+/// Entry point called by C.
+///
+/// # Safety
+///
+/// Only called by the C side, with the arguments its contract promises.
+unsafe extern "C" fn cm_event_handler<H: CmHandler>(
+    id: *mut sys::rdma_cm_id,
+    event: *mut sys::rdma_cm_event,
+) -> i32 {
+    // SAFETY: `id` is the id we created in `CmId::new`, whose context is a
+    // `H` that outlives the id (type invariant of `CmId`).
+    let handler = unsafe { &*(*id).context.cast::<H>() };
+    // SAFETY: rdma_cm passes a valid event for the duration of the call.
+    let event = unsafe { CmEvent::from_raw(event) };
+    handler.event(event);
+    // Never ask rdma_cm to destroy the id: its owner does.
+    0
+}
+
+impl<H: CmHandler> CmId<H> {
+    /// Creates an RC id in `net` whose events go to `handler`.
+    ///
+    /// # Safety
+    ///
+    /// `net` must be a valid network namespace, and `handler` must stay
+    /// valid until the returned id is dropped.
+    pub(crate) unsafe fn new(net: *mut sys::net, handler: *const H) -> Result<Self> {
+        // SAFETY: The callback has the right signature; `handler` outlives
+        // the id by the caller's guarantee.
+        let ptr = from_err_ptr(unsafe {
+            sys::rpcrdma_rs_create_id(
+                net,
+                Some(cm_event_handler::<H>),
+                handler.cast_mut().cast::<c_void>(),
+                sys::rdma_ucm_port_space_RDMA_PS_TCP,
+                sys::ib_qp_type_IB_QPT_RC,
+            )
+        })?;
+        let ptr = NonNull::new(ptr).ok_or(ENOMEM)?;
+        Ok(Self {
+            ptr,
+            qp: None,
+            _handler: core::marker::PhantomData,
+        })
+    }
+
+    /// Starts resolving `dst` to a local device; completes with
+    /// [`CmEvent::AddrResolved`] or [`CmEvent::AddrError`].
+    ///
+    /// # Safety
+    ///
+    /// `dst` must point to a valid socket address.
+    pub(crate) unsafe fn resolve_addr(&self, dst: *const sys::sockaddr) -> Result {
+        // SAFETY: `self.ptr` is live; `dst` is valid by the caller's promise.
+        to_result(unsafe {
+            sys::rdma_resolve_addr(
+                self.ptr.as_ptr(),
+                core::ptr::null_mut(),
+                dst.cast_mut(),
+                core::ffi::c_ulong::from(RESOLVE_TIMEOUT_MS),
+            )
+        })
+    }
+
+    /// Starts route resolution; completes with [`CmEvent::RouteResolved`]
+    /// or [`CmEvent::RouteError`].
+    pub(crate) fn resolve_route(&self) -> Result {
+        // SAFETY: `self.ptr` is live.
+        to_result(unsafe {
+            sys::rdma_resolve_route(
+                self.ptr.as_ptr(),
+                core::ffi::c_ulong::from(RESOLVE_TIMEOUT_MS),
+            )
+        })
+    }
+
+    /// The device the address resolved to.
+    pub(crate) fn device(&self) -> Result<Device> {
+        // SAFETY: `self.ptr` is live.
+        let dev = unsafe { (*self.ptr.as_ptr()).device };
+        Ok(Device {
+            ptr: NonNull::new(dev).ok_or(ENODEV)?,
+        })
+    }
+
+    /// Creates the RC QP of this id on `pd`, completing on `send_cq` and
+    /// `recv_cq`, with room for `send_wr` and `recv_wr` work requests and
+    /// `send_sge` SGEs per Send. The id keeps the three alive until the QP
+    /// is destroyed.
+    pub(crate) fn create_qp(
+        &mut self,
+        pd: &Arc<Pd>,
+        send_cq: &Arc<Cq>,
+        recv_cq: &Arc<Cq>,
+        send_wr: u32,
+        recv_wr: u32,
+        send_sge: u32,
+    ) -> Result {
+        if self.qp.is_some() {
+            return Err(EBUSY);
+        }
+        let mut attr = sys::ib_qp_init_attr {
+            send_cq: send_cq.ptr.as_ptr(),
+            recv_cq: recv_cq.ptr.as_ptr(),
+            cap: sys::ib_qp_cap {
+                max_send_wr: send_wr,
+                max_recv_wr: recv_wr,
+                max_send_sge: send_sge.max(1),
+                max_recv_sge: 1,
+                ..Default::default()
+            },
+            sq_sig_type: sys::ib_sig_type_IB_SIGNAL_REQ_WR,
+            qp_type: sys::ib_qp_type_IB_QPT_RC,
+            port_num: u32::MAX,
+            ..Default::default()
+        };
+        // SAFETY: `self.ptr`, the PD and both CQs are live; `attr` is a
+        // fully initialised `ib_qp_init_attr` that rdma_cm only reads.
+        to_result(unsafe { sys::rdma_create_qp(self.ptr.as_ptr(), pd.ptr.as_ptr(), &mut attr) })?;
+        // INVARIANT: the QP exists, and holds its PD and CQs.
+        self.qp = Some(QpParts {
+            _pd: pd.clone(),
+            _send_cq: send_cq.clone(),
+            _recv_cq: recv_cq.clone(),
+        });
+        Ok(())
+    }
+
+    /// The QP, once created.
+    pub(crate) fn qp(&self) -> Option<Qp> {
+        self.qp.as_ref()?;
+        // SAFETY: `self.ptr` is live; `qp` is set by a successful
+        // `rdma_create_qp` (type invariant).
+        let qp = unsafe { (*self.ptr.as_ptr()).qp };
+        NonNull::new(qp).map(|ptr| Qp { ptr })
+    }
+
+    /// Starts connecting with `param`; completes with an ESTABLISHED or an
+    /// error event.
+    pub(crate) fn connect(&self, param: &mut ConnParam<'_>) -> Result {
+        // SAFETY: `self.ptr` is live, `param.raw` points into `param`.
+        to_result(unsafe { sys::rdma_connect(self.ptr.as_ptr(), &mut param.raw) })
+    }
+
+    /// Disconnects (best effort; any error is ignored).
+    pub(crate) fn disconnect(&self) {
+        // SAFETY: `self.ptr` is live.
+        let _ = unsafe { sys::rdma_disconnect(self.ptr.as_ptr()) };
+    }
+
+    /// Flushes the QP's queues and waits for every completion, so that no
+    /// posted buffer is in use afterwards: the Receive queue first, then
+    /// the Send queue, as rpcrdma.ko does. A Reply handled while the
+    /// Receive queue drains may still post work requests on the Send
+    /// queue (they are flushed, the QP being in error); draining the Send
+    /// queue last collects their completions too.
+    pub(crate) fn drain_qp(&self) {
+        if let Some(qp) = self.qp() {
+            // SAFETY: The QP is live and was created with room for the
+            // drain work request of each queue.
+            unsafe {
+                sys::ib_drain_rq(qp.ptr.as_ptr());
+                sys::ib_drain_sq(qp.ptr.as_ptr());
+            }
+        }
+    }
+
+    /// Destroys the QP, if any; then its PD and CQs may go.
+    pub(crate) fn destroy_qp(&mut self) {
+        if self.qp.is_some() {
+            // SAFETY: `self.ptr` is live and has a QP (type invariant).
+            unsafe { sys::rdma_destroy_qp(self.ptr.as_ptr()) };
+            // INVARIANT: the QP is gone, and so are its references.
+            self.qp = None;
+        }
+    }
+}
+
+impl<H: CmHandler> Drop for CmId<H> {
+    fn drop(&mut self) {
+        self.destroy_qp();
+        // SAFETY: `self.ptr` is live and owned by us; this waits for any
+        // running event handler.
+        unsafe { sys::rdma_destroy_id(self.ptr.as_ptr()) };
+    }
+}
+
+/// Connection parameters for `rdma_connect`, borrowing the private data.
+pub(crate) struct ConnParam<'a> {
+    raw: sys::rdma_conn_param,
+    _private: core::marker::PhantomData<&'a [u8]>,
+}
+
+impl<'a> ConnParam<'a> {
+    /// RC connection parameters carrying `private`.
+    pub(crate) fn new(
+        private: &'a [u8],
+        responder_resources: u8,
+        initiator_depth: u8,
+        retry_count: u8,
+        rnr_retry_count: u8,
+    ) -> Self {
+        Self {
+            raw: sys::rdma_conn_param {
+                private_data: private.as_ptr().cast(),
+                private_data_len: u8::try_from(private.len()).unwrap_or(u8::MAX),
+                responder_resources,
+                initiator_depth,
+                flow_control: 0,
+                retry_count,
+                rnr_retry_count,
+                ..Default::default()
+            },
+            _private: core::marker::PhantomData,
+        }
+    }
+}

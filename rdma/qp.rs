@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Posting work requests on a QP.
+
+use core::ptr::NonNull;
+
+use kernel::error::to_result;
+use kernel::prelude::*;
+use kernel::types::Opaque;
+
+use super::DmaBuf;
+use crate::sys;
+
+/// A queue pair, borrowed from its CM id.
+///
+/// # Invariants
+///
+/// `ptr` is a live QP.
+#[derive(Clone, Copy)]
+pub(crate) struct Qp {
+    pub(super) ptr: NonNull<sys::ib_qp>,
+}
+
+impl Qp {
+    /// The raw pointer, for a completion context that reposts.
+    pub(crate) fn as_ptr(&self) -> *mut sys::ib_qp {
+        self.ptr.as_ptr()
+    }
+
+    /// Rebuilds a borrowed QP from [`Qp::as_ptr`].
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must be a live QP for the lifetime of the returned value.
+    pub(crate) unsafe fn from_ptr(ptr: *mut sys::ib_qp) -> Option<Self> {
+        NonNull::new(ptr).map(|ptr| Self { ptr })
+    }
+
+    /// Posts the chain `before` (first and last work request), then a
+    /// Send gathering `sges`, in one call. Only a `signalled` Send
+    /// completes on `cqe` when it succeeds; any Send does when it fails.
+    ///
+    /// # Safety
+    ///
+    /// `cqe` must stay valid, and the memory of `sges` mapped and
+    /// unmodified, until the Send completes (successfully, flushed, or
+    /// implicitly by a later signalled work request). The work requests
+    /// of `before` must be valid and linked from first to last, with
+    /// every `wr_cqe` valid until its completion.
+    pub(crate) unsafe fn post_send_after(
+        &self,
+        cqe: *mut sys::ib_cqe,
+        sges: &mut [sys::ib_sge],
+        signalled: bool,
+        before: Option<(*mut sys::ib_send_wr, *mut sys::ib_send_wr)>,
+    ) -> Result {
+        let mut wr = sys::ib_send_wr {
+            sg_list: sges.as_mut_ptr(),
+            num_sge: i32::try_from(sges.len()).map_err(|_| EINVAL)?,
+            opcode: sys::ib_wr_opcode_IB_WR_SEND,
+            send_flags: if signalled {
+                sys::ib_send_flags_IB_SEND_SIGNALED
+            } else {
+                0
+            },
+            ..Default::default()
+        };
+        wr.__bindgen_anon_1.wr_cqe = cqe;
+        let mut bad = core::ptr::null();
+        let first = match before {
+            Some((first, last)) => {
+                // SAFETY: The caller promises `last` is a valid WR; it
+                // points at our Send only for the duration of the post.
+                unsafe { (*last).next = &mut wr };
+                first.cast_const()
+            }
+            None => &raw const wr,
+        };
+        // SAFETY: `self.ptr` is live; the WRs and SGEs are consumed before
+        // the call returns; `cqe` and the memory outlive the Send by the
+        // caller's promise.
+        let rc = unsafe { sys::rpcrdma_rs_post_send(self.ptr.as_ptr(), first, &mut bad) };
+        if let Some((_, last)) = before {
+            // SAFETY: As above; no dangling link to our stack is left.
+            unsafe { (*last).next = core::ptr::null_mut() };
+        }
+        to_result(rc)
+    }
+
+    /// Posts a chain of work requests (e.g. LOCAL_INVs).
+    ///
+    /// # Safety
+    ///
+    /// `first` must head a valid, null-terminated chain whose `wr_cqe`s
+    /// stay valid until their completions.
+    pub(crate) unsafe fn post_chain(&self, first: *mut sys::ib_send_wr) -> Result {
+        let mut bad = core::ptr::null();
+        // SAFETY: `self.ptr` is live; the chain is valid by the caller's
+        // promise.
+        to_result(unsafe { sys::rpcrdma_rs_post_send(self.ptr.as_ptr(), first, &mut bad) })
+    }
+
+    /// Posts a chain of Receives built with [`RecvWr::link`].
+    ///
+    /// # Safety
+    ///
+    /// `first` must head a valid, null-terminated chain whose buffers stay
+    /// mapped, and not accessed by the CPU, and whose `wr_cqe`s stay
+    /// valid, until each Receive completes (successfully or flushed).
+    pub(crate) unsafe fn post_recv_chain(&self, first: *mut sys::ib_recv_wr) -> Result {
+        let mut bad = core::ptr::null();
+        // SAFETY: `self.ptr` is live; the chain is valid by the caller's
+        // promise.
+        to_result(unsafe { sys::rpcrdma_rs_post_recv(self.ptr.as_ptr(), first, &mut bad) })
+    }
+}
+
+/// A Receive work request over all of one [`DmaBuf`], kept with the
+/// buffer so that several can be chained into one post.
+///
+/// # Invariants
+///
+/// `wr` and `sge` are only written by [`RecvWr::link`], whose caller owns
+/// the buffer while it is not posted.
+pub(crate) struct RecvWr {
+    wr: Opaque<sys::ib_recv_wr>,
+    sge: Opaque<sys::ib_sge>,
+}
+
+impl RecvWr {
+    /// A Receive into all of `buf`.
+    pub(crate) fn new(buf: &DmaBuf, lkey: u32) -> Self {
+        Self {
+            wr: Opaque::new(sys::ib_recv_wr {
+                num_sge: 1,
+                ..Default::default()
+            }),
+            sge: Opaque::new(sys::ib_sge {
+                addr: buf.addr,
+                length: buf.len_u32(),
+                lkey,
+            }),
+        }
+    }
+
+    /// Puts this Receive, completing on `cqe`, in front of the chain
+    /// `next` (null for none) and returns the new head.
+    ///
+    /// # Safety
+    ///
+    /// The caller owns the buffer (it is not posted), and `self` stays at
+    /// its address until the chain is posted.
+    pub(crate) unsafe fn link(
+        &self,
+        cqe: *mut sys::ib_cqe,
+        next: *mut sys::ib_recv_wr,
+    ) -> *mut sys::ib_recv_wr {
+        let wr = self.wr.get();
+        // SAFETY: By the caller's promise nobody else uses `wr` now; the
+        // pointers are taken at their final addresses.
+        unsafe {
+            (*wr).sg_list = self.sge.get();
+            (*wr).next = next;
+            (*wr).__bindgen_anon_1.wr_cqe = cqe;
+        }
+        wr
+    }
+}
