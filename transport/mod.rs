@@ -14,12 +14,21 @@
 //! Invalidate) before the RPC completes. Backward-direction Calls are
 //! counted and dropped.
 //!
-//! `sunrpc.rs` holds the `extern "C"` entry points and the thin wrappers
-//! over sunrpc objects; the protocol decisions here are safe code calling
-//! [`crate::proto`].
+//! Files are named for their jobs: `class` (registration, setup, the ops
+//! table), `xprt` (the transport and its connection lifecycle), `request`,
+//! `marshal`, `send`, `receive`, `placement` (of a Reply), `connection`
+//! (one RDMA connection) and `frwr` (its MRs). The protocol decisions are
+//! safe code calling [`crate::proto`].
 
-mod conn;
-mod sunrpc;
+mod class;
+mod connection;
+mod frwr;
+mod marshal;
+mod placement;
+mod receive;
+mod request;
+mod send;
+mod xprt;
 
 use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Relaxed};
@@ -29,7 +38,7 @@ use crate::proto::header::FixedHeader;
 use crate::proto::reply::{self, Dropped, Inbound};
 use crate::proto::v1;
 
-pub(crate) use sunrpc::{RdmaXprt, Registration, IDENT};
+pub(crate) use class::{Registration, IDENT};
 
 /// Default RPC slots, and credits we ask for (`RPCRDMA_DEF_SLOT_TABLE`;
 /// the default of the slot_table_entries parameter in `sys/helpers.c`).
@@ -66,7 +75,7 @@ impl Config {
     /// The module parameters (`sys/helpers.c`, which refuses values out
     /// of range), clamped once more so that nothing here depends on it.
     pub(crate) fn from_params() -> Self {
-        let (inline_read, inline_write, slots) = sunrpc::module_params();
+        let (inline_read, inline_write, slots) = class::module_params();
         Self::clamped(inline_read, inline_write, slots)
     }
 }

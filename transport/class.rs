@@ -1,0 +1,400 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Transport class "rdma" (netids "rdma" and "rdma6"): registration with
+//! sunrpc, `setup` of a new `rpc_xprt`, its address strings, and the
+//! `rpc_xprt_ops` table whose entries live in the files named for their
+//! jobs.
+
+use core::ffi::{c_char, c_int, c_uint, c_ushort};
+
+use kernel::prelude::*;
+use kernel::str::CString;
+use kernel::sync::atomic::{Acquire, Atomic, Release};
+use kernel::types::Opaque;
+
+use super::marshal::op_send_request;
+use super::request::{op_buf_alloc, op_buf_free};
+use super::xprt::{
+    connect_worker, hz, op_close, op_connect, op_destroy, op_inject_disconnect, op_print_stats,
+    op_set_connect_timeout, op_timer, RdmaXprt,
+};
+use super::{Config, MAX_PAYLOAD};
+use crate::sys;
+
+/// `XPRT_TRANSPORT_RDMA`.
+pub(crate) const IDENT: i32 = 256;
+
+/// Slots preallocated per transport.
+const MIN_SLOTS: u32 = 2;
+
+/// `IPPROTO_TCP`: `xprt->prot` names the address family's TCP for the
+/// benefit of side protocols, as rpcrdma.ko does.
+const IPPROTO_TCP: i32 = 6;
+
+const AF_INET: u16 = 2;
+
+const AF_INET6: u16 = 10;
+
+/// The module parameters: max_inline_read, max_inline_write and
+/// slot_table_entries.
+pub(super) fn module_params() -> (u32, u32, u32) {
+    let (mut inline_read, mut inline_write, mut slots) = (0, 0, 0);
+    // SAFETY: The helper only writes the three integers.
+    unsafe { sys::rpcrdma_rs_params(&mut inline_read, &mut inline_write, &mut slots) };
+    (inline_read, inline_write, slots)
+}
+
+/// The transport class followed by its netid list, like `struct
+/// xprt_class` with its flexible `netid[]` array filled in.
+#[repr(C)]
+struct ClassWithNetids {
+    class: sys::xprt_class,
+    netid: [*const c_char; 3],
+}
+
+const _: () = assert!(
+    core::mem::offset_of!(ClassWithNetids, netid) == core::mem::size_of::<sys::xprt_class>()
+);
+
+/// A registered transport class; unregistered on drop.
+///
+/// # Invariants
+///
+/// `class` is registered with sunrpc while this value exists.
+pub(crate) struct Registration {
+    class: Pin<KBox<Opaque<ClassWithNetids>>>,
+}
+
+// SAFETY: After registration the class is only read by sunrpc, under its
+// own lock; we only pass its address to `xprt_unregister_transport`.
+unsafe impl Send for Registration {}
+
+// SAFETY: See above.
+unsafe impl Sync for Registration {}
+
+impl Registration {
+    /// Registers the "rdma" client transport class.
+    pub(crate) fn new(module: &'static ThisModule) -> Result<Self> {
+        let mut name = [0 as c_char; 32];
+        for (dst, src) in name.iter_mut().zip(b"rdma") {
+            *dst = *src as c_char;
+        }
+        let class = KBox::pin(
+            Opaque::new(ClassWithNetids {
+                class: sys::xprt_class {
+                    ident: IDENT,
+                    setup: Some(xprt_setup),
+                    owner: module.as_ptr().cast(),
+                    name,
+                    ..Default::default()
+                },
+                netid: [
+                    c"rdma".as_char_ptr().cast(),
+                    c"rdma6".as_char_ptr().cast(),
+                    c"".as_char_ptr().cast(),
+                ],
+            }),
+            GFP_KERNEL,
+        )?;
+        CLASS.store(class.get().cast(), Release);
+        // SAFETY: The class is pinned in the heap and stays registered
+        // until `drop` unregisters it.
+        kernel::error::to_result(unsafe { sys::xprt_register_transport(class.get().cast()) })?;
+        Ok(Self { class })
+    }
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        // SAFETY: The class was registered in `new`. Module references held
+        // by live transports keep us from being dropped while one exists.
+        unsafe { sys::xprt_unregister_transport(self.class.get().cast()) };
+    }
+}
+
+/// Fails `setup` with `err`, as an `ERR_PTR`.
+fn err_ptr(err: Error) -> *mut sys::rpc_xprt {
+    err.to_errno() as isize as *mut sys::rpc_xprt
+}
+
+pub(super) fn this_module() -> *mut sys::module {
+    <crate::RpcRdma as kernel::ModuleMetadata>::THIS_MODULE
+        .as_ptr()
+        .cast()
+}
+
+/// `xprt_class.setup`.
+///
+/// # Safety
+///
+/// Called by sunrpc with valid `args`.
+unsafe extern "C" fn xprt_setup(args: *mut sys::xprt_create) -> *mut sys::rpc_xprt {
+    // SAFETY: sunrpc passes valid arguments.
+    let args = unsafe { &*args };
+    if args.addrlen > core::mem::size_of::<sys::__kernel_sockaddr_storage>() {
+        return err_ptr(EBADF);
+    }
+    // SAFETY: Our own module pointer.
+    if !unsafe { sys::rpcrdma_rs_try_module_get(this_module()) } {
+        return err_ptr(EIO);
+    }
+    let cfg = Config::from_params();
+    // SAFETY: `args.net` is valid; sunrpc zero-allocates at least our size.
+    let xprt = unsafe {
+        sys::xprt_alloc(
+            args.net,
+            core::mem::size_of::<RdmaXprt>(),
+            MIN_SLOTS,
+            cfg.slots,
+        )
+    };
+    if xprt.is_null() {
+        // SAFETY: Balances the get above.
+        unsafe { sys::rpcrdma_rs_module_put(this_module()) };
+        return err_ptr(ENOMEM);
+    }
+    // SAFETY: `xprt` is fresh and ours alone; `args.dstaddr` holds
+    // `args.addrlen` bytes.
+    unsafe {
+        (&raw mut (*xprt.cast::<RdmaXprt>()).cfg).write(cfg);
+        let rx = RdmaXprt::from_raw(xprt);
+        let hz = hz();
+        let to = rx.timeout.get();
+        (*to).to_initval = 60 * hz;
+        (*to).to_maxval = 60 * hz;
+        (*xprt).timeout = to;
+        (*xprt).connect_timeout = (*to).to_initval;
+        (*xprt).max_reconnect_timeout = (*to).to_maxval;
+        (*xprt).bind_timeout = 60 * hz;
+        (*xprt).reestablish_timeout = 0;
+        (*xprt).idle_timeout = 5 * 60 * hz;
+        (*xprt).ops = &OPS;
+        (*xprt).prot = IPPROTO_TCP;
+        (*xprt).xprt_class = CLASS.load(Acquire);
+        (*xprt).addrlen = args.addrlen;
+        core::ptr::copy_nonoverlapping(
+            args.dstaddr.cast::<u8>(),
+            (&raw mut (*xprt).addr).cast::<u8>(),
+            args.addrlen,
+        );
+        if addr_port(xprt) != 0 {
+            sys::rpcrdma_rs_xprt_set_bound(xprt);
+        }
+        format_addresses(xprt);
+        sys::rpcrdma_rs_init_delayed_work(rx.connect_work.get(), Some(connect_worker));
+        sys::rpcrdma_rs_init_waitqueue_head(rx.fence_wq.get());
+        (*xprt).max_payload = MAX_PAYLOAD;
+        rdebug!("transport created\n");
+    }
+    xprt
+}
+
+/// The registered class, for `xprt->xprt_class` (`xprt_create` does not
+/// carry it).
+static CLASS: Atomic<*mut sys::xprt_class> = Atomic::new(core::ptr::null_mut());
+
+/// The port in `xprt->addr`, in host order.
+///
+/// # Safety
+///
+/// `xprt` must be live.
+unsafe fn addr_port(xprt: *mut sys::rpc_xprt) -> u16 {
+    // SAFETY: `sin_port` and `sin6_port` share offset 2 of the address.
+    let bytes = unsafe { &*(&raw const (*xprt).addr).cast::<[u8; 4]>() };
+    u16::from_be_bytes([bytes[2], bytes[3]])
+}
+
+/// Stores a formatted string as one of the transport's display strings.
+///
+/// # Safety
+///
+/// `xprt` must be live and not yet visible to other threads, or the
+/// caller must hold `XPRT_LOCKED`.
+unsafe fn set_display(xprt: *mut sys::rpc_xprt, which: u32, s: Option<CString>) {
+    let ptr = match s {
+        // SAFETY: `s` is NUL-terminated.
+        Some(s) => unsafe { sys::rpcrdma_rs_kstrdup(s.as_char_ptr().cast()) },
+        None => core::ptr::null_mut(),
+    };
+    // SAFETY: `which` is below RPC_DISPLAY_MAX; the old string, if any,
+    // was allocated by us.
+    unsafe {
+        let slot = &raw mut (*xprt).address_strings[which as usize];
+        sys::rpcrdma_rs_kfree((*slot).cast());
+        *slot = ptr;
+    }
+}
+
+/// Fills `xprt->address_strings` like `xprt_rdma_format_addresses`.
+///
+/// # Safety
+///
+/// `xprt` must be live and not yet visible to other threads.
+unsafe fn format_addresses(xprt: *mut sys::rpc_xprt) {
+    // SAFETY: `addr` is a sockaddr_storage of at least 28 bytes.
+    let addr = unsafe { &*(&raw const (*xprt).addr).cast::<[u8; 28]>() };
+    let family = u16::from_ne_bytes([addr[0], addr[1]]);
+    let (hex, netid) = match family {
+        AF_INET => {
+            let a = u32::from_be_bytes([addr[4], addr[5], addr[6], addr[7]]);
+            (CString::try_from_fmt(fmt!("{:08x}", a)).ok(), c"rdma")
+        }
+        AF_INET6 => {
+            let a = u128::from_be_bytes(addr[8..24].try_into().unwrap_or([0; 16]));
+            (CString::try_from_fmt(fmt!("{:032x}", a)).ok(), c"rdma6")
+        }
+        _ => {
+            pr_err!("unrecognized address family\n");
+            return;
+        }
+    };
+    let mut buf = [0 as c_char; 128];
+    // SAFETY: `addr` is a valid sockaddr; `buf` is writable for its size.
+    let n = unsafe {
+        sys::rpcrdma_rs_ntop(
+            (&raw const (*xprt).addr).cast(),
+            buf.as_mut_ptr(),
+            buf.len(),
+        )
+    };
+    let mut bytes = [0u8; 128];
+    for (dst, src) in bytes.iter_mut().zip(buf.iter()) {
+        *dst = *src as u8;
+    }
+    let printable = core::str::from_utf8(bytes.get(..n.min(127)).unwrap_or(&[])).unwrap_or("");
+    // SAFETY: `xprt` is live and still private to us.
+    unsafe {
+        set_display(
+            xprt,
+            sys::rpc_display_format_t_RPC_DISPLAY_ADDR,
+            CString::try_from_fmt(fmt!("{}", printable)).ok(),
+        );
+        set_display(xprt, sys::rpc_display_format_t_RPC_DISPLAY_HEX_ADDR, hex);
+        (*xprt).address_strings[sys::rpc_display_format_t_RPC_DISPLAY_PROTO as usize] =
+            c"rdma".as_char_ptr().cast();
+        (*xprt).address_strings[sys::rpc_display_format_t_RPC_DISPLAY_NETID as usize] =
+            netid.as_char_ptr().cast();
+        format_port(xprt);
+    }
+}
+
+/// # Safety
+///
+/// As for [`set_display`].
+unsafe fn format_port(xprt: *mut sys::rpc_xprt) {
+    // SAFETY: The caller guarantees `xprt` is live.
+    let port = unsafe { addr_port(xprt) };
+    // SAFETY: As above.
+    unsafe {
+        set_display(
+            xprt,
+            sys::rpc_display_format_t_RPC_DISPLAY_PORT,
+            CString::try_from_fmt(fmt!("{}", port)).ok(),
+        );
+        set_display(
+            xprt,
+            sys::rpc_display_format_t_RPC_DISPLAY_HEX_PORT,
+            CString::try_from_fmt(fmt!("{:4x}", port)).ok(),
+        );
+    }
+}
+
+/// Frees the display strings we allocated (not the constant PROTO and
+/// NETID ones).
+///
+/// # Safety
+///
+/// `xprt` must be live and no longer used by anyone else.
+pub(super) unsafe fn free_addresses(xprt: *mut sys::rpc_xprt) {
+    for which in [
+        sys::rpc_display_format_t_RPC_DISPLAY_ADDR,
+        sys::rpc_display_format_t_RPC_DISPLAY_PORT,
+        sys::rpc_display_format_t_RPC_DISPLAY_HEX_ADDR,
+        sys::rpc_display_format_t_RPC_DISPLAY_HEX_PORT,
+    ] {
+        // SAFETY: The caller owns `xprt`.
+        unsafe { set_display(xprt, which, None) };
+    }
+}
+
+/// The operations table.
+static OPS: sys::rpc_xprt_ops = sys::rpc_xprt_ops {
+    set_buffer_size: None,
+    reserve_xprt: Some(sys::xprt_reserve_xprt_cong),
+    release_xprt: Some(sys::xprt_release_xprt_cong),
+    alloc_slot: Some(sys::xprt_alloc_slot),
+    free_slot: Some(sys::xprt_free_slot),
+    rpcbind: Some(sys::rpcb_getport_async),
+    set_port: Some(op_set_port),
+    connect: Some(op_connect),
+    get_srcaddr: None,
+    get_srcport: None,
+    buf_alloc: Some(op_buf_alloc),
+    buf_free: Some(op_buf_free),
+    prepare_request: None,
+    send_request: Some(op_send_request),
+    abort_send_request: None,
+    wait_for_reply_request: Some(sys::xprt_wait_for_reply_request_def),
+    timer: Some(op_timer),
+    release_request: Some(sys::xprt_release_rqst_cong),
+    close: Some(op_close),
+    destroy: Some(op_destroy),
+    set_connect_timeout: Some(op_set_connect_timeout),
+    print_stats: Some(op_print_stats),
+    enable_swap: None,
+    disable_swap: None,
+    inject_disconnect: Some(op_inject_disconnect),
+    bc_setup: Some(op_bc_setup),
+    bc_maxpayload: Some(op_bc_maxpayload),
+    bc_num_slots: Some(op_bc_num_slots),
+    bc_free_rqst: None,
+    bc_destroy: None,
+};
+
+/// Backchannel setup. The NFSv4.1 client requires the operation to
+/// exist; backward-direction Calls are dropped (and counted) on receipt,
+/// so there is nothing to preallocate.
+///
+/// # Safety
+///
+/// Called by sunrpc with a live transport.
+unsafe extern "C" fn op_bc_setup(_xprt: *mut sys::rpc_xprt, _min_reqs: c_uint) -> c_int {
+    0
+}
+
+/// Largest backward-direction message: one inline buffer less the
+/// smallest transport header, as rpcrdma.ko computes it.
+///
+/// # Safety
+///
+/// Called by sunrpc with a live transport.
+unsafe extern "C" fn op_bc_maxpayload(xprt: *mut sys::rpc_xprt) -> usize {
+    // SAFETY: sunrpc passes a live transport of ours.
+    let rx = unsafe { RdmaXprt::from_raw(xprt) };
+    rx.cfg.inline_read.min(rx.cfg.inline_write) as usize - super::HDRLEN_MIN
+}
+
+/// Backward-direction slots offered in CREATE_SESSION: the minimum.
+///
+/// # Safety
+///
+/// Called by sunrpc with a live transport.
+unsafe extern "C" fn op_bc_num_slots(_xprt: *mut sys::rpc_xprt) -> c_uint {
+    1
+}
+
+/// Entry point called by C.
+///
+/// # Safety
+///
+/// Only called by the C side, with the arguments its contract promises.
+unsafe extern "C" fn op_set_port(xprt: *mut sys::rpc_xprt, port: c_ushort) {
+    // SAFETY: sunrpc passes a live transport and holds it for rpcbind.
+    unsafe {
+        let bytes = (&raw mut (*xprt).addr).cast::<[u8; 4]>();
+        let [hi, lo] = port.to_be_bytes();
+        (*bytes)[2] = hi;
+        (*bytes)[3] = lo;
+        format_port(xprt);
+    }
+}

@@ -1,0 +1,541 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! One RDMA connection of a client transport: CM id, PD, CQs, QP, the
+//! posted Receive buffers and the pool of Send buffers.
+//!
+//! A connection is built by the connect worker and torn down by `close` or
+//! `destroy`, all of which run with `XPRT_LOCKED` held, so at most one
+//! thread owns an [`Ep`]. Completion and CM handlers see only the parts
+//! they need through shared references: [`Shared`], [`RecvCtx`] and
+//! [`SendCtx`], whose mutable state is atomic or handed over by
+//! completion ordering.
+
+use core::cell::UnsafeCell;
+
+use kernel::error::to_result;
+use kernel::prelude::*;
+use kernel::sync::atomic::{Acquire, Atomic, Full, Relaxed, Release};
+use kernel::sync::Arc;
+use kernel::types::Opaque;
+
+use super::frwr::{MrPool, MR_BUSY};
+use super::receive::RecvCtx;
+use super::send::SendCtx;
+use super::xprt::RdmaXprt;
+use super::Config;
+use crate::proto::plan::DeviceLimits;
+use crate::proto::pvt::{self, InlineThresholds, PrivateData};
+use crate::proto::queue::{self, SendSignals};
+use crate::rdma::{
+    CmEvent, CmHandler, CmId, ConnParam, Cq, PageSeg, Pd, Qp, Registered, MAX_MAPPED_PAGES,
+};
+use crate::sys;
+
+/// Receive buffers: one per credit we ask for, two for backward-direction
+/// Calls (which we drop), a quarter more because a buffer is reposted only
+/// after its Reply's RPC completed, and a new Call may go out (and its
+/// Reply come back) in between, and one batch that waits to be reposted.
+pub(super) fn recvs(cfg: &Config) -> u32 {
+    cfg.slots + cfg.slots / 4 + 2 + queue::recv_batch(cfg.slots)
+}
+
+/// Send buffers per connection. Sends complete in order on an RC QP, so
+/// the pool is a ring; twice the slot count makes it run dry only when
+/// Send completions lag a whole window behind.
+pub(super) fn sends(cfg: &Config) -> u32 {
+    cfg.slots * 2
+}
+
+/// Most MRs one RPC holds: a Read, a Write and a Reply chunk of at most
+/// `RPCRDMA_MAX_HDR_SEGS` segments each.
+pub(crate) const MAX_RPC_MRS: usize = 48;
+
+/// Unique number of each connection, so that a request can tell whether
+/// the MRs it remembers belong to the current one.
+static GENERATION: Atomic<u64> = Atomic::new(1);
+
+/// `fault_inject` bit (`sys/helpers.c`): fail the MR pool allocation at
+/// connect, after the QP exists.
+const FAULT_MR_POOL: u32 = 1;
+
+/// Whether the test fault `bit` is switched on.
+fn injected(bit: u32) -> bool {
+    // SAFETY: Reads a module parameter; no preconditions.
+    unsafe { sys::rpcrdma_rs_fault(bit) }
+}
+
+/// Connection status values kept in [`Shared::status`].
+const PENDING: i32 = 0;
+
+const ESTABLISHED: i32 = 1;
+
+/// What the CM and completion handlers share with the connection owner.
+///
+/// # Invariants
+///
+/// `xprt` is the transport that owns this connection; it outlives the
+/// connection, which is torn down before the transport is freed.
+pub(crate) struct Shared {
+    xprt: *const RdmaXprt,
+    done: Opaque<sys::completion>,
+    /// Result of address or route resolution.
+    async_rc: Atomic<i32>,
+    /// [`PENDING`], [`ESTABLISHED`] or a negative errno.
+    status: Atomic<i32>,
+    /// The QP, once created; for reposting Receives.
+    pub(super) qp: Atomic<*mut sys::ib_qp>,
+    pub(super) lkey: Atomic<u32>,
+    /// Set before the QP is drained: Receives are not reposted.
+    pub(super) draining: Atomic<bool>,
+    /// Receive buffers done with and not yet reposted, and the batch
+    /// size at which they go back.
+    pub(super) recv_idle: Atomic<u32>,
+    pub(super) recv_batch: u32,
+    /// Held by whoever is reposting Receives.
+    pub(super) recv_posting: Atomic<bool>,
+    /// Negotiated inline thresholds.
+    inline_send: Atomic<u32>,
+    inline_recv: Atomic<u32>,
+    /// The MR pool, once allocated; freed after the CQs.
+    pub(super) pool: Atomic<*mut MrPool>,
+    /// This connection's number (see [`GENERATION`]).
+    pub(crate) gen: u64,
+    /// Number of the last Send known complete (successfully or flushed):
+    /// Sends complete in order, and most are unsignalled, so this moves
+    /// in steps, at each signalled or failed Send.
+    pub(super) sends_done: Atomic<u64>,
+    /// The Receive contexts (a vector that never changes once set), for
+    /// the Send completion to find Replies waiting for it.
+    pub(super) rx: Atomic<*mut RecvCtx>,
+    pub(super) rx_len: Atomic<usize>,
+    /// Replies waiting for their Call's Send to complete.
+    pub(super) waiters: Atomic<u32>,
+    /// What we advertise in the private data.
+    ours: InlineThresholds,
+}
+
+// SAFETY: All mutable state is atomic or a C completion, which is
+// thread-safe; `xprt` is only used for `&RdmaXprt`, which is `Sync`.
+unsafe impl Send for Shared {}
+
+// SAFETY: See above.
+unsafe impl Sync for Shared {}
+
+impl Shared {
+    fn new(xprt: &RdmaXprt, cfg: &Config) -> Result<KBox<Self>> {
+        let shared = KBox::new(
+            Self {
+                xprt,
+                done: Opaque::uninit(),
+                async_rc: Atomic::new(0),
+                status: Atomic::new(PENDING),
+                qp: Atomic::new(core::ptr::null_mut()),
+                lkey: Atomic::new(0),
+                draining: Atomic::new(false),
+                recv_idle: Atomic::new(0),
+                recv_batch: queue::recv_batch(cfg.slots),
+                recv_posting: Atomic::new(false),
+                inline_send: Atomic::new(pvt::MIN_SIZE),
+                inline_recv: Atomic::new(pvt::MIN_SIZE),
+                pool: Atomic::new(core::ptr::null_mut()),
+                gen: GENERATION.fetch_add(1, Relaxed),
+                sends_done: Atomic::new(0),
+                rx: Atomic::new(core::ptr::null_mut()),
+                rx_len: Atomic::new(0),
+                waiters: Atomic::new(0),
+                ours: InlineThresholds {
+                    send: cfg.inline_write,
+                    recv: cfg.inline_read,
+                },
+            },
+            GFP_KERNEL,
+        )?;
+        // SAFETY: `done` is valid memory inside a box that is never moved
+        // out of, so the completion's wait list stays in place.
+        unsafe { sys::rpcrdma_rs_init_completion(shared.done.get()) };
+        Ok(shared)
+    }
+
+    pub(crate) fn xprt(&self) -> &RdmaXprt {
+        // SAFETY: By the type invariant `xprt` outlives us.
+        unsafe { &*self.xprt }
+    }
+
+    fn rearm(&self) {
+        // SAFETY: `done` was initialised in `new`.
+        unsafe { sys::rpcrdma_rs_reinit_completion(self.done.get()) };
+    }
+
+    fn wake(&self) {
+        // SAFETY: `done` was initialised in `new`.
+        unsafe { sys::rpcrdma_rs_complete(self.done.get()) };
+    }
+
+    /// Waits for the next wake-up, at most `timeout` jiffies.
+    fn wait(&self, timeout: core::ffi::c_ulong) -> Result {
+        // SAFETY: `done` was initialised in `new`.
+        let rc = unsafe { sys::rpcrdma_rs_wait_completion(self.done.get(), timeout) };
+        match rc {
+            0 => Err(ETIMEDOUT),
+            rc if rc < 0 => Err(EINTR),
+            _ => Ok(()),
+        }
+    }
+
+    /// The negotiated inline thresholds.
+    pub(crate) fn inline(&self) -> InlineThresholds {
+        InlineThresholds {
+            send: self.inline_send.load(Acquire),
+            recv: self.inline_recv.load(Acquire),
+        }
+    }
+}
+
+impl CmHandler for Shared {
+    fn event(&self, event: CmEvent) {
+        rdebug!("cm event {:?}\n", event);
+        match event {
+            CmEvent::AddrResolved | CmEvent::RouteResolved => {
+                self.async_rc.store(0, Release);
+                self.wake();
+            }
+            CmEvent::AddrError => {
+                self.async_rc.store(EPROTO.to_errno(), Release);
+                self.wake();
+            }
+            CmEvent::RouteError => {
+                self.async_rc.store(ENETUNREACH.to_errno(), Release);
+                self.wake();
+            }
+            CmEvent::Established { private, len } => {
+                let negotiated = pvt::negotiate(self.ours, private.get(..len).unwrap_or(&[]));
+                self.inline_send.store(negotiated.inline.send, Release);
+                self.inline_recv.store(negotiated.inline.recv, Release);
+                rdebug!(
+                    "connected, inline send {} recv {}\n",
+                    negotiated.inline.send,
+                    negotiated.inline.recv
+                );
+                self.status.store(ESTABLISHED, Release);
+                self.wake();
+            }
+            CmEvent::ConnectError => self.fail(ENOTCONN),
+            CmEvent::Unreachable => self.fail(ENETUNREACH),
+            CmEvent::Rejected { stale: true } => self.fail(ENOTCONN),
+            CmEvent::Rejected { stale: false } => self.fail(ECONNREFUSED),
+            CmEvent::Disconnected => self.fail(ECONNABORTED),
+            CmEvent::DeviceRemoval | CmEvent::AddrChange => self.fail(ENODEV),
+            CmEvent::Other(_) => {}
+        }
+    }
+}
+
+impl Shared {
+    /// Records a connection failure; a live connection is closed through
+    /// sunrpc's autoclose.
+    fn fail(&self, err: Error) {
+        let was = self.status.xchg(err.to_errno(), Full);
+        if was == ESTABLISHED {
+            rdebug!("connection lost ({})\n", err.to_errno());
+            self.xprt().force_disconnect();
+        }
+        self.wake();
+    }
+}
+
+/// A connection, owned by whoever holds `XPRT_LOCKED`.
+///
+/// Fields drop in declaration order after [`Ep::drop`] has drained and
+/// destroyed the QP: first the CQs (freeing a CQ waits for its polling
+/// work, so no completion handler runs afterwards, not even for a Receive
+/// reposted while the QP was draining), then the buffers and MRs, the PD,
+/// the CM id (which waits for its event handler), and last what the
+/// handlers share.
+pub(crate) struct Ep {
+    send_cq: Option<Arc<Cq>>,
+    recv_cq: Option<Arc<Cq>>,
+    rx: KVec<RecvCtx>,
+    pub(super) tx: KVec<SendCtx>,
+    /// Which Sends are signalled; the sender's (`XPRT_LOCKED`).
+    pub(super) signals: UnsafeCell<SendSignals>,
+    /// The page list of the memory a Call registers or maps, rebuilt for
+    /// each region; the sender's (`XPRT_LOCKED`). Sized at connect for the
+    /// largest payload, so that marshalling allocates nothing.
+    pub(super) page_list: UnsafeCell<KVec<PageSeg>>,
+    pub(super) pool: Option<KBox<MrPool>>,
+    pd: Option<Arc<Pd>>,
+    pub(super) id: Option<CmId<Shared>>,
+    /// The device's registration limits.
+    pub(crate) limits: DeviceLimits,
+    /// The Write chunk pad: an MR over `pad_buf` registered for the whole
+    /// connection, offered as the last segment of a Write chunk whose
+    /// length is not a multiple of four (`re_write_pad_mr`).
+    write_pad: Option<(u16, Registered)>,
+    pad_buf: Option<KBox<[u8; 64]>>,
+    /// Sends posted on this connection.
+    pub(super) sends_posted: Atomic<u64>,
+    /// The device, for mapping the pages of large inline Calls.
+    pub(super) dev: Option<crate::rdma::Device>,
+    pub(super) shared: KBox<Shared>,
+}
+
+impl Ep {
+    /// Connects `xprt` to its server address. Blocks; runs in the connect
+    /// worker.
+    pub(crate) fn connect(xprt: &RdmaXprt, cfg: &Config) -> Result<KBox<Ep>> {
+        let shared = Shared::new(xprt, cfg)?;
+        let mut ep = KBox::new(
+            Ep {
+                send_cq: None,
+                recv_cq: None,
+                rx: KVec::new(),
+                tx: KVec::new(),
+                signals: UnsafeCell::new(SendSignals::new(1, 1)),
+                page_list: UnsafeCell::new(KVec::new()),
+                pool: None,
+                pd: None,
+                id: None,
+                limits: DeviceLimits {
+                    max_fast_reg_page_list_len: 1,
+                    max_sge_rd: 1,
+                    max_send_sge: 1,
+                    page_size: kernel::page::PAGE_SIZE as u32,
+                },
+                sends_posted: Atomic::new(0),
+                dev: None,
+                write_pad: None,
+                pad_buf: None,
+                shared,
+            },
+            GFP_KERNEL,
+        )?;
+        let ep_ref: &mut Ep = &mut ep;
+        let shared: *const Shared = &*ep_ref.shared;
+        // SAFETY: The net is the transport's, which outlives it; `shared`
+        // is boxed and dropped after the id (field order of `Ep`).
+        let id = unsafe { CmId::new(xprt.net(), shared)? };
+        let id = &*ep_ref.id.insert(id);
+        let timeout = xprt.resolve_timeout();
+
+        ep_ref.shared.rearm();
+        // SAFETY: The transport's address is a valid sockaddr.
+        unsafe { id.resolve_addr(xprt.dst_addr())? };
+        ep_ref.shared.wait(timeout)?;
+        to_result(ep_ref.shared.async_rc.load(Acquire))?;
+
+        ep_ref.shared.rearm();
+        id.resolve_route()?;
+        ep_ref.shared.wait(timeout)?;
+        to_result(ep_ref.shared.async_rc.load(Acquire))?;
+
+        let dev = id.device()?;
+        let limits = DeviceLimits {
+            max_fast_reg_page_list_len: dev.max_fast_reg_page_list_len(),
+            max_sge_rd: dev.max_sge_rd(),
+            max_send_sge: dev.max_send_sge(),
+            page_size: kernel::page::PAGE_SIZE as u32,
+        };
+        if limits.max_fast_reg_page_list_len == 0 {
+            pr_warn!("device cannot do fast registration\n");
+            return Err(EOPNOTSUPP);
+        }
+        ep_ref.limits = limits;
+        // MRs per RPC: a Read, a Write and a Reply chunk at most, each of
+        // `max_rdma_segs` segments; a connection keeps enough for every
+        // slot to need about a chunk and a half.
+        let segs = limits.max_rdma_segs().max(1);
+        let nmrs = (cfg.slots.saturating_mul(segs.saturating_add(2))).min(4096);
+        // A chunk's pages, plus the head and tail pages around them.
+        let list = segs.saturating_mul(limits.max_fr_depth()).saturating_add(4);
+        ep_ref.page_list = UnsafeCell::new(KVec::with_capacity(list as usize, GFP_KERNEL)?);
+        let max_wr = dev.max_qp_wr().min(dev.max_cqe());
+        // Send queue: every Send may come with a REG_MR per MR, and a
+        // LOCAL_INV per MR follows its Reply. One extra each for ib_drain_qp.
+        let want_send = sends(cfg).saturating_add(nmrs.saturating_mul(2));
+        let send_wr = want_send.min(max_wr.saturating_sub(1)) + 1;
+        let recv_wr = recvs(cfg).min(max_wr.saturating_sub(1)) + 1;
+        // Each object goes into the connection as soon as it exists, so
+        // that an error from here on releases it through `Ep::drop`, in
+        // teardown order; the QP holds its PD and CQs, and each MR its PD,
+        // so none of them can be freed under a user.
+        let pd = ep_ref.pd.insert(Pd::new(&dev)?).clone();
+        let send_cq = ep_ref.send_cq.insert(Cq::new(&dev, send_wr)?).clone();
+        let recv_cq = ep_ref.recv_cq.insert(Cq::new(&dev, recv_wr)?).clone();
+        // A quarter of the Send Queue may wait for a signalled completion.
+        ep_ref.signals =
+            UnsafeCell::new(SendSignals::new(queue::send_batch(cfg.slots), send_wr / 4));
+        ep_ref.dev = Some(dev);
+        let lkey = pd.local_dma_lkey();
+        let id = ep_ref.id.as_mut().ok_or(ENOTCONN)?;
+        id.create_qp(
+            &pd,
+            &send_cq,
+            &recv_cq,
+            send_wr,
+            recv_wr,
+            limits.send_sges().min(MAX_MAPPED_PAGES as u32 + 2),
+        )?;
+        let qp = id.qp().ok_or(ENOTCONN)?;
+        if injected(FAULT_MR_POOL) {
+            rdebug!("fault injection: failing MR pool allocation\n");
+            return Err(ENOMEM);
+        }
+        let pool = ep_ref.pool.insert(KBox::new(
+            MrPool::new(
+                &ep_ref.shared,
+                &pd,
+                &dev,
+                limits.max_fr_depth(),
+                nmrs as usize,
+            )?,
+            GFP_KERNEL,
+        )?);
+        xprt.stats().mrs_allocated.add(u64::from(nmrs));
+        ep_ref
+            .shared
+            .pool
+            .store(core::ptr::from_ref::<MrPool>(&**pool).cast_mut(), Release);
+
+        // Buffers: the vectors are sized once and never grow afterwards, so
+        // the contexts' addresses are stable while work requests use them.
+        let nrecv = (recv_wr - 1) as usize;
+        let nsend = sends(cfg) as usize;
+        let mut rx = KVec::with_capacity(nrecv, GFP_KERNEL)?;
+        for _ in 0..nrecv {
+            rx.push(
+                RecvCtx::new(&ep_ref.shared, &dev, cfg.inline_read as usize, lkey)?,
+                GFP_KERNEL,
+            )?;
+        }
+        let mut tx = KVec::with_capacity(nsend, GFP_KERNEL)?;
+        for _ in 0..nsend {
+            tx.push(
+                SendCtx::new(&ep_ref.shared, &dev, cfg.inline_write as usize)?,
+                GFP_KERNEL,
+            )?;
+        }
+        ep_ref.rx = rx;
+        ep_ref.tx = tx;
+        ep_ref.shared.rx_len.store(ep_ref.rx.len(), Release);
+        ep_ref
+            .shared
+            .rx
+            .store(ep_ref.rx.as_ptr().cast_mut(), Release);
+        ep_ref.shared.lkey.store(lkey, Relaxed);
+        ep_ref.shared.qp.store(qp.as_ptr(), Release);
+        // Every buffer starts idle; one chain posts them all.
+        ep_ref
+            .shared
+            .recv_idle
+            .store(ep_ref.rx.len() as u32, Release);
+        ep_ref.shared.post_idle_recvs()?;
+
+        let private = PrivateData {
+            remote_invalidate: true,
+            send_size: cfg.inline_write,
+            recv_size: cfg.inline_read,
+        }
+        .encode();
+        let responder_resources = u8::try_from(dev.max_qp_rd_atom()).unwrap_or(u8::MAX);
+        // Like rpcrdma.ko: offer RDMA Read but never initiate, few
+        // retries so a dead peer is noticed, and no RNR retries because
+        // credits make RNR impossible.
+        let mut param = ConnParam::new(&private, responder_resources, 0, 6, 0);
+        ep_ref.shared.rearm();
+        let Some(id) = ep.id.as_ref() else {
+            return Err(ENOTCONN);
+        };
+        id.connect(&mut param)?;
+        ep.shared.wait(xprt.connect_timeout())?;
+        let status = ep.shared.status.load(Acquire);
+        if status != ESTABLISHED {
+            to_result(status)?;
+            return Err(ENOTCONN);
+        }
+        ep.register_write_pad(&qp)?;
+        Ok(ep)
+    }
+
+    /// Registers the Write chunk pad (`frwr_wp_create`), once the QP can
+    /// send.
+    fn register_write_pad(&mut self, qp: &Qp) -> Result {
+        let buf = KBox::new([0u8; 64], GFP_KERNEL)?;
+        // SAFETY: `buf` is kmalloc memory.
+        let page = unsafe { sys::rpcrdma_rs_virt_to_page(buf.as_ptr().cast()) };
+        let offset = (buf.as_ptr() as usize & (kernel::page::PAGE_SIZE - 1)) as u32;
+        let pool = self.pool.as_deref().ok_or(ENOTCONN)?;
+        // SAFETY: `buf` lives in `pad_buf` until after the pool is freed.
+        let (i, reg) = unsafe {
+            pool.register(
+                &[PageSeg {
+                    page,
+                    offset,
+                    len: 4,
+                }],
+                true,
+            )?
+        };
+        self.pad_buf = Some(buf);
+        self.write_pad = Some((i, reg));
+        let (first, _) = pool.reg_chain(&[i]).ok_or(EINVAL)?;
+        // SAFETY: A valid one-WR chain whose cqe lives with the pool.
+        unsafe { qp.post_chain(first) }
+    }
+
+    /// The Write chunk pad segment.
+    pub(crate) fn write_pad(&self) -> Option<Registered> {
+        self.write_pad.map(|(_, reg)| reg)
+    }
+
+    /// The negotiated inline thresholds.
+    pub(crate) fn inline(&self) -> InlineThresholds {
+        self.shared.inline()
+    }
+
+    /// What the handlers share.
+    pub(crate) fn shared(&self) -> &Shared {
+        &self.shared
+    }
+}
+
+impl Drop for Ep {
+    fn drop(&mut self) {
+        self.shared.draining.store(true, Release);
+        // Our own disconnect must not schedule another close.
+        self.shared.status.store(ECONNABORTED.to_errno(), Release);
+        if let Some(id) = self.id.as_mut() {
+            id.disconnect();
+            // Flush every posted Receive and Send: afterwards no buffer is
+            // in use by the device and no handler runs.
+            id.drain_qp();
+            id.destroy_qp();
+        }
+        // Explicit order, whatever the field order: freeing a CQ waits for
+        // its polling work, so no completion handler runs afterwards; then
+        // the buffers and MRs go (an MR still registered for an RPC that
+        // got no Reply is orphaned: its QP is gone, so nobody can reach
+        // its pages any more), the PD, and the CM id (which waits for its
+        // event handler); `shared` is dropped with the fields, last.
+        drop(self.send_cq.take());
+        drop(self.recv_cq.take());
+        self.shared.rx.store(core::ptr::null_mut(), Release);
+        drop(core::mem::take(&mut self.rx));
+        drop(core::mem::take(&mut self.tx));
+        self.shared.pool.store(core::ptr::null_mut(), Release);
+        if let Some(pool) = self.pool.take() {
+            if let Some((i, _)) = self.write_pad.take() {
+                pool.release(i, true);
+            }
+            let busy = pool
+                .slots
+                .iter()
+                .filter(|s| s.state.load(Acquire) == MR_BUSY)
+                .count();
+            self.shared.xprt().stats().mrs_orphaned.add(busy as u64);
+            drop(pool);
+        }
+        drop(self.pd.take());
+        drop(self.id.take());
+        rdebug!("connection torn down\n");
+    }
+}

@@ -1,0 +1,465 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Marshalling a Call: the planner's decisions ([`crate::proto::plan`])
+//! applied to the request's `xdr_buf`: inline copy behind the transport
+//! header, and chunks registered over the request's own pages.
+
+use core::ffi::{c_int, c_void};
+use core::ptr::NonNull;
+
+use kernel::prelude::*;
+use kernel::sync::atomic::Relaxed;
+
+use super::connection::MAX_RPC_MRS;
+use super::encode_call_header;
+use super::frwr::MrPool;
+use super::request::ReqState;
+use super::send::SendError;
+use super::xprt::{op_close, RdmaXprt};
+use crate::proto::chunk::{ChunkSlices, ReadSegment, Segment};
+use crate::proto::plan::{self, CallPlan};
+use crate::rdma::PageSeg;
+use crate::sys;
+
+/// Entry point called by C.
+///
+/// # Safety
+///
+/// Only called by the C side, with the arguments its contract promises.
+pub(super) unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_int {
+    // SAFETY: sunrpc passes a live request with XPRT_LOCKED held.
+    let (xprt, rx) = unsafe {
+        let xprt = (*rqst).rq_xprt;
+        (xprt, RdmaXprt::from_raw(xprt))
+    };
+    if !rx.connected() {
+        return ENOTCONN.to_errno();
+    }
+    // SAFETY: Live transport and request.
+    if !unsafe { sys::xprt_request_get_cong(xprt, rqst) } {
+        return EBADSLT.to_errno();
+    }
+    // SAFETY: XPRT_LOCKED is held by the caller.
+    let Some(ep) = (unsafe { rx.ep() }) else {
+        return ENOTCONN.to_errno();
+    };
+    // SAFETY: Live transport and request.
+    let (xid, cookie, snd) = unsafe {
+        (
+            (*rqst).rq_xid,
+            (*rqst).rq_connect_cookie,
+            &raw const (*rqst).rq_snd_buf,
+        )
+    };
+    // A retransmission on the same connection would upset the credit
+    // accounting: reconnect instead, as rpcrdma.ko does.
+    // SAFETY: Live transport.
+    if cookie == unsafe { (*xprt).connect_cookie } {
+        // SAFETY: XPRT_LOCKED is held.
+        unsafe { op_close(xprt) };
+        return ENOTCONN.to_errno();
+    }
+    // SAFETY: Reading the length of the send buffer.
+    let snd_len = unsafe { (*snd).len } as usize;
+    let inline_send = ep.inline().send as usize;
+    let Some(pool) = ep.pool() else {
+        return ENOTCONN.to_errno();
+    };
+    // SAFETY: The request has buffers from `op_buf_alloc`.
+    let st = unsafe { ReqState::of(NonNull::new_unchecked(rqst)) };
+    // MRs from an earlier connection went with it.
+    st.set_mrs(&[]);
+    st.offered_write.store(u32::MAX, Relaxed);
+    st.offered_reply.store(u32::MAX, Relaxed);
+    // SAFETY: Live request, XPRT_LOCKED held.
+    let (rpc, call_buf, reply_buf) = unsafe { rpc_shape(rqst) };
+    let mut conn = plan::Connection::new(ep.inline(), &ep.limits);
+    // A Call within the inline threshold always fits the Send buffer, so
+    // the SGE limit only decides whether its pages are mapped or copied
+    // (`plan::send_layout`), never whether it goes inline.
+    conn.send_sges = u32::MAX;
+    let chosen = plan::plan(&rpc, &conn);
+    // SAFETY: Live request.
+    let rcv = unsafe { &raw mut (*rqst).rq_rcv_buf };
+    // SAFETY: `rcv` is the request's receive buffer, ours to prepare.
+    let sparse = unsafe { (*rcv).flags } & sys::XDRBUF_SPARSE_PAGES != 0;
+    // SAFETY: As above; fills the holes of the page array.
+    if sparse && unsafe { sys::rpcrdma_rs_alloc_sparse_pages(rcv) } != 0 {
+        return ENOBUFS.to_errno();
+    }
+    let regs = plan::registrations(&chosen, &call_buf, &reply_buf);
+    let mut held = Held::new();
+    let mut reads = [ReadSegment::default(); 16];
+    let mut writes = [Segment::default(); 16];
+    let mut reply = [Segment::default(); 16];
+    let mut segs = [Segment::default(); 16];
+    let (mut nreads, mut nwrites, mut nreply) = (0usize, 0usize, 0usize);
+    let stats = &rx.stats;
+    // SAFETY: We hold XPRT_LOCKED, and this is the only reference to the
+    // list while we do.
+    let page_list = unsafe { ep.page_list() };
+    let mut register = |buf, range: plan::Range, writing, out: &mut [Segment]| {
+        // SAFETY: The buffers are the request's and stay until it is
+        // released, which waits for the Reply (and so for the
+        // invalidation) or a disconnect.
+        unsafe {
+            region(page_list, buf, range.offset, range.len)?;
+            register_pages(pool, page_list, writing, out, &mut held)
+        }
+    };
+    let registered = (|| -> Result {
+        if let Some((position, range)) = regs.read {
+            let (n, _) = register(snd, range, false, &mut segs)?;
+            for (r, seg) in reads.iter_mut().zip(segs.iter().take(n)) {
+                *r = ReadSegment {
+                    position,
+                    segment: *seg,
+                };
+            }
+            nreads = n;
+            stats.read_chunk_count.add(n as u64);
+        }
+        if let Some((range, pad)) = regs.write {
+            let (mut n, mut bytes) = register(rcv, range, true, &mut writes)?;
+            // Some servers want room for the XDR pad.
+            if pad {
+                let pad = ep.write_pad().ok_or(EIO)?;
+                *writes.get_mut(n).ok_or(EMSGSIZE)? = Segment {
+                    handle: pad.rkey,
+                    length: pad.length,
+                    offset: pad.iova,
+                };
+                n += 1;
+                bytes = bytes.saturating_add(pad.length);
+            }
+            nwrites = n;
+            // As in rpcrdma.ko: the bytes offered for the server to write,
+            // Write and Reply chunks; Read chunks are not counted.
+            stats.total_rdma_request.add(u64::from(bytes));
+            st.offered_write.store(bytes, Relaxed);
+            stats.write_chunk_count.add(n as u64);
+        }
+        if let Some(range) = regs.reply {
+            let (n, bytes) = register(rcv, range, true, &mut reply)?;
+            nreply = n;
+            stats.total_rdma_request.add(u64::from(bytes));
+            st.offered_reply.store(bytes, Relaxed);
+            stats.reply_chunk_count.add(n as u64);
+        }
+        Ok(())
+    })();
+    if let Err(err) = registered {
+        for &i in held.ids() {
+            pool.release(i, false);
+        }
+        if err == ENOBUFS {
+            return ENOBUFS.to_errno();
+        }
+        rx.stats.failed_marshal_count.add(1);
+        return EIO.to_errno();
+    }
+    let write_list: [&[Segment]; 1] = [writes.get(..nwrites).unwrap_or(&[])];
+    let chunks = ChunkSlices {
+        reads: reads.get(..nreads).unwrap_or(&[]),
+        writes: if nwrites > 0 { &write_list } else { &[] },
+        reply: (nreply > 0).then(|| reply.get(..nreply).unwrap_or(&[])),
+    };
+    let nomsg = chosen.call == CallPlan::PositionZero;
+    if nomsg {
+        rx.stats.nomsg_call_count.add(1);
+    }
+    let mut layout = plan::send_layout(chosen.call, &call_buf, ep.limits.send_sges(), PAGE as u32);
+    let mapped = layout.mapped.and_then(|r| {
+        // SAFETY: The Call's pages stay until the request is released,
+        // which waits for its Reply, and the Reply waits for this Send.
+        unsafe { region(page_list, snd, r.offset, r.len) }.ok()?;
+        // SAFETY: As above; `op_buf_free` waits for `send_busy` to clear
+        // before the request's memory goes.
+        unsafe { ep.map_pages(page_list, &st.send_busy) }.ok()
+    });
+    if layout.mapped.is_some() && mapped.is_none() {
+        // Could not map: copy it all, which always fits.
+        layout = plan::send_layout(chosen.call, &call_buf, 0, PAGE as u32);
+    }
+    st.gen.store(ep.shared().gen, Relaxed);
+    // Only a Reply to a Call sent from the RPC's own pages must wait for
+    // the Send to complete (see `receive`).
+    let wait_seq = if mapped.is_some() {
+        ep.next_send_seq()
+    } else {
+        0
+    };
+    st.send_seq.store(wait_seq, Relaxed);
+    st.set_mrs(held.ids());
+    let chain = pool.reg_chain(held.ids());
+    let credits = rx.cfg.slots;
+    let mapped_len = layout.mapped.map_or(0, |r| r.len as usize);
+    // The Reply may complete the RPC before `send` returns: the round
+    // trip starts now.
+    // SAFETY: Live request, XPRT_LOCKED held.
+    unsafe { (*rqst).rq_xtime = sys::ktime_get() };
+    let sent = ep.send(chain, held.ids().len() as u32, mapped, |buf| {
+        let hdr = encode_call_header(buf, xid, credits, nomsg, chunks)?;
+        let mut at = hdr;
+        // The mapped pages, if any, go between the two copied parts.
+        let mut split = at;
+        for (k, part) in layout.copy.iter().enumerate() {
+            if part.len != 0 {
+                let end = at.checked_add(part.len as usize)?;
+                let dst = buf.get_mut(at..end)?;
+                // SAFETY: `snd` describes the request's Call, stable while
+                // XPRT_LOCKED is held; `dst` has room for `len` bytes.
+                let rc = unsafe {
+                    let dst = dst.as_mut_ptr().cast();
+                    sys::rpcrdma_rs_read_xdr_buf(snd, part.offset, dst, part.len)
+                };
+                if rc != 0 {
+                    return None;
+                }
+                at = end;
+            }
+            if k == 0 {
+                split = at;
+            }
+        }
+        if at.checked_add(mapped_len)? > inline_send {
+            return None;
+        }
+        Some((if mapped_len > 0 { split } else { at }, at))
+    });
+    if sent.is_err() {
+        st.set_mrs(&[]);
+        if !matches!(sent, Err(SendError::Post)) {
+            for &i in held.ids() {
+                pool.release(i, false);
+            }
+        }
+    }
+    match sent {
+        Ok(()) => {}
+        Err(SendError::NoBuffer) => {
+            rx.stats.empty_sendctx_q.add(1);
+            return ENOBUFS.to_errno();
+        }
+        Err(SendError::TooBig) => {
+            rx.stats.failed_marshal_count.add(1);
+            rwarn!("call of {} bytes exceeds the inline threshold\n", snd_len);
+            return EMSGSIZE.to_errno();
+        }
+        Err(SendError::Post) => {
+            // SAFETY: XPRT_LOCKED is held.
+            unsafe { op_close(xprt) };
+            return ENOTCONN.to_errno();
+        }
+    }
+    // Everything past the head sent inline was pulled up into the Send
+    // buffer, unless the pages were mapped.
+    if chosen.call == CallPlan::Inline && mapped_len == 0 {
+        rx.stats
+            .pullup_copy_count
+            .add(snd_len.saturating_sub(call_buf.head as usize) as u64);
+    }
+    // SAFETY: Live request and task.
+    unsafe {
+        (*rqst).rq_xmit_bytes_sent += snd_len;
+        // A Call without Reply throws off the credit accounting.
+        if !sys::rpcrdma_rs_reply_expected((*rqst).rq_task) {
+            op_close(xprt);
+            return ENOTCONN.to_errno();
+        }
+    }
+    0
+}
+
+/// MRs registered for one Call, in order.
+pub(super) struct Held {
+    ids: [u16; MAX_RPC_MRS],
+    n: usize,
+}
+
+impl Held {
+    fn new() -> Self {
+        Self {
+            ids: [0; MAX_RPC_MRS],
+            n: 0,
+        }
+    }
+
+    fn ids(&self) -> &[u16] {
+        self.ids.get(..self.n).unwrap_or(&[])
+    }
+
+    fn push(&mut self, i: u16) -> Result {
+        let slot = self.ids.get_mut(self.n).ok_or(EMSGSIZE)?;
+        *slot = i;
+        self.n += 1;
+        Ok(())
+    }
+}
+
+/// What the planner needs to know of a request: its shape, and the parts
+/// of its Call and Reply buffers.
+///
+/// # Safety
+///
+/// `rqst` is live and its buffers set up.
+unsafe fn rpc_shape(rqst: *mut sys::rpc_rqst) -> (plan::Rpc, plan::CallBuf, plan::ReplyBuf) {
+    // SAFETY: The caller's promise; `rq_cred` and its auth are live for a
+    // request being sent.
+    unsafe {
+        let snd = &(*rqst).rq_snd_buf;
+        let rcv = &(*rqst).rq_rcv_buf;
+        let cred = (*rqst).rq_cred;
+        let datatouch = !cred.is_null()
+            && !(*cred).cr_auth.is_null()
+            && (*(*cred).cr_auth).au_flags & (1 << sys::RPCAUTH_AUTH_DATATOUCH) != 0;
+        let rpc = plan::Rpc {
+            call_len: snd.len,
+            call_page_len: snd.page_len,
+            call_page_base: snd.page_base,
+            call_ddp: snd.flags & sys::XDRBUF_WRITE != 0,
+            reply_max: rcv.buflen,
+            reply_nonpayload: (rcv.head[0].iov_len + rcv.tail[0].iov_len) as u32,
+            reply_ddp: rcv.flags & sys::XDRBUF_READ != 0,
+            ddp_allowed: !datatouch,
+        };
+        let call = plan::CallBuf {
+            head: snd.head[0].iov_len as u32,
+            page_base: snd.page_base,
+            page_len: snd.page_len,
+            tail: snd.tail[0].iov_len as u32,
+        };
+        let reply = plan::ReplyBuf {
+            head: rcv.head[0].iov_len as u32,
+            page_len: rcv.page_len,
+            tail: rcv.tail[0].iov_len as u32,
+        };
+        (rpc, call, reply)
+    }
+}
+
+const PAGE: usize = kernel::page::PAGE_SIZE;
+
+/// Appends `len` bytes starting `pos` bytes into a run of pages, one
+/// segment per page touched; `page(k)` is the run's `k`th page.
+fn push_pages(
+    out: &mut KVec<PageSeg>,
+    mut pos: usize,
+    mut len: usize,
+    page: impl Fn(usize) -> *mut sys::page,
+) -> Result {
+    while len > 0 {
+        let p = page(pos / PAGE);
+        if p.is_null() {
+            return Err(EIO);
+        }
+        let off = pos & (PAGE - 1);
+        let n = (PAGE - off).min(len);
+        out.push(
+            PageSeg {
+                page: p,
+                offset: off as u32,
+                len: n as u32,
+            },
+            GFP_NOWAIT,
+        )
+        .map_err(|_| ENOBUFS)?;
+        pos += n;
+        len -= n;
+    }
+    Ok(())
+}
+
+/// Fills `out` with the pages of `len` bytes at `offset` of `buf`: head,
+/// page list, tail.
+///
+/// # Safety
+///
+/// `buf` is a live `xdr_buf` whose head and tail are kmalloc memory.
+pub(super) unsafe fn region(
+    out: &mut KVec<PageSeg>,
+    buf: *const sys::xdr_buf,
+    offset: u32,
+    len: u32,
+) -> Result {
+    out.clear();
+    let mut offset = offset as usize;
+    let mut left = len as usize;
+    // SAFETY: The caller's promise.
+    let b = unsafe { &*buf };
+    for (base, vlen, in_pages) in [
+        (b.head[0].iov_base.cast::<u8>(), b.head[0].iov_len, false),
+        (core::ptr::null_mut(), b.page_len as usize, true),
+        (b.tail[0].iov_base.cast::<u8>(), b.tail[0].iov_len, false),
+    ] {
+        if left == 0 {
+            break;
+        }
+        if offset >= vlen {
+            offset -= vlen;
+            continue;
+        }
+        let n = (vlen - offset).min(left);
+        if in_pages {
+            push_pages(out, b.page_base as usize + offset, n, |k| {
+                // SAFETY: `pages` covers `page_base + page_len` bytes, so
+                // every index asked for is in the array.
+                unsafe { *b.pages.add(k) }
+            })?;
+        } else {
+            // Head and tail are directly mapped: page `k` of the run is the
+            // one holding byte `k * PAGE` counted from `base`'s page.
+            let start = base as usize + offset;
+            let first = start & !(PAGE - 1);
+            push_pages(out, start - first, n, |k| {
+                // SAFETY: Every address asked for is within the head or
+                // tail, kmalloc memory (the caller's promise).
+                unsafe { sys::rpcrdma_rs_virt_to_page((first + k * PAGE) as *const c_void) }
+            })?;
+        }
+        left -= n;
+        offset = 0;
+    }
+    Ok(())
+}
+
+/// Registers the memory of `pages` on as many MRs as needed, writing one
+/// segment each into `out`; returns the segments and bytes.
+///
+/// # Safety
+///
+/// The pages stay allocated until the MRs are released.
+unsafe fn register_pages(
+    pool: &MrPool,
+    pages: &[PageSeg],
+    writing: bool,
+    out: &mut [Segment],
+    held: &mut Held,
+) -> Result<(usize, u32)> {
+    let mut rest = pages;
+    let mut n = 0usize;
+    let mut bytes = 0u32;
+    while !rest.is_empty() {
+        let take = plan::mr_segments(
+            rest.iter().map(|p| (p.offset, p.len)),
+            pool.depth(),
+            PAGE as u32,
+        )
+        .max(1)
+        .min(rest.len());
+        let (now, later) = rest.split_at(take);
+        let slot = out.get_mut(n).ok_or(EMSGSIZE)?;
+        // SAFETY: The caller's promise.
+        let (i, reg) = unsafe { pool.register(now, writing)? };
+        held.push(i).inspect_err(|_| pool.release(i, false))?;
+        *slot = Segment {
+            handle: reg.rkey,
+            length: reg.length,
+            offset: reg.iova,
+        };
+        bytes = bytes.saturating_add(reg.length);
+        n += 1;
+        rest = later;
+    }
+    Ok((n, bytes))
+}

@@ -1,0 +1,381 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Receiving: the Receive buffers and their completion, matching a Reply
+//! to its request, credit grants, invalidating the request's MRs before
+//! it completes, and reposting the buffers in batches.
+
+use core::cell::UnsafeCell;
+use core::ptr::NonNull;
+
+use kernel::prelude::*;
+use kernel::sync::atomic::{Acquire, Atomic, Full, Relaxed, Release};
+use kernel::sync::barrier::{smp_mb, Full as Barrier};
+
+use super::classify_received;
+use super::connection::{Shared, MAX_RPC_MRS};
+use super::request::{unpin, ReqState};
+use super::xprt::RdmaXprt;
+use crate::proto::plan;
+use crate::proto::reply::{self, BadReply, Inbound};
+use crate::rdma::{CqEntry, CqHandler, DmaBuf, DmaDir, Qp, RecvWr, Wc};
+use crate::sys;
+
+impl RdmaXprt {
+    /// Handles one received message (Receive completion, process context):
+    /// a Reply whose RPC holds MRs is finished by [`RdmaXprt::finish_reply`]
+    /// once they are invalidated.
+    pub(super) fn receive(
+        &self,
+        shared: &Shared,
+        ctx: &RecvCtx,
+        len: usize,
+        invalidated: Option<u32>,
+    ) -> Handled {
+        let msg = ctx.msg(len);
+        let Inbound::Reply { xid, credits, body } =
+            classify_received(msg, &self.stats, self.cfg.slots)
+        else {
+            return Handled::Done;
+        };
+        // `rq_xid` holds the XID as it is on the wire.
+        let xid = xid.to_be();
+        let xprt = self.raw();
+        // SAFETY: `xprt` is live; `xprt_lookup_rqst` requires `queue_lock`,
+        // and pinning keeps the request alive after we drop it.
+        let rqst = unsafe {
+            sys::rpcrdma_rs_spin_lock(&raw mut (*xprt).queue_lock);
+            let rqst = sys::xprt_lookup_rqst(xprt, xid);
+            if !rqst.is_null() {
+                sys::xprt_pin_rqst(rqst);
+            }
+            sys::rpcrdma_rs_spin_unlock(&raw mut (*xprt).queue_lock);
+            rqst
+        };
+        let Some(rqst) = NonNull::new(rqst) else {
+            rdebug!("reply for unknown xid {:#x}\n", u32::from_be(xid));
+            return Handled::Done;
+        };
+        // Only a message that matched a waiting RPC may move the window.
+        self.had_reply.store(true, Relaxed);
+        self.update_cwnd(credits);
+        let payload = body.map_err(|_: BadReply| EIO);
+        // SAFETY: The request is pinned, so its buffer (and state) stays.
+        let st = unsafe { ReqState::of(rqst) };
+        let pending = Pending {
+            rqst: rqst.as_ptr(),
+            len,
+        };
+        // Without LOCAL_INVs, which complete after the Send on the same
+        // queue, a Reply may overtake its Call's Send completion.
+        let wait_send = || {
+            let seq = st.send_seq.load(Relaxed);
+            if seq != 0 && st.gen.load(Relaxed) == shared.gen && seq > shared.sends_completed() {
+                self.stats.reply_waits_for_send.add(1);
+                return shared.defer_until_sent(ctx, seq, pending);
+            }
+            false
+        };
+        let mut mrs = [0u16; MAX_RPC_MRS];
+        let n = st.mrs(shared.gen, &mut mrs);
+        let mut list = mrs.get(..n).unwrap_or(&[]);
+        let mut rest = [0u16; MAX_RPC_MRS];
+        let pool = shared.pool();
+        if let (Some(pool), Some(rkey), false) = (pool, invalidated, list.is_empty()) {
+            let mut keys = [0u32; MAX_RPC_MRS];
+            for (k, &i) in keys.iter_mut().zip(list) {
+                *k = pool.rkey(i).unwrap_or(0);
+            }
+            match plan::remote_invalidation_ok(rkey, keys.get(..list.len()).unwrap_or(&[])) {
+                Some(pos) => {
+                    // The server invalidated it: nothing can reach it now.
+                    if let Some(&i) = list.get(pos) {
+                        pool.release(i, false);
+                    }
+                    let mut m = 0;
+                    for (k, &i) in list.iter().enumerate() {
+                        if k != pos {
+                            if let Some(r) = rest.get_mut(m) {
+                                *r = i;
+                                m += 1;
+                            }
+                        }
+                    }
+                    st.set_mrs(rest.get(..m).unwrap_or(&[]));
+                    list = rest.get(..m).unwrap_or(&[]);
+                }
+                None => {
+                    rwarn!("server invalidated a key that is not the RPC's: closing\n");
+                    self.stats.bad_remote_inv.add(1);
+                    self.stats.bad_reply_count.add(1);
+                    self.force_disconnect();
+                    // SAFETY: Pinned; the RPC is retransmitted after the
+                    // reconnect, and its MRs go with the connection.
+                    unsafe { unpin(xprt, rqst) };
+                    return Handled::Done;
+                }
+            }
+        }
+        // No MRs left to invalidate (any the server invalidated were
+        // already taken off the request's list).
+        let Some(pool) = pool.filter(|_| !list.is_empty()) else {
+            if wait_send() {
+                return Handled::Deferred;
+            }
+            // SAFETY: Pinned.
+            unsafe { self.complete(rqst, payload, st) };
+            return Handled::Done;
+        };
+        match pool.invalidate(shared, list, ctx, pending) {
+            Ok(()) => {
+                self.stats.local_inv_needed.add(list.len() as u64);
+                Handled::Deferred
+            }
+            Err(_) => {
+                // The QP is in error or going: the server may still reach
+                // the MRs until it is destroyed. Leave them on the request
+                // and the request to sunrpc: it is retransmitted on the
+                // next connection, which comes after this one's teardown,
+                // or released, which waits for it (`op_buf_free`).
+                self.force_disconnect();
+                // SAFETY: Pinned above.
+                unsafe { unpin(xprt, rqst) };
+                Handled::Done
+            }
+        }
+    }
+
+    /// Finishes a Reply whose RPC's MRs are now invalidated (`ok`) or
+    /// flushed.
+    pub(super) fn finish_reply(&self, shared: &Shared, ctx: &RecvCtx, pending: Pending, ok: bool) {
+        let Some(rqst) = NonNull::new(pending.rqst) else {
+            return;
+        };
+        // SAFETY: `receive` pinned the request before posting.
+        let st = unsafe { ReqState::of(rqst) };
+        let mut mrs = [0u16; MAX_RPC_MRS];
+        let n = st.mrs(shared.gen, &mut mrs);
+        if let Some(pool) = shared.pool() {
+            for &i in mrs.get(..n).unwrap_or(&[]) {
+                pool.release(i, !ok);
+            }
+        }
+        if !ok {
+            self.stats.mrs_recycled.add(n as u64);
+        }
+        st.set_mrs(&[]);
+        // The Reply was classified and counted when it arrived; only its
+        // body is needed again.
+        let payload = match reply::classify(ctx.msg(pending.len), self.cfg.slots) {
+            Inbound::Reply { body, .. } => body.map_err(|_: BadReply| EIO),
+            Inbound::Dropped(_) | Inbound::BackwardCall(_) => Err(EIO),
+        };
+        // SAFETY: Pinned by `receive`.
+        unsafe { self.complete(rqst, payload, st) };
+    }
+}
+
+impl Shared {
+    /// The connection's Receive contexts; empty before they exist and
+    /// after teardown began.
+    pub(super) fn rx_contexts(&self) -> &[RecvCtx] {
+        let rx = self.rx.load(Acquire);
+        let n = self.rx_len.load(Acquire);
+        if rx.is_null() {
+            return &[];
+        }
+        // SAFETY: `rx` points to the connection's Receive contexts, a
+        // vector that is never resized and is freed only after the CQs,
+        // i.e. after every handler, and after `Ep::drop` cleared `rx`.
+        unsafe { core::slice::from_raw_parts(rx.cast_const(), n) }
+    }
+
+    /// Hands the idle Receive buffers back to the device, in one chain
+    /// per pass. Whoever finds another thread at it leaves the work to
+    /// that thread, which looks again before it stops.
+    pub(super) fn post_idle_recvs(&self) -> Result {
+        loop {
+            if self.draining.load(Acquire) || self.recv_posting.xchg(true, Full) {
+                return Ok(());
+            }
+            // SAFETY: The QP pointer is set before any Receive is posted
+            // and the QP is destroyed only after draining, i.e. after every
+            // completion handler returned.
+            let qp = unsafe { Qp::from_ptr(self.qp.load(Acquire)) };
+            let mut head = core::ptr::null_mut();
+            let mut n = 0u32;
+            // Stop at the buffers counted so far: one counted but not yet
+            // marked is posted by its own thread or the next pass.
+            let want = self.recv_idle.load(Acquire);
+            for ctx in self.rx_contexts() {
+                if n >= want {
+                    break;
+                }
+                // A plain load first: most buffers are posted, and a
+                // failing compare-exchange still costs a locked operation.
+                if ctx.idle.load(Relaxed) && ctx.idle.cmpxchg(true, false, Full).is_ok() {
+                    ctx.buf.sync_for_device(ctx.buf.len());
+                    // SAFETY: Clearing `idle` made the buffer ours until it
+                    // is posted; contexts never move.
+                    head = unsafe { ctx.wr.link(ctx.cqe.as_ptr(), head) };
+                    n += 1;
+                }
+            }
+            self.recv_idle.fetch_sub(n, Full);
+            let posted = match (qp, n) {
+                (_, 0) => Ok(()),
+                // SAFETY: A chain of Receives whose buffers and cqes live
+                // until the QP is drained.
+                (Some(qp), _) => unsafe { qp.post_recv_chain(head) },
+                (None, _) => Err(ENOTCONN),
+            };
+            self.recv_posting.store(false, Release);
+            posted?;
+            // A buffer marked idle while we held `recv_posting` was left
+            // to us (its thread saw the flag set): between our release of
+            // the flag and our look at the count, and its increment of the
+            // count and its look at the flag, one of us sees the other.
+            smp_mb(Barrier);
+            if n == 0 || self.recv_idle.load(Relaxed) < self.recv_batch {
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// A Reply held between its Receive completion and the completion of the
+/// LOCAL_INVs of its RPC's MRs.
+#[derive(Clone, Copy)]
+pub(crate) struct Pending {
+    /// The request, pinned.
+    pub(crate) rqst: *mut sys::rpc_rqst,
+    /// Bytes received.
+    pub(crate) len: usize,
+}
+
+/// A Receive buffer.
+///
+/// # Invariants
+///
+/// `pending` is only accessed by the Receive completion of this buffer
+/// and, after it posted LOCAL_INVs on `linv_cqe`, by their completion, or
+/// after it published `wait_seq`, by whoever resets `wait_seq` to zero;
+/// the buffer is marked `idle` only after that, and whoever clears `idle`
+/// owns the buffer and `wr` until it posts them.
+pub(crate) struct RecvCtx {
+    cqe: CqEntry<RecvCtx, RECV>,
+    pub(super) linv_cqe: CqEntry<RecvCtx, LINV>,
+    buf: DmaBuf,
+    wr: RecvWr,
+    pub(super) pending: UnsafeCell<Pending>,
+    /// Number of the Send this buffer's Reply waits for; 0 for none.
+    pub(super) wait_seq: Atomic<u64>,
+    /// Done with, waiting for the next batch of Receives.
+    idle: Atomic<bool>,
+    shared: *const Shared,
+}
+
+impl RecvCtx {
+    pub(super) fn new(
+        shared: &Shared,
+        dev: &crate::rdma::Device,
+        size: usize,
+        lkey: u32,
+    ) -> Result<Self> {
+        let buf = DmaBuf::new(dev, size, DmaDir::FromDevice)?;
+        Ok(Self {
+            cqe: CqEntry::new(),
+            linv_cqe: CqEntry::new(),
+            wr: RecvWr::new(&buf, lkey),
+            buf,
+            pending: UnsafeCell::new(Pending {
+                rqst: core::ptr::null_mut(),
+                len: 0,
+            }),
+            wait_seq: Atomic::new(0),
+            // Not posted yet: the connect worker posts every idle buffer.
+            idle: Atomic::new(true),
+            shared,
+        })
+    }
+
+    /// The first `len` bytes received.
+    pub(crate) fn msg(&self, len: usize) -> &[u8] {
+        self.buf.as_slice().get(..len).unwrap_or(&[])
+    }
+
+    /// Gives the buffer back: it is reposted with the next batch.
+    pub(super) fn repost(&self, shared: &Shared) {
+        // Counted before it is marked, so the count never falls below
+        // the number of marked buffers.
+        let idle = shared.recv_idle.fetch_add(1, Full) + 1;
+        self.idle.store(true, Release);
+        if idle >= shared.recv_batch && shared.post_idle_recvs().is_err() {
+            shared.xprt().force_disconnect();
+        }
+    }
+}
+
+/// What the transport did with a received message.
+pub(crate) enum Handled {
+    /// Done: repost the buffer.
+    Done,
+    /// LOCAL_INVs were posted; [`linv_done`] finishes the Reply.
+    Deferred,
+}
+
+// SAFETY: `pending`, the buffer and its work request are used by one
+// thread at a time (type invariant); the rest is atomic or set before the
+// context is shared; `shared` is only used as `&Shared`, which is `Sync`.
+unsafe impl Sync for RecvCtx {}
+
+/// [`CqEntry`] ids of a [`RecvCtx`].
+const RECV: u64 = 0;
+
+const LINV: u64 = 1;
+
+crate::impl_has_cq_entry!(RecvCtx, 0, cqe);
+
+crate::impl_has_cq_entry!(RecvCtx, 1, linv_cqe);
+
+impl RecvCtx {
+    fn shared(&self) -> &Shared {
+        // SAFETY: `shared` outlives every context of its connection.
+        unsafe { &*self.shared }
+    }
+}
+
+/// A Receive completed.
+impl CqHandler<RECV> for RecvCtx {
+    fn done(&self, wc: &Wc<'_>) {
+        let shared = self.shared();
+        let xprt = shared.xprt();
+        if !wc.ok() {
+            if !wc.flushed() {
+                rwarn!("receive failed, status {}\n", wc.status());
+                xprt.force_disconnect();
+            }
+            return;
+        }
+        let len = wc.byte_len().min(self.buf.len());
+        self.buf.sync_for_cpu(len);
+        if let Handled::Done = xprt.receive(shared, self, len, wc.invalidated_rkey()) {
+            self.repost(shared);
+        }
+    }
+}
+
+/// The last (signalled) LOCAL_INV of a Reply's RPC completed.
+impl CqHandler<LINV> for RecvCtx {
+    fn done(&self, wc: &Wc<'_>) {
+        let shared = self.shared();
+        // SAFETY: By the type invariant, the Receive completion handed the
+        // pending Reply to us.
+        let pending = unsafe { *self.pending.get() };
+        if !wc.ok() && !wc.flushed() {
+            rwarn!("local invalidate failed, status {}\n", wc.status());
+            shared.xprt().force_disconnect();
+        }
+        shared.xprt().finish_reply(shared, self, pending, wc.ok());
+        self.repost(shared);
+    }
+}

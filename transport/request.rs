@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Per-request state, kept in front of the request's buffers: the MRs
+//! registered for it and whether a Send still reads its pages. Freeing a
+//! request waits for both to end.
+
+use core::cell::UnsafeCell;
+use core::ffi::c_int;
+use core::ptr::NonNull;
+
+use kernel::prelude::*;
+use kernel::sync::atomic::{Acquire, Atomic, Relaxed, Release};
+
+use super::connection::MAX_RPC_MRS;
+use super::xprt::RdmaXprt;
+use crate::proto::plan::Offered;
+use crate::sys;
+
+/// Unpins a request without completing it.
+///
+/// # Safety
+///
+/// `rqst` is pinned, on `xprt`.
+pub(super) unsafe fn unpin(xprt: *mut sys::rpc_xprt, rqst: NonNull<sys::rpc_rqst>) {
+    // SAFETY: The caller's promise; unpinning needs `queue_lock`.
+    unsafe {
+        sys::rpcrdma_rs_spin_lock(&raw mut (*xprt).queue_lock);
+        sys::xprt_unpin_rqst(rqst.as_ptr());
+        sys::rpcrdma_rs_spin_unlock(&raw mut (*xprt).queue_lock);
+    }
+}
+
+/// Transport state of one request, kept in front of its buffers (see
+/// [`op_buf_alloc`]).
+///
+/// # Invariants
+///
+/// `mrs` is written by the sender (with `XPRT_LOCKED`) before it posts
+/// and publishes `nmrs` with release; afterwards only by the Reply's
+/// handlers, which run one after the other.
+#[repr(C)]
+pub(super) struct ReqState {
+    /// Connection the MRs belong to.
+    pub(super) gen: Atomic<u64>,
+    /// Number of the Call's Send on that connection.
+    pub(super) send_seq: Atomic<u64>,
+    nmrs: Atomic<u32>,
+    /// Write chunk bytes registered, `u32::MAX` for none.
+    pub(super) offered_write: Atomic<u32>,
+    /// Reply chunk bytes registered, `u32::MAX` for none.
+    pub(super) offered_reply: Atomic<u32>,
+    /// Non-zero while a Send gathers this request's own pages (see
+    /// `Ep::map_pages`): the request's memory must stay until it is clear.
+    pub(super) send_busy: Atomic<u32>,
+    mrs: UnsafeCell<[u16; MAX_RPC_MRS]>,
+}
+
+// SAFETY: See the type invariants.
+unsafe impl Sync for ReqState {}
+
+/// Bytes in front of `rq_buffer`: the state, rounded up to 16.
+const REQ_PREFIX: usize = (core::mem::size_of::<ReqState>() + 15) & !15;
+
+impl ReqState {
+    fn new() -> Self {
+        Self {
+            gen: Atomic::new(0),
+            send_seq: Atomic::new(0),
+            nmrs: Atomic::new(0),
+            offered_write: Atomic::new(u32::MAX),
+            offered_reply: Atomic::new(u32::MAX),
+            send_busy: Atomic::new(0),
+            mrs: UnsafeCell::new([0; MAX_RPC_MRS]),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// `rqst` is live and has buffers from [`op_buf_alloc`].
+    pub(super) unsafe fn of<'a>(rqst: NonNull<sys::rpc_rqst>) -> &'a Self {
+        // SAFETY: `op_buf_alloc` put a `ReqState` `REQ_PREFIX` bytes before
+        // `rq_buffer`.
+        unsafe {
+            &*(*rqst.as_ptr())
+                .rq_buffer
+                .cast::<u8>()
+                .sub(REQ_PREFIX)
+                .cast::<Self>()
+        }
+    }
+
+    /// Copies the MRs held on connection `gen` into `out`; returns how many.
+    pub(super) fn mrs(&self, gen: u64, out: &mut [u16; MAX_RPC_MRS]) -> usize {
+        let n = self.nmrs.load(Acquire) as usize;
+        if n == 0 || self.gen.load(Relaxed) != gen {
+            return 0;
+        }
+        // SAFETY: Published by the release store of `nmrs` (invariant).
+        *out = unsafe { *self.mrs.get() };
+        n.min(MAX_RPC_MRS)
+    }
+
+    /// Records the MRs now held (by the current owner, see invariants).
+    pub(super) fn set_mrs(&self, mrs: &[u16]) {
+        let n = mrs.len().min(MAX_RPC_MRS);
+        // SAFETY: Only the current owner calls this (type invariants).
+        let dst = unsafe { &mut *self.mrs.get() };
+        if let (Some(d), Some(s)) = (dst.get_mut(..n), mrs.get(..n)) {
+            d.copy_from_slice(s);
+        }
+        self.nmrs.store(n as u32, Release);
+    }
+
+    pub(super) fn offered(&self) -> Offered {
+        let get = |a: &Atomic<u32>| Some(a.load(Relaxed)).filter(|&v| v != u32::MAX);
+        Offered {
+            write_chunk: get(&self.offered_write),
+            reply_chunk: get(&self.offered_reply),
+        }
+    }
+}
+
+/// Allocates the Call and Reply buffers of a request in one piece.
+///
+/// # Safety
+///
+/// Called by sunrpc with a live task that owns a request.
+pub(super) unsafe extern "C" fn op_buf_alloc(task: *mut sys::rpc_task) -> c_int {
+    // SAFETY: sunrpc passes a task with a request.
+    unsafe {
+        let rqst = (*task).tk_rqstp;
+        let call = (*rqst).rq_callsize;
+        let Some(size) = call
+            .checked_add((*rqst).rq_rcvsize)
+            .and_then(|n| n.checked_add(REQ_PREFIX))
+        else {
+            return ENOMEM.to_errno();
+        };
+        let base = sys::rpcrdma_rs_task_alloc(size).cast::<u8>();
+        if base.is_null() {
+            return ENOMEM.to_errno();
+        }
+        // kmalloc memory is aligned for `ReqState`.
+        base.cast::<ReqState>().write(ReqState::new());
+        let buf = base.add(REQ_PREFIX);
+        (*rqst).rq_buffer = buf.cast();
+        (*rqst).rq_rbuffer = buf.add(call).cast();
+    }
+    0
+}
+
+/// Frees what [`op_buf_alloc`] allocated.
+///
+/// # Safety
+///
+/// Called by sunrpc with a live task whose request has buffers.
+pub(super) unsafe extern "C" fn op_buf_free(task: *mut sys::rpc_task) {
+    // SAFETY: sunrpc passes a task whose `rq_buffer` came from us, the
+    // request state in front of it.
+    unsafe {
+        let rqst = (*task).tk_rqstp;
+        if (*rqst).rq_buffer.is_null() {
+            return;
+        }
+        let st = ReqState::of(NonNull::new_unchecked(rqst));
+        let rx = RdmaXprt::from_raw((*rqst).rq_xprt);
+        // An RPC given up before its Reply (interrupted, timed out) may
+        // still have its pages in use: by a Send not yet complete, or
+        // registered for the server. Neither may outlive the memory.
+        if st.send_busy.load(Acquire) != 0 {
+            rx.wait_send_done(&st.send_busy);
+        }
+        if st.nmrs.load(Acquire) != 0 {
+            rx.fence_registered(st.gen.load(Relaxed));
+        }
+        sys::rpcrdma_rs_kfree((*rqst).rq_buffer.cast::<u8>().sub(REQ_PREFIX).cast());
+        (*rqst).rq_buffer = core::ptr::null_mut();
+        (*rqst).rq_rbuffer = core::ptr::null_mut();
+    }
+}

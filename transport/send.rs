@@ -1,0 +1,305 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Sending: the ring of pre-mapped Send buffers, the RPC pages a Send
+//! gathers, and the completion ordering that tells when a buffer (and a
+//! Reply waiting for its Call's Send) is free.
+
+use core::cell::UnsafeCell;
+
+use kernel::prelude::*;
+use kernel::sync::atomic::{Acquire, Atomic, Full, Relaxed, Release};
+use kernel::sync::barrier::{smp_mb, Full as Barrier};
+
+use super::connection::{Ep, Shared};
+use super::receive::{Pending, RecvCtx};
+use crate::rdma::{CqEntry, CqHandler, DmaBuf, DmaDir, MappedPages, PageSeg, Wc, MAX_MAPPED_PAGES};
+use crate::sys;
+
+impl Shared {
+    /// Sends completed so far: on an RC QP they complete in order, so
+    /// the Send numbered `n` (see [`Ep::next_send_seq`]) has completed
+    /// when this is at least `n`.
+    pub(crate) fn sends_completed(&self) -> u64 {
+        self.sends_done.load(Acquire)
+    }
+
+    /// Holds the Reply in `ctx` until the Send numbered `seq` completed,
+    /// like rpcrdma.ko's `reply_waits_for_send`: an RPC completes only
+    /// after its Call's Send did. Returns false when the Send completed in
+    /// the meantime and the caller is to go on with the Reply itself.
+    ///
+    /// This and [`Shared::sends_completed_to`] are the two sides of a
+    /// store-buffering pattern: each stores its own word, then reads the
+    /// other's. With a full barrier between the store and the load on both
+    /// sides, the kernel memory model forbids both from reading the old
+    /// value, so either this side sees the Send done, or the completion
+    /// side sees the waiting Reply; the exchange on `wait_seq` then picks
+    /// exactly one of them to finish it.
+    pub(crate) fn defer_until_sent(&self, ctx: &RecvCtx, seq: u64, pending: Pending) -> bool {
+        // SAFETY: The Receive completion owns `pending` (type invariant of
+        // `RecvCtx`) until it publishes `wait_seq`.
+        unsafe { *ctx.pending.get() = pending };
+        self.waiters.fetch_add(1, Full);
+        // Release: whoever reads `seq` here also sees `pending`.
+        ctx.wait_seq.store(seq, Release);
+        smp_mb(Barrier);
+        if self.sends_done.load(Relaxed) >= seq && ctx.wait_seq.cmpxchg(seq, 0, Full).is_ok() {
+            self.waiters.fetch_sub(1, Full);
+            return false;
+        }
+        true
+    }
+
+    /// Records that every Send up to number `seq` completed (Sends
+    /// complete in order), then finishes the Replies that waited for one
+    /// of them; see [`Shared::defer_until_sent`] for the ordering.
+    fn sends_completed_to(&self, seq: u64) {
+        let mut done = self.sends_done.load(Relaxed);
+        while done < seq {
+            match self.sends_done.cmpxchg(done, seq, Full) {
+                Ok(_) => break,
+                Err(now) => done = now,
+            }
+        }
+        smp_mb(Barrier);
+        if self.waiters.load(Relaxed) == 0 {
+            return;
+        }
+        let done = self.sends_done.load(Relaxed);
+        for ctx in self.rx_contexts() {
+            // Acquire: pairs with the release store of `wait_seq`.
+            let w = ctx.wait_seq.load(Acquire);
+            if w == 0 || w > done {
+                continue;
+            }
+            if ctx.wait_seq.cmpxchg(w, 0, Full).is_ok() {
+                self.waiters.fetch_sub(1, Full);
+                // SAFETY: Winning the exchange hands us the pending Reply.
+                let pending = unsafe { *ctx.pending.get() };
+                self.xprt().finish_reply(self, ctx, pending, true);
+                ctx.repost(self);
+            }
+        }
+    }
+}
+
+/// A Send buffer of the ring.
+///
+/// # Invariants
+///
+/// The context carrying Send number `seq` is free again once
+/// [`Shared::sends_completed`] reaches `seq`. Until then `buf` belongs to
+/// the device, and `mapped` to this context's completion handler, which
+/// runs (if at all) before that number is published. While free, both
+/// belong to the sender, which holds `XPRT_LOCKED`.
+pub(crate) struct SendCtx {
+    cqe: CqEntry<SendCtx>,
+    buf: UnsafeCell<DmaBuf>,
+    /// RPC pages this Send gathers; unmapped when it completes.
+    mapped: UnsafeCell<Option<MappedCall>>,
+    seq: Atomic<u64>,
+    shared: *const Shared,
+}
+
+impl SendCtx {
+    pub(super) fn new(shared: &Shared, dev: &crate::rdma::Device, size: usize) -> Result<Self> {
+        Ok(Self {
+            cqe: CqEntry::new(),
+            buf: UnsafeCell::new(DmaBuf::new(dev, size, DmaDir::ToDevice)?),
+            mapped: UnsafeCell::new(None),
+            seq: Atomic::new(0),
+            shared,
+        })
+    }
+}
+
+/// An RPC's pages mapped for one Send, and the request's mark that a Send
+/// still reads them: the request is not freed while the mark is set (see
+/// `op_buf_free`). Dropping it, once the Send completed or was never
+/// posted, unmaps the pages, clears the mark and wakes whoever waits.
+///
+/// # Invariants
+///
+/// `busy` points into the request's state, which stays allocated while
+/// `*busy` is non-zero; `shared` outlives every Send of its connection.
+pub(crate) struct MappedCall {
+    pages: MappedPages,
+    busy: *const Atomic<u32>,
+    shared: *const Shared,
+}
+
+// SAFETY: The mapping is plain numbers; the mark is atomic; `Shared` is
+// `Sync`.
+unsafe impl Send for MappedCall {}
+
+impl Drop for MappedCall {
+    fn drop(&mut self) {
+        // Unmap first: the mark promises the pages are no longer in use.
+        drop(core::mem::replace(&mut self.pages, MappedPages::empty()));
+        // SAFETY: `busy` is valid while it is non-zero (type invariant),
+        // and `shared` outlives us.
+        unsafe {
+            (*self.busy).store(0, Release);
+            (*self.shared).xprt().wake_fence();
+        }
+    }
+}
+
+// SAFETY: `buf` and `mapped` have one owner at a time, as the type
+// invariant says; `seq` is atomic; `shared` is only used as `&Shared`,
+// which is `Sync`.
+unsafe impl Sync for SendCtx {}
+
+crate::impl_has_cq_entry!(SendCtx, 0, cqe);
+
+/// A signalled Send completed, or any Send failed.
+impl CqHandler for SendCtx {
+    fn done(&self, wc: &Wc<'_>) {
+        // SAFETY: `shared` outlives every context of its connection.
+        let shared = unsafe { &*self.shared };
+        // SAFETY: The Send completed, and its number is not yet published,
+        // so the mapping is ours (type invariant); the device is done with
+        // it.
+        drop(unsafe { (*self.mapped.get()).take() });
+        if !wc.ok() && !wc.flushed() {
+            rwarn!("send failed, status {}\n", wc.status());
+            shared.xprt().force_disconnect();
+        }
+        // This completion retires every Send posted before it, too.
+        shared.sends_completed_to(self.seq.load(Acquire));
+    }
+}
+
+/// Result of trying to marshal and Send one RPC Call.
+pub(crate) enum SendError {
+    /// No Send buffer free.
+    NoBuffer,
+    /// The message does not fit the inline threshold.
+    TooBig,
+    /// Posting failed: the connection is unusable.
+    Post,
+}
+
+impl Ep {
+    /// The sender's page-list scratch (see `page_list`).
+    ///
+    /// # Safety
+    ///
+    /// The caller holds `XPRT_LOCKED` and keeps no other reference from
+    /// this function alive.
+    // The list is the sender's, as `XPRT_LOCKED` is: a lock the type
+    // system cannot see, hence `&self` in and `&mut` out.
+    #[allow(clippy::mut_from_ref)]
+    pub(crate) unsafe fn page_list(&self) -> &mut KVec<PageSeg> {
+        // SAFETY: Only the sender uses the list, and it is serialised by
+        // `XPRT_LOCKED` (the caller's promise).
+        unsafe { &mut *self.page_list.get() }
+    }
+
+    /// Number the next Send gets; see [`Shared::send_completed`].
+    pub(crate) fn next_send_seq(&self) -> u64 {
+        self.sends_posted.load(Relaxed).wrapping_add(1)
+    }
+
+    /// Maps `pages` of an RPC for a Send; see [`Ep::send`]. Sets `busy`,
+    /// which the Send's completion clears.
+    ///
+    /// # Safety
+    ///
+    /// The pages stay allocated and unchanged, and `busy` valid, until
+    /// `busy` reads zero again.
+    pub(crate) unsafe fn map_pages(
+        &self,
+        pages: &[PageSeg],
+        busy: &Atomic<u32>,
+    ) -> Result<MappedCall> {
+        let dev = self.dev.as_ref().ok_or(ENOTCONN)?;
+        // SAFETY: The caller's promise covers the mapping's life, which
+        // ends when the `MappedCall` is dropped and clears `busy`.
+        let pages = unsafe { MappedPages::map(dev, pages)? };
+        busy.store(1, Relaxed);
+        // INVARIANT: `busy` is set, and the caller keeps it valid until it
+        // is clear.
+        Ok(MappedCall {
+            pages,
+            busy,
+            shared: &*self.shared,
+        })
+    }
+
+    /// Fills the next free Send buffer with `fill` and posts it, after the
+    /// `chained` work requests of `before`. `fill` returns `(split, len)`:
+    /// the Send gathers the first `split` bytes of the buffer, then the
+    /// `mapped` pages, then the buffer up to `len`; or `None` if the
+    /// message does not fit. A Send with mapped pages is signalled, and
+    /// they are unmapped when it completes.
+    pub(crate) fn send(
+        &self,
+        before: Option<(*mut sys::ib_send_wr, *mut sys::ib_send_wr)>,
+        chained: u32,
+        mapped: Option<MappedCall>,
+        fill: impl FnOnce(&mut [u8]) -> Option<(usize, usize)>,
+    ) -> Result<(), SendError> {
+        let n = self.tx.len() as u64;
+        let posted = self.sends_posted.load(Relaxed);
+        if n == 0 {
+            return Err(SendError::Post);
+        }
+        if posted.wrapping_sub(self.shared.sends_completed()) >= n {
+            return Err(SendError::NoBuffer);
+        }
+        let seq = posted.wrapping_add(1);
+        let idx = usize::try_from(posted % n).map_err(|_| SendError::Post)?;
+        let ctx = self.tx.get(idx).ok_or(SendError::Post)?;
+        // SAFETY: Send `seq - n`, the last one in this context, has
+        // completed: by the type invariant of `SendCtx` the sender (us,
+        // under XPRT_LOCKED) owns the buffer and the mapping slot.
+        let buf = unsafe { &mut *ctx.buf.get() };
+        let Some((split, len)) = fill(buf.as_mut_slice()) else {
+            return Err(SendError::TooBig);
+        };
+        let split = split.min(len);
+        buf.sync_for_device(len);
+        let qp = self
+            .id
+            .as_ref()
+            .and_then(|id| id.qp())
+            .ok_or(SendError::Post)?;
+        let lkey = self.shared.lkey.load(Relaxed);
+        let mut sges = [sys::ib_sge::default(); MAX_MAPPED_PAGES + 2];
+        let mut k = 0;
+        let first = core::iter::once(buf.sge(0, split, lkey));
+        let pages = mapped.iter().flat_map(|m| m.pages.sges(lkey));
+        let last = core::iter::once(buf.sge(split, len - split, lkey));
+        let parts =
+            Iterator::chain(Iterator::chain(first, pages), last).filter(|sge| sge.length > 0);
+        for (slot, sge) in sges.iter_mut().zip(parts) {
+            *slot = sge;
+            k += 1;
+        }
+        let awaited = mapped.is_some();
+        // SAFETY: The policy is the sender's, and we hold XPRT_LOCKED.
+        let signalled = unsafe { (*self.signals.get()).next(chained, awaited) };
+        ctx.seq.store(seq, Release);
+        // SAFETY: As above, the slot is ours until the Send is posted.
+        unsafe { *ctx.mapped.get() = mapped };
+        // SAFETY: Context, buffer and mapped pages stay until the Send
+        // completes (`SendCtx` invariant, `map_pages` contract); the
+        // chain's WRs belong to the caller's MRs.
+        let posted = unsafe {
+            qp.post_send_after(
+                ctx.cqe.as_ptr(),
+                sges.get_mut(..k).unwrap_or(&mut []),
+                signalled,
+                before,
+            )
+        };
+        if posted.is_err() {
+            // SAFETY: Nothing was posted: the slot is still ours.
+            drop(unsafe { (*ctx.mapped.get()).take() });
+            return Err(SendError::Post);
+        }
+        self.sends_posted.store(seq, Relaxed);
+        Ok(())
+    }
+}

@@ -1,0 +1,527 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! [`RdmaXprt`], our `rpc_xprt`: connection state kept across
+//! connections, the congestion window, the fence that keeps an RPC's
+//! memory until the peer can no longer reach it, and the connection
+//! lifecycle entry points (connect worker, close, destroy, timer, stats).
+
+use core::ffi::c_ulong;
+
+use kernel::prelude::*;
+use kernel::sync::atomic::{Acquire, Atomic, Full, Relaxed, Release};
+use kernel::types::Opaque;
+
+use super::class::{free_addresses, this_module};
+use super::connection::Ep;
+use super::{Config, Stats};
+use crate::sys;
+
+/// Longest wait for the outcome of one connection attempt, in seconds.
+const CONNECT_WAIT_CAP_SECS: c_ulong = 180;
+
+/// A request whose memory the peer may still reach waits for that to end
+/// without a deadline, and warns at this interval (below the hung task
+/// timeout, which each wake-up resets).
+const FENCE_WARN_SECS: c_ulong = 30;
+
+pub(super) fn hz() -> c_ulong {
+    // SAFETY: Reads a constant.
+    unsafe { sys::rpcrdma_rs_hz() }
+}
+
+pub(super) fn jiffies() -> c_ulong {
+    // SAFETY: Reads the jiffies counter.
+    unsafe { sys::rpcrdma_rs_jiffies() }
+}
+
+/// Our transport, allocated by `xprt_alloc` (zeroed) with `struct
+/// rpc_xprt` first.
+///
+/// # Invariants
+///
+/// `xprt` is a live `rpc_xprt` whose `ops` are ours. `ep` is only read or
+/// changed with `XPRT_LOCKED` held (connect worker, `send_request`,
+/// `close`, `destroy`); every other field is valid when zeroed, but for
+/// `connect_work` and `fence_wq`, which `setup` initialises.
+#[repr(C)]
+pub(crate) struct RdmaXprt {
+    xprt: Opaque<sys::rpc_xprt>,
+    pub(super) connect_work: Opaque<sys::delayed_work>,
+    pub(super) timeout: Opaque<sys::rpc_timeout>,
+    ep: Atomic<*mut Ep>,
+    /// A connection attempt failed or a connection was lost: back off.
+    backoff: Atomic<bool>,
+    /// A Reply arrived since the last connect: reset the backoff.
+    pub(super) had_reply: Atomic<bool>,
+    pub(super) stats: Stats,
+    /// Settings from the module parameters, fixed at setup.
+    pub(super) cfg: Config,
+    /// Generation of the last connection torn down: its QP is destroyed,
+    /// so the peer can reach none of its MRs any more.
+    gone_gen: Atomic<u64>,
+    /// Woken when `gone_gen` moves, and when a Send that gathered an
+    /// RPC's own pages completes. Initialised in `setup`.
+    pub(super) fence_wq: Opaque<sys::wait_queue_head>,
+}
+
+impl RdmaXprt {
+    /// # Safety
+    ///
+    /// `xprt` must be a live transport created by our `setup`.
+    pub(super) unsafe fn from_raw<'a>(xprt: *mut sys::rpc_xprt) -> &'a Self {
+        // SAFETY: `RdmaXprt` is `repr(C)` with the `rpc_xprt` first, and
+        // `xprt_alloc` gave us `size_of::<RdmaXprt>()` zeroed bytes.
+        unsafe { &*xprt.cast::<Self>() }
+    }
+
+    pub(super) fn raw(&self) -> *mut sys::rpc_xprt {
+        self.xprt.get()
+    }
+
+    /// The counters.
+    pub(super) fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    pub(super) fn net(&self) -> *mut sys::net {
+        // SAFETY: `xprt` is live; `xprt_net` is set by `xprt_alloc`.
+        unsafe { (*self.raw()).xprt_net }
+    }
+
+    pub(super) fn dst_addr(&self) -> *const sys::sockaddr {
+        // SAFETY: `xprt` is live.
+        unsafe { (&raw const (*self.raw()).addr).cast() }
+    }
+
+    pub(super) fn resolve_timeout(&self) -> c_ulong {
+        // A little over rdma_cm's own resolution timeout.
+        hz().saturating_mul(c_ulong::from(crate::rdma::RESOLVE_TIMEOUT_MS / 1000 + 1))
+    }
+
+    /// How long to wait for rdma_cm's verdict on a connection attempt.
+    ///
+    /// rdma_cm retransmits the REQ by itself (about a minute in all) and
+    /// then reports an error, and a peer that is slow to accept, for
+    /// instance while it is still tearing down the connection we lost,
+    /// answers a REQ it received long ago. Giving up earlier and starting
+    /// over with a fresh REQ loses that, so like rpcrdma.ko we wait for the
+    /// verdict; the cap only guards against a verdict that never comes.
+    pub(super) fn connect_timeout(&self) -> c_ulong {
+        // SAFETY: `xprt` is live; a racy read of a word is harmless here.
+        let to = unsafe { (*self.raw()).connect_timeout };
+        to.max(CONNECT_WAIT_CAP_SECS * hz())
+    }
+
+    /// The server address as printed in mountstats, for log messages.
+    pub(super) fn peer(&self) -> &str {
+        // SAFETY: `xprt` is live; the display strings are set in `setup`
+        // and replaced only by `set_port`, before the first connect.
+        let ptr = unsafe {
+            (*self.raw()).address_strings[sys::rpc_display_format_t_RPC_DISPLAY_ADDR as usize]
+        };
+        if ptr.is_null() {
+            return "?";
+        }
+        // SAFETY: Display strings are NUL-terminated and live as long as
+        // the transport.
+        let s = unsafe { kernel::str::CStr::from_char_ptr(ptr.cast()) };
+        s.to_str().unwrap_or("?")
+    }
+
+    /// Asks sunrpc to close the connection (through its autoclose work).
+    pub(super) fn force_disconnect(&self) {
+        // SAFETY: `xprt` is live.
+        unsafe { sys::xprt_force_disconnect(self.raw()) };
+    }
+
+    pub(super) fn connected(&self) -> bool {
+        // SAFETY: `xprt` is live.
+        unsafe { sys::rpcrdma_rs_xprt_connected(self.raw()) }
+    }
+
+    /// # Safety
+    ///
+    /// The caller holds `XPRT_LOCKED`.
+    pub(super) unsafe fn ep(&self) -> Option<&Ep> {
+        // SAFETY: With `XPRT_LOCKED` held nobody frees the connection.
+        unsafe { self.ep.load(Acquire).as_ref() }
+    }
+
+    /// Tears down the current connection, if any.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds `XPRT_LOCKED` (or is `destroy`).
+    unsafe fn teardown(&self) {
+        let ep = self.ep.xchg(core::ptr::null_mut(), Full);
+        if !ep.is_null() {
+            // SAFETY: `ep` came from `KBox::into_raw` in the connect
+            // worker and was just unpublished.
+            let ep = unsafe { KBox::from_raw(ep) };
+            let gen = ep.shared().gen;
+            drop(ep);
+            // Generations only grow, and only the XPRT_LOCKED holder
+            // tears down: a plain store is the maximum.
+            self.gone_gen.store(gen, Release);
+            self.wake_fence();
+        }
+    }
+
+    /// Wakes the threads waiting in [`RdmaXprt::fence_registered`] or for
+    /// a Send that gathered their pages.
+    pub(super) fn wake_fence(&self) {
+        // SAFETY: The wait queue was initialised in `setup`.
+        unsafe { sys::rpcrdma_rs_wake_up_all(self.fence_wq.get()) };
+    }
+
+    /// Makes sure the peer can no longer reach memory registered on
+    /// connection `gen`, for a request released before its Reply (an
+    /// interrupted or timed-out RPC) whose pages are about to be reused.
+    ///
+    /// Tearing the connection down destroys its QP, after which none of
+    /// its keys is usable; that costs a reconnect, but needs no hold on a
+    /// connection that may be going away under us. Waits as long as that
+    /// takes: freeing the pages earlier would let the server write into
+    /// memory that has a new owner. Sleeps.
+    pub(super) fn fence_registered(&self, gen: u64) {
+        if self.gone_gen.load(Acquire) >= gen {
+            return;
+        }
+        self.force_disconnect();
+        // SAFETY: The wait queue was initialised in `setup`; `gone_gen` is
+        // a u64 that lives as long as the transport.
+        while unsafe {
+            sys::rpcrdma_rs_wait_until_gone(
+                self.fence_wq.get(),
+                self.gone_gen.as_ptr(),
+                gen,
+                FENCE_WARN_SECS * hz(),
+            )
+        } == 0
+        {
+            rwarn!(
+                "connection to {} not torn down in {} s; still holding registered memory\n",
+                self.peer(),
+                FENCE_WARN_SECS
+            );
+        }
+    }
+
+    /// Waits until no Send gathers the pages of the request whose mark is
+    /// `busy` (see `Ep::map_pages`). Sleeps.
+    pub(super) fn wait_send_done(&self, busy: &Atomic<u32>) {
+        // SAFETY: The wait queue was initialised in `setup`; `busy` is a
+        // u32 that outlives the call.
+        while unsafe {
+            sys::rpcrdma_rs_wait_until_clear(
+                self.fence_wq.get(),
+                busy.as_ptr().cast_const(),
+                FENCE_WARN_SECS * hz(),
+            )
+        } == 0
+        {
+            rwarn!(
+                "send to {} not complete in {} s; still holding its pages\n",
+                self.peer(),
+                FENCE_WARN_SECS
+            );
+            self.force_disconnect();
+        }
+    }
+
+    pub(super) fn update_cwnd(&self, grant: u32) {
+        let xprt = self.raw();
+        // SAFETY: `xprt` is live; `cwnd` is protected by `transport_lock`.
+        unsafe {
+            sys::rpcrdma_rs_spin_lock(&raw mut (*xprt).transport_lock);
+            let cwnd = c_ulong::from(grant) << sys::RPC_CWNDSHIFT;
+            if (*xprt).cwnd != cwnd {
+                rdebug!("credits now {}\n", grant);
+                (*xprt).cwnd = cwnd;
+            }
+            sys::rpcrdma_rs_spin_unlock(&raw mut (*xprt).transport_lock);
+        }
+    }
+
+    fn reset_cwnd(&self) {
+        let xprt = self.raw();
+        // SAFETY: As for `update_cwnd`.
+        unsafe {
+            sys::rpcrdma_rs_spin_lock(&raw mut (*xprt).transport_lock);
+            // `cong` is left alone: requests sent on the old connection
+            // still hold their congestion slots and give them back when
+            // they are released; zeroing it would make that underflow and
+            // leave the transport congested for good.
+            (*xprt).cwnd = c_ulong::from(1u32) << sys::RPC_CWNDSHIFT;
+            sys::rpcrdma_rs_spin_unlock(&raw mut (*xprt).transport_lock);
+        }
+    }
+}
+
+/// Initial reconnect backoff, doubled per failure up to
+/// `max_reconnect_timeout`.
+fn init_reestablish() -> c_ulong {
+    3 * hz()
+}
+
+/// Entry point called by C.
+///
+/// # Safety
+///
+/// Only called by the C side, with the arguments its contract promises.
+pub(super) unsafe extern "C" fn op_connect(xprt: *mut sys::rpc_xprt, task: *mut sys::rpc_task) {
+    // SAFETY: sunrpc passes a live transport of ours.
+    let rx = unsafe { RdmaXprt::from_raw(xprt) };
+    // SAFETY: The task holds XPRT_LOCKED; the connect worker inherits it.
+    let locked = unsafe { sys::xprt_lock_connect(xprt, task, xprt.cast()) };
+    if !locked {
+        pr_warn!("connect without the transport lock\n");
+    }
+    let mut delay: c_ulong = 0;
+    // SAFETY: With XPRT_LOCKED held we own the reconnect state.
+    unsafe {
+        if rx.had_reply.xchg(false, Relaxed) {
+            (*xprt).reestablish_timeout = 0;
+        }
+        if rx.backoff.load(Relaxed) {
+            delay = sys::xprt_reconnect_delay(xprt);
+            sys::xprt_reconnect_backoff(xprt, init_reestablish());
+        }
+    }
+    rdebug!("connect in {} jiffies\n", delay);
+    // SAFETY: The work was initialised in setup.
+    unsafe { sys::rpcrdma_rs_queue_delayed_work(rx.connect_work.get(), delay) };
+}
+
+/// Entry point called by C.
+///
+/// # Safety
+///
+/// Only called by the C side, with the arguments its contract promises.
+pub(super) unsafe extern "C" fn connect_worker(work: *mut sys::work_struct) {
+    // SAFETY: The work item is the `work` of our `connect_work`.
+    let dwork = unsafe { kernel::container_of!(work, sys::delayed_work, work) };
+    // SAFETY: `connect_work` is a field of a live `RdmaXprt`.
+    let rx = unsafe {
+        &*kernel::container_of!(
+            dwork.cast::<Opaque<sys::delayed_work>>(),
+            RdmaXprt,
+            connect_work
+        )
+    };
+    let xprt = rx.raw();
+    // SAFETY: The connect lock (XPRT_LOCKED) is ours until unlocked below.
+    unsafe { rx.teardown() };
+    // SAFETY: As above.
+    unsafe { sys::rpcrdma_rs_xprt_clear_connected(xprt) };
+    rx.reset_cwnd();
+    let start = jiffies();
+    let result = Ep::connect(rx, &rx.cfg);
+    let took_ms = jiffies().wrapping_sub(start).saturating_mul(1000) / hz().max(1);
+    // SAFETY: `xprt` is live; we still hold the connect lock.
+    let status = unsafe {
+        sys::rpcrdma_rs_xprt_clear_connecting(xprt);
+        match result {
+            Ok(ep) => {
+                let ep_inline = ep.inline();
+                rx.ep.store(KBox::into_raw(ep), Release);
+                rx.backoff.store(false, Relaxed);
+                (*xprt).connect_cookie = (*xprt).connect_cookie.wrapping_add(1);
+                (*xprt).stat.connect_count += 1;
+                (*xprt).stat.connect_time = (*xprt)
+                    .stat
+                    .connect_time
+                    .wrapping_add(jiffies().wrapping_sub((*xprt).stat.connect_start) as u64);
+                sys::rpcrdma_rs_xprt_set_connected(xprt);
+                rdebug!(
+                    "connected to {} (inline send {} recv {}) in {} ms\n",
+                    rx.peer(),
+                    ep_inline.send,
+                    ep_inline.recv,
+                    took_ms
+                );
+                EAGAIN.to_errno()
+            }
+            Err(err) => {
+                rinfo!(
+                    "connect to {} failed ({}) after {} ms\n",
+                    rx.peer(),
+                    err.to_errno(),
+                    took_ms
+                );
+                rx.backoff.store(true, Relaxed);
+                // Running out of memory is transient: ENOBUFS makes sunrpc
+                // retry the connect (after our backoff), where ENOMEM
+                // would fail the RPC that asked for it.
+                if err == ENOMEM {
+                    ENOBUFS.to_errno()
+                } else {
+                    err.to_errno()
+                }
+            }
+        }
+    };
+    // SAFETY: Releases the lock taken in `op_connect`, then wakes waiters.
+    unsafe {
+        sys::xprt_unlock_connect(xprt, xprt.cast());
+        sys::xprt_wake_pending_tasks(xprt, status);
+    }
+}
+
+/// Entry point called by C.
+///
+/// # Safety
+///
+/// Only called by the C side, with the arguments its contract promises.
+pub(super) unsafe extern "C" fn op_timer(xprt: *mut sys::rpc_xprt, _task: *mut sys::rpc_task) {
+    // SAFETY: sunrpc passes a live transport.
+    unsafe { sys::xprt_force_disconnect(xprt) };
+}
+
+/// Entry point called by C.
+///
+/// # Safety
+///
+/// Only called by the C side, with the arguments its contract promises.
+pub(super) unsafe extern "C" fn op_close(xprt: *mut sys::rpc_xprt) {
+    // SAFETY: sunrpc passes a live transport of ours and holds XPRT_LOCKED.
+    let rx = unsafe { RdmaXprt::from_raw(xprt) };
+    rdebug!("close\n");
+    // SAFETY: XPRT_LOCKED is held.
+    unsafe {
+        if !rx.ep.load(Acquire).is_null() {
+            rdebug!("connection to {} closed\n", rx.peer());
+            rx.backoff.store(true, Relaxed);
+        }
+        rx.teardown();
+        (*xprt).connect_cookie = (*xprt).connect_cookie.wrapping_add(1);
+        sys::xprt_disconnect_done(xprt);
+    }
+}
+
+/// Entry point called by C.
+///
+/// # Safety
+///
+/// Only called by the C side, with the arguments its contract promises.
+pub(super) unsafe extern "C" fn op_destroy(xprt: *mut sys::rpc_xprt) {
+    // SAFETY: sunrpc passes a live transport of ours; nothing else uses it.
+    let rx = unsafe { RdmaXprt::from_raw(xprt) };
+    rdebug!("destroy\n");
+    // SAFETY: The work was initialised in setup; after it is cancelled and
+    // the connection torn down, nothing refers to the transport.
+    unsafe {
+        sys::rpcrdma_rs_cancel_delayed_work_sync(rx.connect_work.get());
+        rx.teardown();
+        free_addresses(xprt);
+        sys::xprt_free(xprt);
+        sys::rpcrdma_rs_module_put(this_module());
+    }
+}
+
+/// Entry point called by C.
+///
+/// # Safety
+///
+/// Only called by the C side, with the arguments its contract promises.
+pub(super) unsafe extern "C" fn op_set_connect_timeout(
+    xprt: *mut sys::rpc_xprt,
+    connect_timeout: c_ulong,
+    reconnect_timeout: c_ulong,
+) {
+    // SAFETY: sunrpc passes a live transport of ours; the timeouts are
+    // protected by `transport_lock`.
+    unsafe {
+        let rx = RdmaXprt::from_raw(xprt);
+        sys::rpcrdma_rs_spin_lock(&raw mut (*xprt).transport_lock);
+        if connect_timeout < (*xprt).connect_timeout {
+            let to = rx.timeout.get();
+            let initval = connect_timeout.max(init_reestablish() << 1);
+            (*to).to_initval = initval;
+            (*to).to_maxval = initval;
+            (*xprt).timeout = to;
+            (*xprt).connect_timeout = connect_timeout;
+        }
+        if reconnect_timeout < (*xprt).max_reconnect_timeout {
+            (*xprt).max_reconnect_timeout = reconnect_timeout;
+        }
+        sys::rpcrdma_rs_spin_unlock(&raw mut (*xprt).transport_lock);
+    }
+}
+
+/// Entry point called by C.
+///
+/// # Safety
+///
+/// Only called by the C side, with the arguments its contract promises.
+pub(super) unsafe extern "C" fn op_inject_disconnect(xprt: *mut sys::rpc_xprt) {
+    // Through autoclose, which disconnects the QP with XPRT_LOCKED held, so
+    // the connection cannot vanish under us.
+    // SAFETY: sunrpc passes a live transport.
+    unsafe { sys::xprt_force_disconnect(xprt) };
+}
+
+/// Entry point called by C.
+///
+/// # Safety
+///
+/// Only called by the C side, with the arguments its contract promises.
+pub(super) unsafe extern "C" fn op_print_stats(xprt: *mut sys::rpc_xprt, seq: *mut sys::seq_file) {
+    // SAFETY: sunrpc passes a live transport of ours and a seq_file owned by
+    // this thread.
+    let (rx, stat, last_used, m) = unsafe {
+        (
+            RdmaXprt::from_raw(xprt),
+            &(*xprt).stat,
+            (*xprt).last_used,
+            kernel::seq_file::SeqFile::from_raw(seq.cast()),
+        )
+    };
+    let hz = hz().max(1);
+    let idle = if rx.connected() {
+        (jiffies().wrapping_sub(last_used) as i64) / hz as i64
+    } else {
+        0
+    };
+    let s = &rx.stats;
+    let get = |c: &super::Counter| c.get();
+    kernel::seq_print!(
+        m,
+        "\txprt:\trdma {} {} {} {} {} {} {} {} {} {} ",
+        0,
+        stat.bind_count,
+        stat.connect_count,
+        stat.connect_time / hz as u64,
+        idle,
+        stat.sends,
+        stat.recvs,
+        stat.bad_xids,
+        stat.req_u,
+        stat.bklog_u
+    );
+    kernel::seq_print!(
+        m,
+        "{} {} {} {} {} {} {} {} {} {} {} ",
+        get(&s.read_chunk_count),
+        get(&s.write_chunk_count),
+        get(&s.reply_chunk_count),
+        get(&s.total_rdma_request),
+        get(&s.total_rdma_reply),
+        get(&s.pullup_copy_count),
+        get(&s.fixup_copy_count),
+        0,
+        get(&s.failed_marshal_count),
+        get(&s.bad_reply_count),
+        get(&s.nomsg_call_count)
+    );
+    kernel::seq_print!(
+        m,
+        "{} {} {} {} {} {}\n",
+        get(&s.mrs_recycled),
+        get(&s.mrs_orphaned),
+        get(&s.mrs_allocated),
+        get(&s.local_inv_needed),
+        get(&s.empty_sendctx_q),
+        get(&s.reply_waits_for_send)
+    );
+}
