@@ -14,6 +14,7 @@ mod log;
 #[path = "proto/mod.rs"]
 pub mod proto;
 mod rdma;
+mod sunrpc;
 mod sys;
 mod transport;
 

@@ -15,10 +15,11 @@ use super::encode_call_header;
 use super::frwr::MrPool;
 use super::request::ReqState;
 use super::send::SendError;
-use super::xprt::{op_close, RdmaXprt};
+use super::xprt::RdmaXprt;
 use crate::proto::chunk::{ChunkSlices, ReadSegment, Segment};
 use crate::proto::plan::{self, CallPlan};
 use crate::rdma::PageSeg;
+use crate::sunrpc::XprtLocked;
 use crate::sys;
 
 /// Entry point called by C.
@@ -39,8 +40,9 @@ pub(super) unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_i
     if !unsafe { sys::xprt_request_get_cong(xprt, rqst) } {
         return EBADSLT.to_errno();
     }
-    // SAFETY: XPRT_LOCKED is held by the caller.
-    let Some(ep) = (unsafe { rx.ep() }) else {
+    // SAFETY: sunrpc sends with XPRT_LOCKED held.
+    let locked = unsafe { XprtLocked::assume(rx.xprt()) };
+    let Some(ep) = rx.ep(&locked) else {
         return ENOTCONN.to_errno();
     };
     // SAFETY: Live transport and request.
@@ -53,10 +55,8 @@ pub(super) unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_i
     };
     // A retransmission on the same connection would upset the credit
     // accounting: reconnect instead, as rpcrdma.ko does.
-    // SAFETY: Live transport.
-    if cookie == unsafe { (*xprt).connect_cookie } {
-        // SAFETY: XPRT_LOCKED is held.
-        unsafe { op_close(xprt) };
+    if cookie == locked.connect_cookie() {
+        rx.close(&locked);
         return ENOTCONN.to_errno();
     }
     // SAFETY: Reading the length of the send buffer.
@@ -247,8 +247,7 @@ pub(super) unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_i
             return EMSGSIZE.to_errno();
         }
         Err(SendError::Post) => {
-            // SAFETY: XPRT_LOCKED is held.
-            unsafe { op_close(xprt) };
+            rx.close(&locked);
             return ENOTCONN.to_errno();
         }
     }
@@ -260,13 +259,14 @@ pub(super) unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_i
             .add(snd_len.saturating_sub(call_buf.head as usize) as u64);
     }
     // SAFETY: Live request and task.
-    unsafe {
+    let reply_expected = unsafe {
         (*rqst).rq_xmit_bytes_sent += snd_len;
-        // A Call without Reply throws off the credit accounting.
-        if !sys::rpcrdma_rs_reply_expected((*rqst).rq_task) {
-            op_close(xprt);
-            return ENOTCONN.to_errno();
-        }
+        sys::rpcrdma_rs_reply_expected((*rqst).rq_task)
+    };
+    // A Call without Reply throws off the credit accounting.
+    if !reply_expected {
+        rx.close(&locked);
+        return ENOTCONN.to_errno();
     }
     0
 }

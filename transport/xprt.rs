@@ -11,9 +11,10 @@ use kernel::prelude::*;
 use kernel::sync::atomic::{Acquire, Atomic, Full, Relaxed, Release};
 use kernel::types::Opaque;
 
-use super::class::{free_addresses, this_module};
+use super::class::this_module;
 use super::connection::Ep;
 use super::{Config, Stats};
+use crate::sunrpc::{free_addresses, hz, jiffies, Xprt, XprtLocked};
 use crate::sys;
 
 /// Longest wait for the outcome of one connection attempt, in seconds.
@@ -24,16 +25,6 @@ const CONNECT_WAIT_CAP_SECS: c_ulong = 180;
 /// timeout, which each wake-up resets).
 const FENCE_WARN_SECS: c_ulong = 30;
 
-pub(super) fn hz() -> c_ulong {
-    // SAFETY: Reads a constant.
-    unsafe { sys::rpcrdma_rs_hz() }
-}
-
-pub(super) fn jiffies() -> c_ulong {
-    // SAFETY: Reads the jiffies counter.
-    unsafe { sys::rpcrdma_rs_jiffies() }
-}
-
 /// Our transport, allocated by `xprt_alloc` (zeroed) with `struct
 /// rpc_xprt` first.
 ///
@@ -41,11 +32,12 @@ pub(super) fn jiffies() -> c_ulong {
 ///
 /// `xprt` is a live `rpc_xprt` whose `ops` are ours. `ep` is only read or
 /// changed with `XPRT_LOCKED` held (connect worker, `send_request`,
-/// `close`, `destroy`); every other field is valid when zeroed, but for
-/// `connect_work` and `fence_wq`, which `setup` initialises.
+/// `close`, `destroy`), which [`XprtLocked`] proves; every other field is
+/// valid when zeroed, but for `connect_work` and `fence_wq`, which `setup`
+/// initialises.
 #[repr(C)]
 pub(crate) struct RdmaXprt {
-    xprt: Opaque<sys::rpc_xprt>,
+    xprt: Xprt,
     pub(super) connect_work: Opaque<sys::delayed_work>,
     pub(super) timeout: Opaque<sys::rpc_timeout>,
     ep: Atomic<*mut Ep>,
@@ -75,7 +67,12 @@ impl RdmaXprt {
     }
 
     pub(super) fn raw(&self) -> *mut sys::rpc_xprt {
-        self.xprt.get()
+        self.xprt.as_ptr()
+    }
+
+    /// The sunrpc transport.
+    pub(super) fn xprt(&self) -> &Xprt {
+        &self.xprt
     }
 
     /// The counters.
@@ -84,13 +81,11 @@ impl RdmaXprt {
     }
 
     pub(super) fn net(&self) -> *mut sys::net {
-        // SAFETY: `xprt` is live; `xprt_net` is set by `xprt_alloc`.
-        unsafe { (*self.raw()).xprt_net }
+        self.xprt.net()
     }
 
     pub(super) fn dst_addr(&self) -> *const sys::sockaddr {
-        // SAFETY: `xprt` is live.
-        unsafe { (&raw const (*self.raw()).addr).cast() }
+        self.xprt.dst_addr()
     }
 
     pub(super) fn resolve_timeout(&self) -> c_ulong {
@@ -107,56 +102,46 @@ impl RdmaXprt {
     /// over with a fresh REQ loses that, so like rpcrdma.ko we wait for the
     /// verdict; the cap only guards against a verdict that never comes.
     pub(super) fn connect_timeout(&self) -> c_ulong {
-        // SAFETY: `xprt` is live; a racy read of a word is harmless here.
-        let to = unsafe { (*self.raw()).connect_timeout };
-        to.max(CONNECT_WAIT_CAP_SECS * hz())
+        self.xprt
+            .connect_timeout()
+            .max(CONNECT_WAIT_CAP_SECS * hz())
     }
 
     /// The server address as printed in mountstats, for log messages.
     pub(super) fn peer(&self) -> &str {
-        // SAFETY: `xprt` is live; the display strings are set in `setup`
-        // and replaced only by `set_port`, before the first connect.
-        let ptr = unsafe {
-            (*self.raw()).address_strings[sys::rpc_display_format_t_RPC_DISPLAY_ADDR as usize]
-        };
-        if ptr.is_null() {
-            return "?";
-        }
-        // SAFETY: Display strings are NUL-terminated and live as long as
-        // the transport.
-        let s = unsafe { kernel::str::CStr::from_char_ptr(ptr.cast()) };
-        s.to_str().unwrap_or("?")
+        self.xprt.display_addr()
     }
 
     /// Asks sunrpc to close the connection (through its autoclose work).
     pub(super) fn force_disconnect(&self) {
-        // SAFETY: `xprt` is live.
-        unsafe { sys::xprt_force_disconnect(self.raw()) };
+        self.xprt.force_disconnect();
     }
 
     pub(super) fn connected(&self) -> bool {
-        // SAFETY: `xprt` is live.
-        unsafe { sys::rpcrdma_rs_xprt_connected(self.raw()) }
+        self.xprt.connected()
     }
 
-    /// # Safety
-    ///
-    /// The caller holds `XPRT_LOCKED`.
-    pub(super) unsafe fn ep(&self) -> Option<&Ep> {
-        // SAFETY: With `XPRT_LOCKED` held nobody frees the connection.
+    /// The current connection, which only the `XPRT_LOCKED` holder may
+    /// use or replace.
+    pub(super) fn ep<'a>(&'a self, locked: &'a XprtLocked<'_>) -> Option<&'a Ep> {
+        if !core::ptr::eq(locked.xprt(), &self.xprt) {
+            return None;
+        }
+        // SAFETY: With `XPRT_LOCKED` held (the proof is for our
+        // transport) nobody else frees or replaces the connection.
         unsafe { self.ep.load(Acquire).as_ref() }
     }
 
     /// Tears down the current connection, if any.
-    ///
-    /// # Safety
-    ///
-    /// The caller holds `XPRT_LOCKED` (or is `destroy`).
-    unsafe fn teardown(&self) {
+    fn teardown(&self, locked: &XprtLocked<'_>) {
+        if !core::ptr::eq(locked.xprt(), &self.xprt) {
+            return;
+        }
         let ep = self.ep.xchg(core::ptr::null_mut(), Full);
         if !ep.is_null() {
             // SAFETY: `ep` came from `KBox::into_raw` in the connect
-            // worker and was just unpublished.
+            // worker and was just unpublished, by the `XPRT_LOCKED` holder
+            // (nobody else uses it).
             let ep = unsafe { KBox::from_raw(ep) };
             let gen = ep.shared().gen;
             drop(ep);
@@ -165,6 +150,18 @@ impl RdmaXprt {
             self.gone_gen.store(gen, Release);
             self.wake_fence();
         }
+    }
+
+    /// Closes the connection: `close`, and the sender when the connection
+    /// cannot carry a Call.
+    pub(super) fn close(&self, locked: &XprtLocked<'_>) {
+        rdebug!("close\n");
+        if self.ep(locked).is_some() {
+            rdebug!("connection to {} closed\n", self.peer());
+            self.backoff.store(true, Relaxed);
+        }
+        self.teardown(locked);
+        locked.disconnect_done();
     }
 
     /// Wakes the threads waiting in [`RdmaXprt::fence_registered`] or for
@@ -230,31 +227,23 @@ impl RdmaXprt {
     }
 
     pub(super) fn update_cwnd(&self, grant: u32) {
-        let xprt = self.raw();
-        // SAFETY: `xprt` is live; `cwnd` is protected by `transport_lock`.
-        unsafe {
-            sys::rpcrdma_rs_spin_lock(&raw mut (*xprt).transport_lock);
-            let cwnd = c_ulong::from(grant) << sys::RPC_CWNDSHIFT;
-            if (*xprt).cwnd != cwnd {
-                rdebug!("credits now {}\n", grant);
-                (*xprt).cwnd = cwnd;
-            }
-            sys::rpcrdma_rs_spin_unlock(&raw mut (*xprt).transport_lock);
+        let cwnd = c_ulong::from(grant) << sys::RPC_CWNDSHIFT;
+        let mut lock = self.xprt.lock_transport();
+        if lock.cwnd() != cwnd {
+            rdebug!("credits now {}\n", grant);
+            lock.set_cwnd(cwnd);
         }
     }
 
+    /// One credit until the new connection's first Reply grants more.
+    /// `cong` is left alone: requests sent on the old connection still
+    /// hold their congestion slots and give them back when released;
+    /// zeroing it would make that underflow and leave the transport
+    /// congested for good.
     fn reset_cwnd(&self) {
-        let xprt = self.raw();
-        // SAFETY: As for `update_cwnd`.
-        unsafe {
-            sys::rpcrdma_rs_spin_lock(&raw mut (*xprt).transport_lock);
-            // `cong` is left alone: requests sent on the old connection
-            // still hold their congestion slots and give them back when
-            // they are released; zeroing it would make that underflow and
-            // leave the transport congested for good.
-            (*xprt).cwnd = c_ulong::from(1u32) << sys::RPC_CWNDSHIFT;
-            sys::rpcrdma_rs_spin_unlock(&raw mut (*xprt).transport_lock);
-        }
+        self.xprt
+            .lock_transport()
+            .set_cwnd(c_ulong::from(1u32) << sys::RPC_CWNDSHIFT);
     }
 }
 
@@ -277,16 +266,14 @@ pub(super) unsafe extern "C" fn op_connect(xprt: *mut sys::rpc_xprt, task: *mut 
     if !locked {
         pr_warn!("connect without the transport lock\n");
     }
+    // SAFETY: The task holds XPRT_LOCKED.
+    let locked = unsafe { XprtLocked::assume(rx.xprt()) };
+    if rx.had_reply.xchg(false, Relaxed) {
+        locked.reset_backoff();
+    }
     let mut delay: c_ulong = 0;
-    // SAFETY: With XPRT_LOCKED held we own the reconnect state.
-    unsafe {
-        if rx.had_reply.xchg(false, Relaxed) {
-            (*xprt).reestablish_timeout = 0;
-        }
-        if rx.backoff.load(Relaxed) {
-            delay = sys::xprt_reconnect_delay(xprt);
-            sys::xprt_reconnect_backoff(xprt, init_reestablish());
-        }
+    if rx.backoff.load(Relaxed) {
+        delay = locked.backoff(init_reestablish());
     }
     rdebug!("connect in {} jiffies\n", delay);
     // SAFETY: The work was initialised in setup.
@@ -310,29 +297,23 @@ pub(super) unsafe extern "C" fn connect_worker(work: *mut sys::work_struct) {
         )
     };
     let xprt = rx.raw();
-    // SAFETY: The connect lock (XPRT_LOCKED) is ours until unlocked below.
-    unsafe { rx.teardown() };
-    // SAFETY: As above.
-    unsafe { sys::rpcrdma_rs_xprt_clear_connected(xprt) };
-    rx.reset_cwnd();
-    let start = jiffies();
-    let result = Ep::connect(rx, &rx.cfg);
-    let took_ms = jiffies().wrapping_sub(start).saturating_mul(1000) / hz().max(1);
-    // SAFETY: `xprt` is live; we still hold the connect lock.
-    let status = unsafe {
-        sys::rpcrdma_rs_xprt_clear_connecting(xprt);
+    let status = {
+        // SAFETY: `op_connect` handed us XPRT_LOCKED, ours until unlocked
+        // below.
+        let locked = unsafe { XprtLocked::assume(rx.xprt()) };
+        rx.teardown(&locked);
+        locked.clear_connected();
+        rx.reset_cwnd();
+        let start = jiffies();
+        let result = Ep::connect(rx, &rx.cfg);
+        let took_ms = jiffies().wrapping_sub(start).saturating_mul(1000) / hz().max(1);
+        locked.clear_connecting();
         match result {
             Ok(ep) => {
                 let ep_inline = ep.inline();
                 rx.ep.store(KBox::into_raw(ep), Release);
                 rx.backoff.store(false, Relaxed);
-                (*xprt).connect_cookie = (*xprt).connect_cookie.wrapping_add(1);
-                (*xprt).stat.connect_count += 1;
-                (*xprt).stat.connect_time = (*xprt)
-                    .stat
-                    .connect_time
-                    .wrapping_add(jiffies().wrapping_sub((*xprt).stat.connect_start) as u64);
-                sys::rpcrdma_rs_xprt_set_connected(xprt);
+                locked.connected();
                 rdebug!(
                     "connected to {} (inline send {} recv {}) in {} ms\n",
                     rx.peer(),
@@ -361,11 +342,10 @@ pub(super) unsafe extern "C" fn connect_worker(work: *mut sys::work_struct) {
             }
         }
     };
-    // SAFETY: Releases the lock taken in `op_connect`, then wakes waiters.
-    unsafe {
-        sys::xprt_unlock_connect(xprt, xprt.cast());
-        sys::xprt_wake_pending_tasks(xprt, status);
-    }
+    // SAFETY: Releases the lock taken in `op_connect`; the proof above
+    // is gone.
+    unsafe { sys::xprt_unlock_connect(xprt, xprt.cast()) };
+    rx.xprt().wake_pending_tasks(status);
 }
 
 /// Entry point called by C.
@@ -375,7 +355,7 @@ pub(super) unsafe extern "C" fn connect_worker(work: *mut sys::work_struct) {
 /// Only called by the C side, with the arguments its contract promises.
 pub(super) unsafe extern "C" fn op_timer(xprt: *mut sys::rpc_xprt, _task: *mut sys::rpc_task) {
     // SAFETY: sunrpc passes a live transport.
-    unsafe { sys::xprt_force_disconnect(xprt) };
+    unsafe { Xprt::from_raw(xprt) }.force_disconnect();
 }
 
 /// Entry point called by C.
@@ -386,17 +366,8 @@ pub(super) unsafe extern "C" fn op_timer(xprt: *mut sys::rpc_xprt, _task: *mut s
 pub(super) unsafe extern "C" fn op_close(xprt: *mut sys::rpc_xprt) {
     // SAFETY: sunrpc passes a live transport of ours and holds XPRT_LOCKED.
     let rx = unsafe { RdmaXprt::from_raw(xprt) };
-    rdebug!("close\n");
-    // SAFETY: XPRT_LOCKED is held.
-    unsafe {
-        if !rx.ep.load(Acquire).is_null() {
-            rdebug!("connection to {} closed\n", rx.peer());
-            rx.backoff.store(true, Relaxed);
-        }
-        rx.teardown();
-        (*xprt).connect_cookie = (*xprt).connect_cookie.wrapping_add(1);
-        sys::xprt_disconnect_done(xprt);
-    }
+    // SAFETY: sunrpc calls `close` with XPRT_LOCKED held.
+    rx.close(&unsafe { XprtLocked::assume(rx.xprt()) });
 }
 
 /// Entry point called by C.
@@ -408,11 +379,17 @@ pub(super) unsafe extern "C" fn op_destroy(xprt: *mut sys::rpc_xprt) {
     // SAFETY: sunrpc passes a live transport of ours; nothing else uses it.
     let rx = unsafe { RdmaXprt::from_raw(xprt) };
     rdebug!("destroy\n");
-    // SAFETY: The work was initialised in setup; after it is cancelled and
-    // the connection torn down, nothing refers to the transport.
+    // SAFETY: The work was initialised in setup.
+    unsafe { sys::rpcrdma_rs_cancel_delayed_work_sync(rx.connect_work.get()) };
+    {
+        // SAFETY: With the connect worker gone and sunrpc destroying the
+        // transport, nothing else can reach it.
+        let locked = unsafe { XprtLocked::assume(rx.xprt()) };
+        rx.teardown(&locked);
+    }
+    // SAFETY: After the connection is torn down, nothing refers to the
+    // transport.
     unsafe {
-        sys::rpcrdma_rs_cancel_delayed_work_sync(rx.connect_work.get());
-        rx.teardown();
         free_addresses(xprt);
         sys::xprt_free(xprt);
         sys::rpcrdma_rs_module_put(this_module());
@@ -429,24 +406,12 @@ pub(super) unsafe extern "C" fn op_set_connect_timeout(
     connect_timeout: c_ulong,
     reconnect_timeout: c_ulong,
 ) {
-    // SAFETY: sunrpc passes a live transport of ours; the timeouts are
-    // protected by `transport_lock`.
-    unsafe {
-        let rx = RdmaXprt::from_raw(xprt);
-        sys::rpcrdma_rs_spin_lock(&raw mut (*xprt).transport_lock);
-        if connect_timeout < (*xprt).connect_timeout {
-            let to = rx.timeout.get();
-            let initval = connect_timeout.max(init_reestablish() << 1);
-            (*to).to_initval = initval;
-            (*to).to_maxval = initval;
-            (*xprt).timeout = to;
-            (*xprt).connect_timeout = connect_timeout;
-        }
-        if reconnect_timeout < (*xprt).max_reconnect_timeout {
-            (*xprt).max_reconnect_timeout = reconnect_timeout;
-        }
-        sys::rpcrdma_rs_spin_unlock(&raw mut (*xprt).transport_lock);
-    }
+    // SAFETY: sunrpc passes a live transport of ours.
+    let rx = unsafe { RdmaXprt::from_raw(xprt) };
+    let initval = connect_timeout.max(init_reestablish() << 1);
+    let mut lock = rx.xprt().lock_transport();
+    // SAFETY: `timeout` is part of the transport.
+    unsafe { lock.lower_timeouts(&rx.timeout, initval, connect_timeout, reconnect_timeout) };
 }
 
 /// Entry point called by C.
@@ -458,7 +423,7 @@ pub(super) unsafe extern "C" fn op_inject_disconnect(xprt: *mut sys::rpc_xprt) {
     // Through autoclose, which disconnects the QP with XPRT_LOCKED held, so
     // the connection cannot vanish under us.
     // SAFETY: sunrpc passes a live transport.
-    unsafe { sys::xprt_force_disconnect(xprt) };
+    unsafe { Xprt::from_raw(xprt) }.force_disconnect();
 }
 
 /// Entry point called by C.
@@ -469,14 +434,14 @@ pub(super) unsafe extern "C" fn op_inject_disconnect(xprt: *mut sys::rpc_xprt) {
 pub(super) unsafe extern "C" fn op_print_stats(xprt: *mut sys::rpc_xprt, seq: *mut sys::seq_file) {
     // SAFETY: sunrpc passes a live transport of ours and a seq_file owned by
     // this thread.
-    let (rx, stat, last_used, m) = unsafe {
+    let (rx, m) = unsafe {
         (
             RdmaXprt::from_raw(xprt),
-            &(*xprt).stat,
-            (*xprt).last_used,
             kernel::seq_file::SeqFile::from_raw(seq.cast()),
         )
     };
+    let stat = rx.xprt().stat();
+    let last_used = rx.xprt().last_used();
     let hz = hz().max(1);
     let idle = if rx.connected() {
         (jiffies().wrapping_sub(last_used) as i64) / hz as i64

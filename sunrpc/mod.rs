@@ -1,0 +1,13 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Safe wrappers over the sunrpc client objects the transport works on:
+//! the `rpc_xprt` ([`Xprt`]), its `transport_lock` ([`TransportLock`], an
+//! RAII guard) and the proof that the caller holds `XPRT_LOCKED`
+//! ([`XprtLocked`]), which the connection owner's state requires.
+//! Like `rdma/`, this is where `unsafe` lives; `transport/` calls it.
+
+mod addr;
+mod xprt;
+
+pub(crate) use addr::{addr_port, format_addresses, format_port, free_addresses};
+pub(crate) use xprt::{hz, jiffies, Xprt, XprtLocked};
