@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Safe wrappers over the sunrpc client objects the transport works on:
-//! the `rpc_xprt` ([`Xprt`]), its `transport_lock` ([`TransportLock`], an
+//! the `rpc_xprt` ([`Xprt`]), requests being sent and requests pinned
+//! for their Reply ([`SendRqst`], [`PinnedRqst`]) with their `xdr_buf`s, its `transport_lock` ([`TransportLock`], an
 //! RAII guard) and the proof that the caller holds `XPRT_LOCKED`
 //! ([`XprtLocked`]), which the connection owner's state requires.
 //! Like `rdma/`, this is where `unsafe` lives; `transport/` calls it.
 
 mod addr;
+mod rqst;
 mod xprt;
 
 pub(crate) use addr::{addr_port, format_addresses, format_port, free_addresses};
+pub(crate) use rqst::{PinnedRqst, SendRqst, XdrBuf};
 pub(crate) use xprt::{hz, jiffies, Xprt, XprtLocked};

@@ -252,21 +252,47 @@ impl MrPool {
     /// Posts LOCAL_INV for each MR of `mrs`, the last one signalled on
     /// `ctx`'s `linv_cqe`, which then finishes `pending`.
     ///
-    /// Fails with `ESHUTDOWN` once the connection is being drained: a
+    /// Fails once the connection is being drained: a
     /// LOCAL_INV posted then might complete after the Send queue was
     /// drained, and its Reply would never be finished. The caller leaves
-    /// the MRs to the teardown, which destroys the QP.
+    /// the MRs to the teardown, which destroys the QP. On failure the
+    /// Reply comes back.
     pub(crate) fn invalidate(
         &self,
         shared: &Shared,
         mrs: &[u16],
         ctx: &RecvCtx,
         pending: Pending,
-    ) -> Result {
+    ) -> core::result::Result<(), Pending> {
+        let Some(first) = self.inv_chain(mrs, ctx) else {
+            return Err(pending);
+        };
+        if shared.draining.load(Acquire) {
+            return Err(pending);
+        }
+        // SAFETY: The QP lives until drained, which waits for this handler.
+        let Some(qp) = (unsafe { Qp::from_ptr(shared.qp.load(Acquire)) }) else {
+            return Err(pending);
+        };
+        // SAFETY: The Receive completion owns `pending` until it posts.
+        unsafe { *ctx.pending.get() = Some(pending) };
+        // SAFETY: A valid chain whose cqes live until the QP is drained.
+        if unsafe { qp.post_chain(first) }.is_err() {
+            // SAFETY: Nothing was posted, so the Reply is still ours.
+            if let Some(pending) = unsafe { (*ctx.pending.get()).take() } {
+                return Err(pending);
+            }
+        }
+        Ok(())
+    }
+
+    /// Links the LOCAL_INVs of `mrs`, the last signalled on `ctx`'s
+    /// `linv_cqe`; returns the chain's first work request.
+    fn inv_chain(&self, mrs: &[u16], ctx: &RecvCtx) -> Option<*mut sys::ib_send_wr> {
         let mut chain = WrChain::new();
         let n = mrs.len();
         for (k, &i) in mrs.iter().enumerate() {
-            let slot = self.slot(i).ok_or(EINVAL)?;
+            let slot = self.slot(i)?;
             let wr = slot.inv_wr.get();
             let signalled = k + 1 == n;
             let cqe = if signalled {
@@ -280,16 +306,7 @@ impl MrPool {
                 chain.append(wr);
             }
         }
-        let (first, _) = chain.ends().ok_or(EINVAL)?;
-        if shared.draining.load(Acquire) {
-            return Err(ESHUTDOWN);
-        }
-        // SAFETY: The Receive completion owns `pending` until it posts.
-        unsafe { *ctx.pending.get() = pending };
-        // SAFETY: The QP lives until drained, which waits for this handler.
-        let qp = unsafe { Qp::from_ptr(shared.qp.load(Acquire)) }.ok_or(ENOTCONN)?;
-        // SAFETY: A valid chain whose cqes live until the QP is drained.
-        unsafe { qp.post_chain(first) }
+        chain.ends().map(|(first, _)| first)
     }
 }
 

@@ -4,7 +4,7 @@
 //! applied to the request's `xdr_buf`: inline copy behind the transport
 //! header, and chunks registered over the request's own pages.
 
-use core::ffi::{c_int, c_void};
+use core::ffi::c_int;
 use core::ptr::NonNull;
 
 use kernel::prelude::*;
@@ -19,7 +19,7 @@ use super::xprt::RdmaXprt;
 use crate::proto::chunk::{ChunkSlices, ReadSegment, Segment};
 use crate::proto::plan::{self, CallPlan};
 use crate::rdma::PageSeg;
-use crate::sunrpc::XprtLocked;
+use crate::sunrpc::{SendRqst, XdrBuf, XprtLocked};
 use crate::sys;
 
 /// Entry point called by C.
@@ -28,16 +28,15 @@ use crate::sys;
 ///
 /// Only called by the C side, with the arguments its contract promises.
 pub(super) unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_int {
-    // SAFETY: sunrpc passes a live request with XPRT_LOCKED held.
-    let (xprt, rx) = unsafe {
-        let xprt = (*rqst).rq_xprt;
-        (xprt, RdmaXprt::from_raw(xprt))
-    };
+    // SAFETY: sunrpc passes a live request with buffers from our
+    // `buf_alloc`, with XPRT_LOCKED held.
+    let rqst = unsafe { SendRqst::from_raw(rqst) };
+    // SAFETY: The request is on one of our transports.
+    let rx = unsafe { RdmaXprt::from_raw(rqst.xprt().as_ptr()) };
     if !rx.connected() {
         return ENOTCONN.to_errno();
     }
-    // SAFETY: Live transport and request.
-    if !unsafe { sys::xprt_request_get_cong(xprt, rqst) } {
+    if !rqst.get_cong() {
         return EBADSLT.to_errno();
     }
     // SAFETY: sunrpc sends with XPRT_LOCKED held.
@@ -45,46 +44,37 @@ pub(super) unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_i
     let Some(ep) = rx.ep(&locked) else {
         return ENOTCONN.to_errno();
     };
-    // SAFETY: Live transport and request.
-    let (xid, cookie, snd) = unsafe {
-        (
-            (*rqst).rq_xid,
-            (*rqst).rq_connect_cookie,
-            &raw const (*rqst).rq_snd_buf,
-        )
-    };
+    let (xid, cookie, snd, rcv) = (
+        rqst.xid(),
+        rqst.connect_cookie(),
+        rqst.snd_buf(),
+        rqst.rcv_buf(),
+    );
     // A retransmission on the same connection would upset the credit
     // accounting: reconnect instead, as rpcrdma.ko does.
     if cookie == locked.connect_cookie() {
         rx.close(&locked);
         return ENOTCONN.to_errno();
     }
-    // SAFETY: Reading the length of the send buffer.
-    let snd_len = unsafe { (*snd).len } as usize;
+    let snd_len = snd.len() as usize;
     let inline_send = ep.inline().send as usize;
     let Some(pool) = ep.pool() else {
         return ENOTCONN.to_errno();
     };
     // SAFETY: The request has buffers from `op_buf_alloc`.
-    let st = unsafe { ReqState::of(NonNull::new_unchecked(rqst)) };
+    let st = unsafe { ReqState::of(NonNull::from(&*rqst.as_ptr())) };
     // MRs from an earlier connection went with it.
     st.set_mrs(&[]);
     st.offered_write.store(u32::MAX, Relaxed);
     st.offered_reply.store(u32::MAX, Relaxed);
-    // SAFETY: Live request, XPRT_LOCKED held.
-    let (rpc, call_buf, reply_buf) = unsafe { rpc_shape(rqst) };
+    let (rpc, call_buf, reply_buf) = rpc_shape(&rqst);
     let mut conn = plan::Connection::new(ep.inline(), &ep.limits);
     // A Call within the inline threshold always fits the Send buffer, so
     // the SGE limit only decides whether its pages are mapped or copied
     // (`plan::send_layout`), never whether it goes inline.
     conn.send_sges = u32::MAX;
     let chosen = plan::plan(&rpc, &conn);
-    // SAFETY: Live request.
-    let rcv = unsafe { &raw mut (*rqst).rq_rcv_buf };
-    // SAFETY: `rcv` is the request's receive buffer, ours to prepare.
-    let sparse = unsafe { (*rcv).flags } & sys::XDRBUF_SPARSE_PAGES != 0;
-    // SAFETY: As above; fills the holes of the page array.
-    if sparse && unsafe { sys::rpcrdma_rs_alloc_sparse_pages(rcv) } != 0 {
+    if rqst.prepare_rcv_pages().is_err() {
         return ENOBUFS.to_errno();
     }
     let regs = plan::registrations(&chosen, &call_buf, &reply_buf);
@@ -98,14 +88,12 @@ pub(super) unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_i
     // SAFETY: We hold XPRT_LOCKED, and this is the only reference to the
     // list while we do.
     let page_list = unsafe { ep.page_list() };
-    let mut register = |buf, range: plan::Range, writing, out: &mut [Segment]| {
+    let mut register = |buf: &XdrBuf, range: plan::Range, writing, out: &mut [Segment]| {
+        buf.page_segs(page_list, range.offset, range.len)?;
         // SAFETY: The buffers are the request's and stay until it is
         // released, which waits for the Reply (and so for the
         // invalidation) or a disconnect.
-        unsafe {
-            region(page_list, buf, range.offset, range.len)?;
-            register_pages(pool, page_list, writing, out, &mut held)
-        }
+        unsafe { register_pages(pool, page_list, writing, out, &mut held) }
     };
     let registered = (|| -> Result {
         if let Some((position, range)) = regs.read {
@@ -170,11 +158,11 @@ pub(super) unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_i
     }
     let mut layout = plan::send_layout(chosen.call, &call_buf, ep.limits.send_sges(), PAGE as u32);
     let mapped = layout.mapped.and_then(|r| {
+        snd.page_segs(page_list, r.offset, r.len).ok()?;
         // SAFETY: The Call's pages stay until the request is released,
-        // which waits for its Reply, and the Reply waits for this Send.
-        unsafe { region(page_list, snd, r.offset, r.len) }.ok()?;
-        // SAFETY: As above; `op_buf_free` waits for `send_busy` to clear
-        // before the request's memory goes.
+        // which waits for its Reply, and the Reply waits for this Send;
+        // `op_buf_free` waits for `send_busy` to clear before the
+        // request's memory goes.
         unsafe { ep.map_pages(page_list, &st.send_busy) }.ok()
     });
     if layout.mapped.is_some() && mapped.is_none() {
@@ -196,8 +184,7 @@ pub(super) unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_i
     let mapped_len = layout.mapped.map_or(0, |r| r.len as usize);
     // The Reply may complete the RPC before `send` returns: the round
     // trip starts now.
-    // SAFETY: Live request, XPRT_LOCKED held.
-    unsafe { (*rqst).rq_xtime = sys::ktime_get() };
+    rqst.stamp_xmit();
     let sent = ep.send(chain, held.ids().len() as u32, mapped, |buf| {
         let hdr = encode_call_header(buf, xid, credits, nomsg, chunks)?;
         let mut at = hdr;
@@ -206,16 +193,7 @@ pub(super) unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_i
         for (k, part) in layout.copy.iter().enumerate() {
             if part.len != 0 {
                 let end = at.checked_add(part.len as usize)?;
-                let dst = buf.get_mut(at..end)?;
-                // SAFETY: `snd` describes the request's Call, stable while
-                // XPRT_LOCKED is held; `dst` has room for `len` bytes.
-                let rc = unsafe {
-                    let dst = dst.as_mut_ptr().cast();
-                    sys::rpcrdma_rs_read_xdr_buf(snd, part.offset, dst, part.len)
-                };
-                if rc != 0 {
-                    return None;
-                }
+                snd.read(part.offset, buf.get_mut(at..end)?).ok()?;
                 at = end;
             }
             if k == 0 {
@@ -258,13 +236,9 @@ pub(super) unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_i
             .pullup_copy_count
             .add(snd_len.saturating_sub(call_buf.head as usize) as u64);
     }
-    // SAFETY: Live request and task.
-    let reply_expected = unsafe {
-        (*rqst).rq_xmit_bytes_sent += snd_len;
-        sys::rpcrdma_rs_reply_expected((*rqst).rq_task)
-    };
+    rqst.add_bytes_sent(snd_len);
     // A Call without Reply throws off the credit accounting.
-    if !reply_expected {
+    if !rqst.reply_expected() {
         rx.close(&locked);
         return ENOTCONN.to_errno();
     }
@@ -299,129 +273,33 @@ impl Held {
 
 /// What the planner needs to know of a request: its shape, and the parts
 /// of its Call and Reply buffers.
-///
-/// # Safety
-///
-/// `rqst` is live and its buffers set up.
-unsafe fn rpc_shape(rqst: *mut sys::rpc_rqst) -> (plan::Rpc, plan::CallBuf, plan::ReplyBuf) {
-    // SAFETY: The caller's promise; `rq_cred` and its auth are live for a
-    // request being sent.
-    unsafe {
-        let snd = &(*rqst).rq_snd_buf;
-        let rcv = &(*rqst).rq_rcv_buf;
-        let cred = (*rqst).rq_cred;
-        let datatouch = !cred.is_null()
-            && !(*cred).cr_auth.is_null()
-            && (*(*cred).cr_auth).au_flags & (1 << sys::RPCAUTH_AUTH_DATATOUCH) != 0;
-        let rpc = plan::Rpc {
-            call_len: snd.len,
-            call_page_len: snd.page_len,
-            call_page_base: snd.page_base,
-            call_ddp: snd.flags & sys::XDRBUF_WRITE != 0,
-            reply_max: rcv.buflen,
-            reply_nonpayload: (rcv.head[0].iov_len + rcv.tail[0].iov_len) as u32,
-            reply_ddp: rcv.flags & sys::XDRBUF_READ != 0,
-            ddp_allowed: !datatouch,
-        };
-        let call = plan::CallBuf {
-            head: snd.head[0].iov_len as u32,
-            page_base: snd.page_base,
-            page_len: snd.page_len,
-            tail: snd.tail[0].iov_len as u32,
-        };
-        let reply = plan::ReplyBuf {
-            head: rcv.head[0].iov_len as u32,
-            page_len: rcv.page_len,
-            tail: rcv.tail[0].iov_len as u32,
-        };
-        (rpc, call, reply)
-    }
+fn rpc_shape(rqst: &SendRqst<'_>) -> (plan::Rpc, plan::CallBuf, plan::ReplyBuf) {
+    let (snd, rcv) = (rqst.snd_buf(), rqst.rcv_buf());
+    let rpc = plan::Rpc {
+        call_len: snd.len(),
+        call_page_len: snd.page_len(),
+        call_page_base: snd.page_base(),
+        call_ddp: snd.flags() & sys::XDRBUF_WRITE != 0,
+        reply_max: rcv.buflen(),
+        reply_nonpayload: rcv.head_len() + rcv.tail_len(),
+        reply_ddp: rcv.flags() & sys::XDRBUF_READ != 0,
+        ddp_allowed: rqst.ddp_allowed(),
+    };
+    let call = plan::CallBuf {
+        head: snd.head_len(),
+        page_base: snd.page_base(),
+        page_len: snd.page_len(),
+        tail: snd.tail_len(),
+    };
+    let reply = plan::ReplyBuf {
+        head: rcv.head_len(),
+        page_len: rcv.page_len(),
+        tail: rcv.tail_len(),
+    };
+    (rpc, call, reply)
 }
 
 const PAGE: usize = kernel::page::PAGE_SIZE;
-
-/// Appends `len` bytes starting `pos` bytes into a run of pages, one
-/// segment per page touched; `page(k)` is the run's `k`th page.
-fn push_pages(
-    out: &mut KVec<PageSeg>,
-    mut pos: usize,
-    mut len: usize,
-    page: impl Fn(usize) -> *mut sys::page,
-) -> Result {
-    while len > 0 {
-        let p = page(pos / PAGE);
-        if p.is_null() {
-            return Err(EIO);
-        }
-        let off = pos & (PAGE - 1);
-        let n = (PAGE - off).min(len);
-        out.push(
-            PageSeg {
-                page: p,
-                offset: off as u32,
-                len: n as u32,
-            },
-            GFP_NOWAIT,
-        )
-        .map_err(|_| ENOBUFS)?;
-        pos += n;
-        len -= n;
-    }
-    Ok(())
-}
-
-/// Fills `out` with the pages of `len` bytes at `offset` of `buf`: head,
-/// page list, tail.
-///
-/// # Safety
-///
-/// `buf` is a live `xdr_buf` whose head and tail are kmalloc memory.
-pub(super) unsafe fn region(
-    out: &mut KVec<PageSeg>,
-    buf: *const sys::xdr_buf,
-    offset: u32,
-    len: u32,
-) -> Result {
-    out.clear();
-    let mut offset = offset as usize;
-    let mut left = len as usize;
-    // SAFETY: The caller's promise.
-    let b = unsafe { &*buf };
-    for (base, vlen, in_pages) in [
-        (b.head[0].iov_base.cast::<u8>(), b.head[0].iov_len, false),
-        (core::ptr::null_mut(), b.page_len as usize, true),
-        (b.tail[0].iov_base.cast::<u8>(), b.tail[0].iov_len, false),
-    ] {
-        if left == 0 {
-            break;
-        }
-        if offset >= vlen {
-            offset -= vlen;
-            continue;
-        }
-        let n = (vlen - offset).min(left);
-        if in_pages {
-            push_pages(out, b.page_base as usize + offset, n, |k| {
-                // SAFETY: `pages` covers `page_base + page_len` bytes, so
-                // every index asked for is in the array.
-                unsafe { *b.pages.add(k) }
-            })?;
-        } else {
-            // Head and tail are directly mapped: page `k` of the run is the
-            // one holding byte `k * PAGE` counted from `base`'s page.
-            let start = base as usize + offset;
-            let first = start & !(PAGE - 1);
-            push_pages(out, start - first, n, |k| {
-                // SAFETY: Every address asked for is within the head or
-                // tail, kmalloc memory (the caller's promise).
-                unsafe { sys::rpcrdma_rs_virt_to_page((first + k * PAGE) as *const c_void) }
-            })?;
-        }
-        left -= n;
-        offset = 0;
-    }
-    Ok(())
-}
 
 /// Registers the memory of `pages` on as many MRs as needed, writing one
 /// segment each into `out`; returns the segments and bytes.

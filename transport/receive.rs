@@ -5,7 +5,6 @@
 //! it completes, and reposting the buffers in batches.
 
 use core::cell::UnsafeCell;
-use core::ptr::NonNull;
 
 use kernel::prelude::*;
 use kernel::sync::atomic::{Acquire, Atomic, Full, Relaxed, Release};
@@ -13,12 +12,12 @@ use kernel::sync::barrier::{smp_mb, Full as Barrier};
 
 use super::classify_received;
 use super::connection::{Shared, MAX_RPC_MRS};
-use super::request::{unpin, ReqState};
+use super::request::ReqState;
 use super::xprt::RdmaXprt;
 use crate::proto::plan;
 use crate::proto::reply::{self, BadReply, Inbound};
 use crate::rdma::{CqEntry, CqHandler, DmaBuf, DmaDir, Qp, RecvWr, Wc};
-use crate::sys;
+use crate::sunrpc::PinnedRqst;
 
 impl RdmaXprt {
     /// Handles one received message (Receive completion, process context):
@@ -39,19 +38,7 @@ impl RdmaXprt {
         };
         // `rq_xid` holds the XID as it is on the wire.
         let xid = xid.to_be();
-        let xprt = self.raw();
-        // SAFETY: `xprt` is live; `xprt_lookup_rqst` requires `queue_lock`,
-        // and pinning keeps the request alive after we drop it.
-        let rqst = unsafe {
-            sys::rpcrdma_rs_spin_lock(&raw mut (*xprt).queue_lock);
-            let rqst = sys::xprt_lookup_rqst(xprt, xid);
-            if !rqst.is_null() {
-                sys::xprt_pin_rqst(rqst);
-            }
-            sys::rpcrdma_rs_spin_unlock(&raw mut (*xprt).queue_lock);
-            rqst
-        };
-        let Some(rqst) = NonNull::new(rqst) else {
+        let Some(rqst) = self.xprt().lookup_pinned(xid) else {
             rdebug!("reply for unknown xid {:#x}\n", u32::from_be(xid));
             return Handled::Done;
         };
@@ -60,20 +47,17 @@ impl RdmaXprt {
         self.update_cwnd(credits);
         let payload = body.map_err(|_: BadReply| EIO);
         // SAFETY: The request is pinned, so its buffer (and state) stays.
-        let st = unsafe { ReqState::of(rqst) };
-        let pending = Pending {
-            rqst: rqst.as_ptr(),
-            len,
-        };
+        let st = unsafe { ReqState::of(rqst.as_ptr()) };
+        let pending = Pending { rqst, len };
         // Without LOCAL_INVs, which complete after the Send on the same
         // queue, a Reply may overtake its Call's Send completion.
-        let wait_send = || {
+        let wait_send = |pending: Pending| {
             let seq = st.send_seq.load(Relaxed);
             if seq != 0 && st.gen.load(Relaxed) == shared.gen && seq > shared.sends_completed() {
                 self.stats.reply_waits_for_send.add(1);
                 return shared.defer_until_sent(ctx, seq, pending);
             }
-            false
+            Err(pending)
         };
         let mut mrs = [0u16; MAX_RPC_MRS];
         let n = st.mrs(shared.gen, &mut mrs);
@@ -108,9 +92,9 @@ impl RdmaXprt {
                     self.stats.bad_remote_inv.add(1);
                     self.stats.bad_reply_count.add(1);
                     self.force_disconnect();
-                    // SAFETY: Pinned; the RPC is retransmitted after the
+                    // Unpinned: the RPC is retransmitted after the
                     // reconnect, and its MRs go with the connection.
-                    unsafe { unpin(xprt, rqst) };
+                    drop(pending);
                     return Handled::Done;
                 }
             }
@@ -118,27 +102,27 @@ impl RdmaXprt {
         // No MRs left to invalidate (any the server invalidated were
         // already taken off the request's list).
         let Some(pool) = pool.filter(|_| !list.is_empty()) else {
-            if wait_send() {
-                return Handled::Deferred;
-            }
-            // SAFETY: Pinned.
-            unsafe { self.complete(rqst, payload, st) };
-            return Handled::Done;
+            return match wait_send(pending) {
+                Ok(()) => Handled::Deferred,
+                Err(pending) => {
+                    self.complete(pending.rqst, payload, st);
+                    Handled::Done
+                }
+            };
         };
         match pool.invalidate(shared, list, ctx, pending) {
             Ok(()) => {
                 self.stats.local_inv_needed.add(list.len() as u64);
                 Handled::Deferred
             }
-            Err(_) => {
+            Err(pending) => {
                 // The QP is in error or going: the server may still reach
                 // the MRs until it is destroyed. Leave them on the request
                 // and the request to sunrpc: it is retransmitted on the
                 // next connection, which comes after this one's teardown,
                 // or released, which waits for it (`op_buf_free`).
                 self.force_disconnect();
-                // SAFETY: Pinned above.
-                unsafe { unpin(xprt, rqst) };
+                drop(pending);
                 Handled::Done
             }
         }
@@ -147,11 +131,8 @@ impl RdmaXprt {
     /// Finishes a Reply whose RPC's MRs are now invalidated (`ok`) or
     /// flushed.
     pub(super) fn finish_reply(&self, shared: &Shared, ctx: &RecvCtx, pending: Pending, ok: bool) {
-        let Some(rqst) = NonNull::new(pending.rqst) else {
-            return;
-        };
         // SAFETY: `receive` pinned the request before posting.
-        let st = unsafe { ReqState::of(rqst) };
+        let st = unsafe { ReqState::of(pending.rqst.as_ptr()) };
         let mut mrs = [0u16; MAX_RPC_MRS];
         let n = st.mrs(shared.gen, &mut mrs);
         if let Some(pool) = shared.pool() {
@@ -169,8 +150,7 @@ impl RdmaXprt {
             Inbound::Reply { body, .. } => body.map_err(|_: BadReply| EIO),
             Inbound::Dropped(_) | Inbound::BackwardCall(_) => Err(EIO),
         };
-        // SAFETY: Pinned by `receive`.
-        unsafe { self.complete(rqst, payload, st) };
+        self.complete(pending.rqst, payload, st);
     }
 }
 
@@ -243,11 +223,10 @@ impl Shared {
 }
 
 /// A Reply held between its Receive completion and the completion of the
-/// LOCAL_INVs of its RPC's MRs.
-#[derive(Clone, Copy)]
+/// LOCAL_INVs of its RPC's MRs (or of its Call's Send).
 pub(crate) struct Pending {
     /// The request, pinned.
-    pub(crate) rqst: *mut sys::rpc_rqst,
+    pub(crate) rqst: PinnedRqst,
     /// Bytes received.
     pub(crate) len: usize,
 }
@@ -266,7 +245,7 @@ pub(crate) struct RecvCtx {
     pub(super) linv_cqe: CqEntry<RecvCtx, LINV>,
     buf: DmaBuf,
     wr: RecvWr,
-    pub(super) pending: UnsafeCell<Pending>,
+    pub(super) pending: UnsafeCell<Option<Pending>>,
     /// Number of the Send this buffer's Reply waits for; 0 for none.
     pub(super) wait_seq: Atomic<u64>,
     /// Done with, waiting for the next batch of Receives.
@@ -287,10 +266,7 @@ impl RecvCtx {
             linv_cqe: CqEntry::new(),
             wr: RecvWr::new(&buf, lkey),
             buf,
-            pending: UnsafeCell::new(Pending {
-                rqst: core::ptr::null_mut(),
-                len: 0,
-            }),
+            pending: UnsafeCell::new(None),
             wait_seq: Atomic::new(0),
             // Not posted yet: the connect worker posts every idle buffer.
             idle: Atomic::new(true),
@@ -370,12 +346,14 @@ impl CqHandler<LINV> for RecvCtx {
         let shared = self.shared();
         // SAFETY: By the type invariant, the Receive completion handed the
         // pending Reply to us.
-        let pending = unsafe { *self.pending.get() };
+        let pending = unsafe { (*self.pending.get()).take() };
         if !wc.ok() && !wc.flushed() {
             rwarn!("local invalidate failed, status {}\n", wc.status());
             shared.xprt().force_disconnect();
         }
-        shared.xprt().finish_reply(shared, self, pending, wc.ok());
+        if let Some(pending) = pending {
+            shared.xprt().finish_reply(shared, self, pending, wc.ok());
+        }
         self.repost(shared);
     }
 }

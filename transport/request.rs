@@ -16,20 +16,6 @@ use super::xprt::RdmaXprt;
 use crate::proto::plan::Offered;
 use crate::sys;
 
-/// Unpins a request without completing it.
-///
-/// # Safety
-///
-/// `rqst` is pinned, on `xprt`.
-pub(super) unsafe fn unpin(xprt: *mut sys::rpc_xprt, rqst: NonNull<sys::rpc_rqst>) {
-    // SAFETY: The caller's promise; unpinning needs `queue_lock`.
-    unsafe {
-        sys::rpcrdma_rs_spin_lock(&raw mut (*xprt).queue_lock);
-        sys::xprt_unpin_rqst(rqst.as_ptr());
-        sys::rpcrdma_rs_spin_unlock(&raw mut (*xprt).queue_lock);
-    }
-}
-
 /// Transport state of one request, kept in front of its buffers (see
 /// [`op_buf_alloc`]).
 ///

@@ -25,8 +25,9 @@ impl Shared {
 
     /// Holds the Reply in `ctx` until the Send numbered `seq` completed,
     /// like rpcrdma.ko's `reply_waits_for_send`: an RPC completes only
-    /// after its Call's Send did. Returns false when the Send completed in
-    /// the meantime and the caller is to go on with the Reply itself.
+    /// after its Call's Send did. Gives `pending` back when the Send
+    /// completed in the meantime and the caller is to go on with the Reply
+    /// itself.
     ///
     /// This and [`Shared::sends_completed_to`] are the two sides of a
     /// store-buffering pattern: each stores its own word, then reads the
@@ -35,19 +36,27 @@ impl Shared {
     /// value, so either this side sees the Send done, or the completion
     /// side sees the waiting Reply; the exchange on `wait_seq` then picks
     /// exactly one of them to finish it.
-    pub(crate) fn defer_until_sent(&self, ctx: &RecvCtx, seq: u64, pending: Pending) -> bool {
+    pub(crate) fn defer_until_sent(
+        &self,
+        ctx: &RecvCtx,
+        seq: u64,
+        pending: Pending,
+    ) -> core::result::Result<(), Pending> {
         // SAFETY: The Receive completion owns `pending` (type invariant of
         // `RecvCtx`) until it publishes `wait_seq`.
-        unsafe { *ctx.pending.get() = pending };
+        unsafe { *ctx.pending.get() = Some(pending) };
         self.waiters.fetch_add(1, Full);
         // Release: whoever reads `seq` here also sees `pending`.
         ctx.wait_seq.store(seq, Release);
         smp_mb(Barrier);
         if self.sends_done.load(Relaxed) >= seq && ctx.wait_seq.cmpxchg(seq, 0, Full).is_ok() {
             self.waiters.fetch_sub(1, Full);
-            return false;
+            // SAFETY: Winning the exchange kept the Reply ours.
+            if let Some(pending) = unsafe { (*ctx.pending.get()).take() } {
+                return Err(pending);
+            }
         }
-        true
+        Ok(())
     }
 
     /// Records that every Send up to number `seq` completed (Sends
@@ -75,8 +84,9 @@ impl Shared {
             if ctx.wait_seq.cmpxchg(w, 0, Full).is_ok() {
                 self.waiters.fetch_sub(1, Full);
                 // SAFETY: Winning the exchange hands us the pending Reply.
-                let pending = unsafe { *ctx.pending.get() };
-                self.xprt().finish_reply(self, ctx, pending, true);
+                if let Some(pending) = unsafe { (*ctx.pending.get()).take() } {
+                    self.xprt().finish_reply(self, ctx, pending, true);
+                }
                 ctx.repost(self);
             }
         }
