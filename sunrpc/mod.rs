@@ -9,8 +9,10 @@
 
 mod addr;
 mod rqst;
+mod wait;
 mod xprt;
 
 pub(crate) use addr::{addr_port, format_addresses, format_port, free_addresses};
 pub(crate) use rqst::{PinnedRqst, SendRqst, XdrBuf};
+pub(crate) use wait::{DelayedWork, HasDelayedWork, WaitQueue};
 pub(crate) use xprt::{hz, jiffies, Xprt, XprtLocked};

@@ -91,25 +91,9 @@ void rpcrdma_rs_dma_sync_for_device(struct ib_device *dev, u64 addr,
 	ib_dma_sync_single_for_device(dev, addr, size, dir);
 }
 
-void rpcrdma_rs_init_completion(struct completion *c)
-{
-	init_completion(c);
-}
 
-void rpcrdma_rs_reinit_completion(struct completion *c)
-{
-	reinit_completion(c);
-}
 
-void rpcrdma_rs_complete(struct completion *c)
-{
-	complete(c);
-}
 
-long rpcrdma_rs_wait_completion(struct completion *c, unsigned long timeout)
-{
-	return wait_for_completion_interruptible_timeout(c, timeout);
-}
 
 void rpcrdma_rs_init_delayed_work(struct delayed_work *dwork, work_func_t fn)
 {
@@ -270,10 +254,6 @@ int rpcrdma_rs_dereg_mr(struct ib_mr *mr)
 	return ib_dereg_mr(mr);
 }
 
-void rpcrdma_rs_rpcbind(struct rpc_task *task)
-{
-	rpcb_getport_async(task);
-}
 
 void *rpcrdma_rs_task_alloc(size_t size)
 {

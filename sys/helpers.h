@@ -6,7 +6,6 @@
 #ifndef RPCRDMA_RS_HELPERS_H
 #define RPCRDMA_RS_HELPERS_H
 
-#include <linux/completion.h>
 #include <linux/module.h>
 #include <linux/workqueue.h>
 #include <linux/sunrpc/clnt.h>
@@ -41,10 +40,6 @@ void rpcrdma_rs_dma_sync_for_cpu(struct ib_device *dev, u64 addr, size_t size,
 void rpcrdma_rs_dma_sync_for_device(struct ib_device *dev, u64 addr,
 				    size_t size, enum dma_data_direction dir);
 
-void rpcrdma_rs_init_completion(struct completion *c);
-void rpcrdma_rs_reinit_completion(struct completion *c);
-void rpcrdma_rs_complete(struct completion *c);
-long rpcrdma_rs_wait_completion(struct completion *c, unsigned long timeout);
 
 void rpcrdma_rs_init_delayed_work(struct delayed_work *dwork, work_func_t fn);
 bool rpcrdma_rs_queue_delayed_work(struct delayed_work *dwork,
@@ -83,7 +78,6 @@ void rpcrdma_rs_dma_unmap_sg(struct ib_device *dev, struct scatterlist *sg,
 			     int nents, enum dma_data_direction dir);
 void rpcrdma_rs_update_fast_reg_key(struct ib_mr *mr, u8 newkey);
 int rpcrdma_rs_dereg_mr(struct ib_mr *mr);
-void rpcrdma_rs_rpcbind(struct rpc_task *task);
 void *rpcrdma_rs_task_alloc(size_t size);
 bool rpcrdma_rs_debug_enabled(void);
 void rpcrdma_rs_debug(const char *msg);

@@ -14,11 +14,11 @@ use kernel::types::Opaque;
 use super::marshal::op_send_request;
 use super::request::{op_buf_alloc, op_buf_free};
 use super::xprt::{
-    connect_worker, op_close, op_connect, op_destroy, op_inject_disconnect, op_print_stats,
-    op_set_connect_timeout, op_timer, RdmaXprt,
+    op_close, op_connect, op_destroy, op_inject_disconnect, op_print_stats, op_set_connect_timeout,
+    op_timer, RdmaXprt,
 };
 use super::{Config, MAX_PAYLOAD};
-use crate::sunrpc::{addr_port, format_addresses, format_port, hz};
+use crate::sunrpc::{addr_port, format_addresses, format_port, hz, DelayedWork, WaitQueue};
 use crate::sys;
 
 /// `XPRT_TRANSPORT_RDMA`.
@@ -177,8 +177,10 @@ unsafe extern "C" fn xprt_setup(args: *mut sys::xprt_create) -> *mut sys::rpc_xp
             sys::rpcrdma_rs_xprt_set_bound(xprt);
         }
         format_addresses(xprt);
-        sys::rpcrdma_rs_init_delayed_work(rx.connect_work.get(), Some(connect_worker));
-        sys::rpcrdma_rs_init_waitqueue_head(rx.fence_wq.get());
+        let rxp = xprt.cast::<RdmaXprt>();
+        // Neither initialiser fails.
+        let _ = DelayedWork::new().__init(&raw mut (*rxp).connect_work);
+        let _ = WaitQueue::new().__init(&raw mut (*rxp).fence_wq);
         (*xprt).max_payload = MAX_PAYLOAD;
         rdebug!("transport created\n");
     }

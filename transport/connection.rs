@@ -15,8 +15,7 @@ use core::cell::UnsafeCell;
 use kernel::error::to_result;
 use kernel::prelude::*;
 use kernel::sync::atomic::{Acquire, Atomic, Full, Relaxed, Release};
-use kernel::sync::Arc;
-use kernel::types::Opaque;
+use kernel::sync::{new_condvar, new_spinlock, Arc, CondVar, CondVarTimeoutResult, SpinLock};
 
 use super::frwr::{MrPool, MR_BUSY};
 use super::receive::RecvCtx;
@@ -75,9 +74,14 @@ const ESTABLISHED: i32 = 1;
 ///
 /// `xprt` is the transport that owns this connection; it outlives the
 /// connection, which is torn down before the transport is freed.
+#[pin_data]
 pub(crate) struct Shared {
     xprt: *const RdmaXprt,
-    done: Opaque<sys::completion>,
+    /// CM events seen, for the connect worker to wait on.
+    #[pin]
+    events: SpinLock<u64>,
+    #[pin]
+    event_cv: CondVar,
     /// Result of address or route resolution.
     async_rc: Atomic<i32>,
     /// [`PENDING`], [`ESTABLISHED`] or a negative errno.
@@ -114,19 +118,20 @@ pub(crate) struct Shared {
     ours: InlineThresholds,
 }
 
-// SAFETY: All mutable state is atomic or a C completion, which is
-// thread-safe; `xprt` is only used for `&RdmaXprt`, which is `Sync`.
+// SAFETY: All mutable state is atomic or behind a lock; `xprt` is only
+// used for `&RdmaXprt`, which is `Sync`.
 unsafe impl Send for Shared {}
 
 // SAFETY: See above.
 unsafe impl Sync for Shared {}
 
 impl Shared {
-    fn new(xprt: &RdmaXprt, cfg: &Config) -> Result<KBox<Self>> {
-        let shared = KBox::new(
-            Self {
+    fn new(xprt: &RdmaXprt, cfg: &Config) -> Result<Pin<KBox<Self>>> {
+        KBox::pin_init(
+            pin_init!(Self {
                 xprt,
-                done: Opaque::uninit(),
+                events <- new_spinlock!(0, "rpcrdma_rs_cm_events"),
+                event_cv <- new_condvar!("rpcrdma_rs_cm_event"),
                 async_rc: Atomic::new(0),
                 status: Atomic::new(PENDING),
                 qp: Atomic::new(core::ptr::null_mut()),
@@ -147,13 +152,9 @@ impl Shared {
                     send: cfg.inline_write,
                     recv: cfg.inline_read,
                 },
-            },
+            }),
             GFP_KERNEL,
-        )?;
-        // SAFETY: `done` is valid memory inside a box that is never moved
-        // out of, so the completion's wait list stays in place.
-        unsafe { sys::rpcrdma_rs_init_completion(shared.done.get()) };
-        Ok(shared)
+        )
     }
 
     pub(crate) fn xprt(&self) -> &RdmaXprt {
@@ -161,25 +162,31 @@ impl Shared {
         unsafe { &*self.xprt }
     }
 
-    fn rearm(&self) {
-        // SAFETY: `done` was initialised in `new`.
-        unsafe { sys::rpcrdma_rs_reinit_completion(self.done.get()) };
+    /// The number of CM events so far: [`Shared::wait`] for the next.
+    fn events_seen(&self) -> u64 {
+        *self.events.lock()
     }
 
+    /// A CM event the connect worker may be waiting for.
     fn wake(&self) {
-        // SAFETY: `done` was initialised in `new`.
-        unsafe { sys::rpcrdma_rs_complete(self.done.get()) };
+        *self.events.lock() += 1;
+        self.event_cv.notify_all();
     }
 
-    /// Waits for the next wake-up, at most `timeout` jiffies.
-    fn wait(&self, timeout: core::ffi::c_ulong) -> Result {
-        // SAFETY: `done` was initialised in `new`.
-        let rc = unsafe { sys::rpcrdma_rs_wait_completion(self.done.get(), timeout) };
-        match rc {
-            0 => Err(ETIMEDOUT),
-            rc if rc < 0 => Err(EINTR),
-            _ => Ok(()),
+    /// Waits, at most `timeout` jiffies, for a CM event after the first
+    /// `seen`.
+    fn wait(&self, seen: u64, timeout: core::ffi::c_ulong) -> Result {
+        let mut left =
+            kernel::time::Jiffies::try_from(timeout).unwrap_or(kernel::time::Jiffies::MAX);
+        let mut events = self.events.lock();
+        while *events == seen {
+            match self.event_cv.wait_interruptible_timeout(&mut events, left) {
+                CondVarTimeoutResult::Timeout => return Err(ETIMEDOUT),
+                CondVarTimeoutResult::Signal { .. } => return Err(EINTR),
+                CondVarTimeoutResult::Woken { jiffies } => left = jiffies,
+            }
         }
+        Ok(())
     }
 
     /// The negotiated inline thresholds.
@@ -276,7 +283,7 @@ pub(crate) struct Ep {
     pub(super) sends_posted: Atomic<u64>,
     /// The device, for mapping the pages of large inline Calls.
     pub(super) dev: Option<crate::rdma::Device>,
-    pub(super) shared: KBox<Shared>,
+    pub(super) shared: Pin<KBox<Shared>>,
 }
 
 impl Ep {
@@ -317,15 +324,15 @@ impl Ep {
         let id = &*ep_ref.id.insert(id);
         let timeout = xprt.resolve_timeout();
 
-        ep_ref.shared.rearm();
+        let seen = ep_ref.shared.events_seen();
         // SAFETY: The transport's address is a valid sockaddr.
         unsafe { id.resolve_addr(xprt.dst_addr())? };
-        ep_ref.shared.wait(timeout)?;
+        ep_ref.shared.wait(seen, timeout)?;
         to_result(ep_ref.shared.async_rc.load(Acquire))?;
 
-        ep_ref.shared.rearm();
+        let seen = ep_ref.shared.events_seen();
         id.resolve_route()?;
-        ep_ref.shared.wait(timeout)?;
+        ep_ref.shared.wait(seen, timeout)?;
         to_result(ep_ref.shared.async_rc.load(Acquire))?;
 
         let dev = id.device()?;
@@ -441,12 +448,12 @@ impl Ep {
         // retries so a dead peer is noticed, and no RNR retries because
         // credits make RNR impossible.
         let mut param = ConnParam::new(&private, responder_resources, 0, 6, 0);
-        ep_ref.shared.rearm();
+        let seen = ep_ref.shared.events_seen();
         let Some(id) = ep.id.as_ref() else {
             return Err(ENOTCONN);
         };
         id.connect(&mut param)?;
-        ep.shared.wait(xprt.connect_timeout())?;
+        ep.shared.wait(seen, xprt.connect_timeout())?;
         let status = ep.shared.status.load(Acquire);
         if status != ESTABLISHED {
             to_result(status)?;

@@ -14,7 +14,9 @@ use kernel::types::Opaque;
 use super::class::this_module;
 use super::connection::Ep;
 use super::{Config, Stats};
-use crate::sunrpc::{free_addresses, hz, jiffies, Xprt, XprtLocked};
+use crate::sunrpc::{
+    free_addresses, hz, jiffies, DelayedWork, HasDelayedWork, WaitQueue, Xprt, XprtLocked,
+};
 use crate::sys;
 
 /// Longest wait for the outcome of one connection attempt, in seconds.
@@ -38,7 +40,7 @@ const FENCE_WARN_SECS: c_ulong = 30;
 #[repr(C)]
 pub(crate) struct RdmaXprt {
     xprt: Xprt,
-    pub(super) connect_work: Opaque<sys::delayed_work>,
+    pub(super) connect_work: DelayedWork<RdmaXprt>,
     pub(super) timeout: Opaque<sys::rpc_timeout>,
     ep: Atomic<*mut Ep>,
     /// A connection attempt failed or a connection was lost: back off.
@@ -53,7 +55,7 @@ pub(crate) struct RdmaXprt {
     gone_gen: Atomic<u64>,
     /// Woken when `gone_gen` moves, and when a Send that gathered an
     /// RPC's own pages completes. Initialised in `setup`.
-    pub(super) fence_wq: Opaque<sys::wait_queue_head>,
+    pub(super) fence_wq: WaitQueue,
 }
 
 impl RdmaXprt {
@@ -167,8 +169,7 @@ impl RdmaXprt {
     /// Wakes the threads waiting in [`RdmaXprt::fence_registered`] or for
     /// a Send that gathered their pages.
     pub(super) fn wake_fence(&self) {
-        // SAFETY: The wait queue was initialised in `setup`.
-        unsafe { sys::rpcrdma_rs_wake_up_all(self.fence_wq.get()) };
+        self.fence_wq.wake_all();
     }
 
     /// Makes sure the peer can no longer reach memory registered on
@@ -185,16 +186,9 @@ impl RdmaXprt {
             return;
         }
         self.force_disconnect();
-        // SAFETY: The wait queue was initialised in `setup`; `gone_gen` is
-        // a u64 that lives as long as the transport.
-        while unsafe {
-            sys::rpcrdma_rs_wait_until_gone(
-                self.fence_wq.get(),
-                self.gone_gen.as_ptr(),
-                gen,
-                FENCE_WARN_SECS * hz(),
-            )
-        } == 0
+        while !self
+            .fence_wq
+            .wait_until_reaches(&self.gone_gen, gen, FENCE_WARN_SECS * hz())
         {
             rwarn!(
                 "connection to {} not torn down in {} s; still holding registered memory\n",
@@ -207,16 +201,7 @@ impl RdmaXprt {
     /// Waits until no Send gathers the pages of the request whose mark is
     /// `busy` (see `Ep::map_pages`). Sleeps.
     pub(super) fn wait_send_done(&self, busy: &Atomic<u32>) {
-        // SAFETY: The wait queue was initialised in `setup`; `busy` is a
-        // u32 that outlives the call.
-        while unsafe {
-            sys::rpcrdma_rs_wait_until_clear(
-                self.fence_wq.get(),
-                busy.as_ptr().cast_const(),
-                FENCE_WARN_SECS * hz(),
-            )
-        } == 0
-        {
+        while !self.fence_wq.wait_until_clear(busy, FENCE_WARN_SECS * hz()) {
             rwarn!(
                 "send to {} not complete in {} s; still holding its pages\n",
                 self.peer(),
@@ -276,26 +261,21 @@ pub(super) unsafe extern "C" fn op_connect(xprt: *mut sys::rpc_xprt, task: *mut 
         delay = locked.backoff(init_reestablish());
     }
     rdebug!("connect in {} jiffies\n", delay);
-    // SAFETY: The work was initialised in setup.
-    unsafe { sys::rpcrdma_rs_queue_delayed_work(rx.connect_work.get(), delay) };
+    rx.connect_work.queue(delay);
 }
 
-/// Entry point called by C.
-///
-/// # Safety
-///
-/// Only called by the C side, with the arguments its contract promises.
-pub(super) unsafe extern "C" fn connect_worker(work: *mut sys::work_struct) {
-    // SAFETY: The work item is the `work` of our `connect_work`.
-    let dwork = unsafe { kernel::container_of!(work, sys::delayed_work, work) };
-    // SAFETY: `connect_work` is a field of a live `RdmaXprt`.
-    let rx = unsafe {
-        &*kernel::container_of!(
-            dwork.cast::<Opaque<sys::delayed_work>>(),
-            RdmaXprt,
-            connect_work
-        )
-    };
+// SAFETY: `connect_work` is a `DelayedWork<Self>` field; `destroy`
+// cancels it synchronously before the transport is freed.
+unsafe impl HasDelayedWork for RdmaXprt {
+    const OFFSET: usize = core::mem::offset_of!(RdmaXprt, connect_work);
+
+    /// The connect worker: `connect` handed it `XPRT_LOCKED`.
+    fn run(&self) {
+        connect_worker(self);
+    }
+}
+
+fn connect_worker(rx: &RdmaXprt) {
     let xprt = rx.raw();
     let status = {
         // SAFETY: `op_connect` handed us XPRT_LOCKED, ours until unlocked
@@ -379,8 +359,7 @@ pub(super) unsafe extern "C" fn op_destroy(xprt: *mut sys::rpc_xprt) {
     // SAFETY: sunrpc passes a live transport of ours; nothing else uses it.
     let rx = unsafe { RdmaXprt::from_raw(xprt) };
     rdebug!("destroy\n");
-    // SAFETY: The work was initialised in setup.
-    unsafe { sys::rpcrdma_rs_cancel_delayed_work_sync(rx.connect_work.get()) };
+    rx.connect_work.cancel_sync();
     {
         // SAFETY: With the connect worker gone and sunrpc destroying the
         // transport, nothing else can reach it.
