@@ -11,6 +11,7 @@
 //! completion ordering.
 
 use core::cell::UnsafeCell;
+use core::ptr::NonNull;
 
 use kernel::error::to_result;
 use kernel::prelude::*;
@@ -124,6 +125,41 @@ unsafe impl Send for Shared {}
 
 // SAFETY: See above.
 unsafe impl Sync for Shared {}
+
+/// How a completion context reaches its connection's [`Shared`].
+///
+/// # Invariants
+///
+/// Points to a pinned `Shared` that outlives every context holding it:
+/// [`Ep`] drops its contexts and pool (after the QP is drained and the CQs
+/// freed) before the `Shared`.
+#[derive(Clone, Copy)]
+pub(crate) struct SharedRef(NonNull<Shared>);
+
+// SAFETY: Only gives `&Shared`, which is `Sync`.
+unsafe impl Send for SharedRef {}
+// SAFETY: See above.
+unsafe impl Sync for SharedRef {}
+
+impl SharedRef {
+    /// # Safety
+    ///
+    /// `shared` outlives every use of the returned reference and of its
+    /// copies.
+    unsafe fn new(shared: &Shared) -> Self {
+        // INVARIANT: the caller's promise.
+        Self(NonNull::from(shared))
+    }
+}
+
+impl core::ops::Deref for SharedRef {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        // SAFETY: Alive by the type invariant.
+        unsafe { self.0.as_ref() }
+    }
+}
 
 impl Shared {
     fn new(xprt: &RdmaXprt, cfg: &Config) -> Result<Pin<KBox<Self>>> {
@@ -284,6 +320,8 @@ pub(crate) struct Ep {
     /// The device, for mapping the pages of large inline Calls.
     pub(super) dev: Option<crate::rdma::Device>,
     pub(super) shared: Pin<KBox<Shared>>,
+    /// `shared`, for the contexts.
+    pub(super) sref: SharedRef,
 }
 
 impl Ep {
@@ -291,6 +329,9 @@ impl Ep {
     /// worker.
     pub(crate) fn connect(xprt: &RdmaXprt, cfg: &Config) -> Result<KBox<Ep>> {
         let shared = Shared::new(xprt, cfg)?;
+        // SAFETY: `shared` is pinned in its box, which the `Ep` drops last,
+        // after every context and the pool (field order of `Ep`).
+        let sref = unsafe { SharedRef::new(&shared) };
         let mut ep = KBox::new(
             Ep {
                 send_cq: None,
@@ -313,11 +354,13 @@ impl Ep {
                 write_pad: None,
                 pad_buf: None,
                 shared,
+                sref,
             },
             GFP_KERNEL,
         )?;
         let ep_ref: &mut Ep = &mut ep;
         let shared: *const Shared = &*ep_ref.shared;
+        let sref = ep_ref.sref;
         // SAFETY: The net is the transport's, which outlives it; `shared`
         // is boxed and dropped after the id (field order of `Ep`).
         let id = unsafe { CmId::new(xprt.net(), shared)? };
@@ -388,13 +431,7 @@ impl Ep {
             return Err(ENOMEM);
         }
         let pool = ep_ref.pool.insert(KBox::new(
-            MrPool::new(
-                &ep_ref.shared,
-                &pd,
-                &dev,
-                limits.max_fr_depth(),
-                nmrs as usize,
-            )?,
+            MrPool::new(sref, &pd, &dev, limits.max_fr_depth(), nmrs as usize)?,
             GFP_KERNEL,
         )?);
         xprt.stats().mrs_allocated.add(u64::from(nmrs));
@@ -410,14 +447,14 @@ impl Ep {
         let mut rx = KVec::with_capacity(nrecv, GFP_KERNEL)?;
         for _ in 0..nrecv {
             rx.push(
-                RecvCtx::new(&ep_ref.shared, &dev, cfg.inline_read as usize, lkey)?,
+                RecvCtx::new(sref, &dev, cfg.inline_read as usize, lkey)?,
                 GFP_KERNEL,
             )?;
         }
         let mut tx = KVec::with_capacity(nsend, GFP_KERNEL)?;
         for _ in 0..nsend {
             tx.push(
-                SendCtx::new(&ep_ref.shared, &dev, cfg.inline_write as usize)?,
+                SendCtx::new(sref, &dev, cfg.inline_write as usize)?,
                 GFP_KERNEL,
             )?;
         }

@@ -9,7 +9,7 @@ use kernel::prelude::*;
 use kernel::sync::atomic::{Acquire, Atomic, Relaxed, Release};
 use kernel::sync::Arc;
 
-use super::connection::{Ep, Shared};
+use super::connection::{Ep, Shared, SharedRef};
 use super::receive::{Pending, RecvCtx};
 use crate::rdma::{CqEntry, CqHandler, Mr, PageSeg, Pd, Qp, Registered, Wc};
 use crate::sys;
@@ -38,7 +38,7 @@ pub(crate) struct MrSlot {
     cqe: CqEntry<MrSlot>,
     pub(super) state: Atomic<u32>,
     rkey: Atomic<u32>,
-    shared: *const Shared,
+    shared: SharedRef,
 }
 
 // SAFETY: `mr` and the work requests are used only by the owner of the
@@ -51,8 +51,7 @@ crate::impl_has_cq_entry!(MrSlot, 0, cqe);
 /// Completion of an unsignalled REG_MR or LOCAL_INV: only errors report.
 impl CqHandler for MrSlot {
     fn done(&self, wc: &Wc<'_>) {
-        // SAFETY: `shared` outlives the pool.
-        let shared = unsafe { &*self.shared };
+        let shared = &self.shared;
         if !wc.ok() && !wc.flushed() {
             rwarn!("memory registration failed, status {}\n", wc.status());
             shared.xprt().force_disconnect();
@@ -119,7 +118,7 @@ impl WrChain {
 
 impl MrPool {
     pub(super) fn new(
-        shared: &Shared,
+        shared: SharedRef,
         pd: &Arc<Pd>,
         dev: &crate::rdma::Device,
         depth: u32,

@@ -11,7 +11,7 @@ use kernel::sync::atomic::{Acquire, Atomic, Full, Relaxed, Release};
 use kernel::sync::barrier::{smp_mb, Full as Barrier};
 
 use super::classify_received;
-use super::connection::{Shared, MAX_RPC_MRS};
+use super::connection::{Shared, SharedRef, MAX_RPC_MRS};
 use super::request::ReqState;
 use super::xprt::RdmaXprt;
 use crate::proto::plan;
@@ -250,12 +250,12 @@ pub(crate) struct RecvCtx {
     pub(super) wait_seq: Atomic<u64>,
     /// Done with, waiting for the next batch of Receives.
     idle: Atomic<bool>,
-    shared: *const Shared,
+    shared: SharedRef,
 }
 
 impl RecvCtx {
     pub(super) fn new(
-        shared: &Shared,
+        shared: SharedRef,
         dev: &crate::rdma::Device,
         size: usize,
         lkey: u32,
@@ -315,8 +315,7 @@ crate::impl_has_cq_entry!(RecvCtx, 1, linv_cqe);
 
 impl RecvCtx {
     fn shared(&self) -> &Shared {
-        // SAFETY: `shared` outlives every context of its connection.
-        unsafe { &*self.shared }
+        &self.shared
     }
 }
 

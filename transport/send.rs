@@ -10,7 +10,7 @@ use kernel::prelude::*;
 use kernel::sync::atomic::{Acquire, Atomic, Full, Relaxed, Release};
 use kernel::sync::barrier::{smp_mb, Full as Barrier};
 
-use super::connection::{Ep, Shared};
+use super::connection::{Ep, Shared, SharedRef};
 use super::receive::{Pending, RecvCtx};
 use crate::rdma::{CqEntry, CqHandler, DmaBuf, DmaDir, MappedPages, PageSeg, Wc, MAX_MAPPED_PAGES};
 use crate::sys;
@@ -108,11 +108,11 @@ pub(crate) struct SendCtx {
     /// RPC pages this Send gathers; unmapped when it completes.
     mapped: UnsafeCell<Option<MappedCall>>,
     seq: Atomic<u64>,
-    shared: *const Shared,
+    shared: SharedRef,
 }
 
 impl SendCtx {
-    pub(super) fn new(shared: &Shared, dev: &crate::rdma::Device, size: usize) -> Result<Self> {
+    pub(super) fn new(shared: SharedRef, dev: &crate::rdma::Device, size: usize) -> Result<Self> {
         Ok(Self {
             cqe: CqEntry::new(),
             buf: UnsafeCell::new(DmaBuf::new(dev, size, DmaDir::ToDevice)?),
@@ -135,23 +135,20 @@ impl SendCtx {
 pub(crate) struct MappedCall {
     pages: MappedPages,
     busy: *const Atomic<u32>,
-    shared: *const Shared,
+    shared: SharedRef,
 }
 
-// SAFETY: The mapping is plain numbers; the mark is atomic; `Shared` is
-// `Sync`.
+// SAFETY: The mapping is plain numbers; the mark is atomic; `SharedRef`
+// is `Send`.
 unsafe impl Send for MappedCall {}
 
 impl Drop for MappedCall {
     fn drop(&mut self) {
         // Unmap first: the mark promises the pages are no longer in use.
         drop(core::mem::replace(&mut self.pages, MappedPages::empty()));
-        // SAFETY: `busy` is valid while it is non-zero (type invariant),
-        // and `shared` outlives us.
-        unsafe {
-            (*self.busy).store(0, Release);
-            (*self.shared).xprt().wake_fence();
-        }
+        // SAFETY: `busy` is valid while it is non-zero (type invariant).
+        unsafe { (*self.busy).store(0, Release) };
+        self.shared.xprt().wake_fence();
     }
 }
 
@@ -165,8 +162,7 @@ crate::impl_has_cq_entry!(SendCtx, 0, cqe);
 /// A signalled Send completed, or any Send failed.
 impl CqHandler for SendCtx {
     fn done(&self, wc: &Wc<'_>) {
-        // SAFETY: `shared` outlives every context of its connection.
-        let shared = unsafe { &*self.shared };
+        let shared = &self.shared;
         // SAFETY: The Send completed, and its number is not yet published,
         // so the mapping is ours (type invariant); the device is done with
         // it.
@@ -233,7 +229,7 @@ impl Ep {
         Ok(MappedCall {
             pages,
             busy,
-            shared: &*self.shared,
+            shared: self.sref,
         })
     }
 
