@@ -11,6 +11,7 @@ use kernel::prelude::*;
 
 #[macro_use]
 mod log;
+mod params;
 #[path = "proto/mod.rs"]
 pub mod proto;
 mod rdma;

@@ -31,15 +31,6 @@ const MIN_SLOTS: u32 = 2;
 /// benefit of side protocols, as rpcrdma.ko does.
 const IPPROTO_TCP: i32 = 6;
 
-/// The module parameters: max_inline_read, max_inline_write and
-/// slot_table_entries.
-pub(super) fn module_params() -> (u32, u32, u32) {
-    let (mut inline_read, mut inline_write, mut slots) = (0, 0, 0);
-    // SAFETY: The helper only writes the three integers.
-    unsafe { sys::rpcrdma_rs_params(&mut inline_read, &mut inline_write, &mut slots) };
-    (inline_read, inline_write, slots)
-}
-
 /// The transport class followed by its netid list, like `struct
 /// xprt_class` with its flexible `netid[]` array filled in.
 #[repr(C)]

@@ -23,6 +23,7 @@ use super::receive::RecvCtx;
 use super::send::SendCtx;
 use super::xprt::RdmaXprt;
 use super::Config;
+use crate::params;
 use crate::proto::plan::DeviceLimits;
 use crate::proto::pvt::{self, InlineThresholds, PrivateData};
 use crate::proto::queue::{self, SendSignals};
@@ -53,16 +54,6 @@ pub(crate) const MAX_RPC_MRS: usize = 48;
 /// Unique number of each connection, so that a request can tell whether
 /// the MRs it remembers belong to the current one.
 static GENERATION: Atomic<u64> = Atomic::new(1);
-
-/// `fault_inject` bit (`sys/helpers.c`): fail the MR pool allocation at
-/// connect, after the QP exists.
-const FAULT_MR_POOL: u32 = 1;
-
-/// Whether the test fault `bit` is switched on.
-fn injected(bit: u32) -> bool {
-    // SAFETY: Reads a module parameter; no preconditions.
-    unsafe { sys::rpcrdma_rs_fault(bit) }
-}
 
 /// Connection status values kept in [`Shared::status`].
 const PENDING: i32 = 0;
@@ -426,7 +417,7 @@ impl Ep {
             limits.send_sges().min(MAX_MAPPED_PAGES as u32 + 2),
         )?;
         let qp = id.qp().ok_or(ENOTCONN)?;
-        if injected(FAULT_MR_POOL) {
+        if params::injected(params::FAULT_MR_POOL) {
             rdebug!("fault injection: failing MR pool allocation\n");
             return Err(ENOMEM);
         }

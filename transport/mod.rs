@@ -75,7 +75,7 @@ impl Config {
     /// The module parameters (`sys/helpers.c`, which refuses values out
     /// of range), clamped once more so that nothing here depends on it.
     pub(crate) fn from_params() -> Self {
-        let (inline_read, inline_write, slots) = class::module_params();
+        let (inline_read, inline_write, slots) = crate::params::transport();
         Self::clamped(inline_read, inline_write, slots)
     }
 }

@@ -1,0 +1,25 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The module parameters, which are C `module_param_cb()`s in
+//! `sys/helpers.c` (see `Documentation/admin-guide.rst`): read here, once
+//! per transport or connect.
+
+use crate::sys;
+
+/// `max_inline_read`, `max_inline_write` and `slot_table_entries`.
+pub(crate) fn transport() -> (u32, u32, u32) {
+    let (mut inline_read, mut inline_write, mut slots) = (0, 0, 0);
+    // SAFETY: The helper only writes the three integers.
+    unsafe { sys::rpcrdma_rs_params(&mut inline_read, &mut inline_write, &mut slots) };
+    (inline_read, inline_write, slots)
+}
+
+/// `fault_inject` bit: fail the MR pool allocation at connect, after the
+/// QP exists.
+pub(crate) const FAULT_MR_POOL: u32 = 1;
+
+/// Whether the test fault `bit` of `fault_inject` is switched on.
+pub(crate) fn injected(bit: u32) -> bool {
+    // SAFETY: Reads a module parameter; no preconditions.
+    unsafe { sys::rpcrdma_rs_fault(bit) }
+}
