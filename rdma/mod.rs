@@ -13,6 +13,7 @@ mod cm;
 mod cq;
 mod device;
 mod dma;
+mod frwr;
 mod mr;
 mod qp;
 
@@ -20,5 +21,6 @@ pub(crate) use cm::{CmEvent, CmHandler, CmId, ConnParam, RESOLVE_TIMEOUT_MS};
 pub(crate) use cq::{Cq, CqEntry, CqHandler, HasCqEntry, Wc};
 pub(crate) use device::{Device, Pd};
 pub(crate) use dma::{DmaBuf, DmaDir, MappedPages, MAX_MAPPED_PAGES};
+pub(crate) use frwr::{FrwrList, FrwrMr, FrwrOwner, FrwrPool};
 pub(crate) use mr::{Mr, PageSeg, Registered};
-pub(crate) use qp::{Qp, RecvWr};
+pub(crate) use qp::{Qp, RecvWr, SendChain};

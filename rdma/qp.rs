@@ -36,24 +36,24 @@ impl Qp {
         NonNull::new(ptr).map(|ptr| Self { ptr })
     }
 
-    /// Posts the chain `before` (first and last work request), then a
-    /// Send gathering `sges`, in one call. Only a `signalled` Send
-    /// completes on `cqe` when it succeeds; any Send does when it fails.
+    /// Posts the work requests of `before`, then a Send gathering `sges`,
+    /// in one call. Only a `signalled` Send completes on `cqe` when it
+    /// succeeds; any Send does when it fails.
     ///
     /// # Safety
     ///
     /// `cqe` must stay valid, and the memory of `sges` mapped and
     /// unmodified, until the Send completes (successfully, flushed, or
-    /// implicitly by a later signalled work request). The work requests
-    /// of `before` must be valid and linked from first to last, with
-    /// every `wr_cqe` valid until its completion.
+    /// implicitly by a later signalled work request); as for
+    /// [`Qp::post_send_chain`] for `before`.
     pub(crate) unsafe fn post_send_after(
         &self,
         cqe: *mut sys::ib_cqe,
         sges: &mut [sys::ib_sge],
         signalled: bool,
-        before: Option<(*mut sys::ib_send_wr, *mut sys::ib_send_wr)>,
+        before: &SendChain,
     ) -> Result {
+        let before = before.ends();
         let mut wr = sys::ib_send_wr {
             sg_list: sges.as_mut_ptr(),
             num_sge: i32::try_from(sges.len()).map_err(|_| EINVAL)?,
@@ -87,13 +87,17 @@ impl Qp {
         to_result(rc)
     }
 
-    /// Posts a chain of work requests (e.g. LOCAL_INVs).
+    /// Posts `chain` (REG_MRs, LOCAL_INVs) in one call.
     ///
     /// # Safety
     ///
-    /// `first` must head a valid, null-terminated chain whose `wr_cqe`s
-    /// stay valid until their completions.
-    pub(crate) unsafe fn post_chain(&self, first: *mut sys::ib_send_wr) -> Result {
+    /// Every work request of `chain`, and its `wr_cqe`, stays valid until
+    /// it completes (successfully, flushed, or implicitly by a later
+    /// signalled work request).
+    pub(crate) unsafe fn post_send_chain(&self, chain: &SendChain) -> Result {
+        let Some((first, _)) = chain.ends() else {
+            return Ok(());
+        };
         let mut bad = core::ptr::null();
         // SAFETY: `self.ptr` is live; the chain is valid by the caller's
         // promise.
@@ -164,5 +168,58 @@ impl RecvWr {
             (*wr).__bindgen_anon_1.wr_cqe = cqe;
         }
         wr
+    }
+}
+
+/// Send queue work requests linked for one post. Each stays owned by the
+/// context it lives in (an MR's slot, say), which outlives the post.
+///
+/// # Invariants
+///
+/// `first` to `last` is a valid null-terminated chain of the work requests
+/// pushed, or both are null.
+pub(crate) struct SendChain {
+    first: *mut sys::ib_send_wr,
+    last: *mut sys::ib_send_wr,
+}
+
+impl SendChain {
+    /// An empty chain.
+    pub(crate) fn new() -> Self {
+        Self {
+            first: core::ptr::null_mut(),
+            last: core::ptr::null_mut(),
+        }
+    }
+
+    /// Appends `wr`, which ends the chain.
+    ///
+    /// # Safety
+    ///
+    /// `wr` is a valid work request, not in any other chain, that stays
+    /// valid and untouched by anyone else until the chain is posted.
+    pub(super) unsafe fn push(&mut self, wr: *mut sys::ib_send_wr) {
+        // SAFETY: `wr` is valid by the caller's promise, and so is `last`
+        // (type invariant).
+        unsafe {
+            (*wr).next = core::ptr::null_mut();
+            if self.last.is_null() {
+                self.first = wr;
+            } else {
+                (*self.last).next = wr;
+            }
+        }
+        // INVARIANT: `wr` ends the chain.
+        self.last = wr;
+    }
+
+    /// The first and last work request, unless the chain is empty.
+    fn ends(&self) -> Option<(*mut sys::ib_send_wr, *mut sys::ib_send_wr)> {
+        (!self.first.is_null()).then_some((self.first, self.last))
+    }
+
+    /// Whether nothing was pushed.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.first.is_null()
     }
 }

@@ -18,7 +18,6 @@ use kernel::prelude::*;
 use kernel::sync::atomic::{Acquire, Atomic, Full, Relaxed, Release};
 use kernel::sync::{new_condvar, new_spinlock, Arc, CondVar, CondVarTimeoutResult, SpinLock};
 
-use super::frwr::{MrPool, MR_BUSY};
 use super::receive::RecvCtx;
 use super::send::SendCtx;
 use super::xprt::RdmaXprt;
@@ -28,7 +27,8 @@ use crate::proto::plan::DeviceLimits;
 use crate::proto::pvt::{self, InlineThresholds, PrivateData};
 use crate::proto::queue::{self, SendSignals};
 use crate::rdma::{
-    CmEvent, CmHandler, CmId, ConnParam, Cq, PageSeg, Pd, Qp, Registered, MAX_MAPPED_PAGES,
+    CmEvent, CmHandler, CmId, ConnParam, Cq, FrwrMr, FrwrOwner, FrwrPool, PageSeg, Pd, Qp,
+    Registered, SendChain, MAX_MAPPED_PAGES,
 };
 use crate::sys;
 
@@ -116,6 +116,25 @@ unsafe impl Send for Shared {}
 
 // SAFETY: See above.
 unsafe impl Sync for Shared {}
+
+/// The connection's FRWR MRs; their failures close the connection.
+pub(crate) type MrPool = FrwrPool<Shared>;
+
+impl FrwrOwner for Shared {
+    fn mr_failed(&self, status: u32) {
+        rwarn!("memory registration failed, status {}\n", status);
+        self.xprt().force_disconnect();
+    }
+}
+
+impl Shared {
+    /// The MR pool; present once the connection is up.
+    pub(crate) fn pool(&self) -> Option<&MrPool> {
+        // SAFETY: The pool is published before the first Send and freed
+        // only after the CQs, i.e. after every handler that can see it.
+        unsafe { self.pool.load(Acquire).as_ref() }
+    }
+}
 
 /// How a completion context reaches its connection's [`Shared`].
 ///
@@ -304,7 +323,7 @@ pub(crate) struct Ep {
     /// The Write chunk pad: an MR over `pad_buf` registered for the whole
     /// connection, offered as the last segment of a Write chunk whose
     /// length is not a multiple of four (`re_write_pad_mr`).
-    write_pad: Option<(u16, Registered)>,
+    write_pad: Option<(FrwrMr, Registered)>,
     pad_buf: Option<KBox<[u8; 64]>>,
     /// Sends posted on this connection.
     pub(super) sends_posted: Atomic<u64>,
@@ -421,10 +440,9 @@ impl Ep {
             rdebug!("fault injection: failing MR pool allocation\n");
             return Err(ENOMEM);
         }
-        let pool = ep_ref.pool.insert(KBox::new(
-            MrPool::new(sref, &pd, &dev, limits.max_fr_depth(), nmrs as usize)?,
-            GFP_KERNEL,
-        )?);
+        // SAFETY: `shared` outlives the pool (field order of `Ep`).
+        let pool = unsafe { MrPool::new(&sref, &pd, &dev, limits.max_fr_depth(), nmrs as usize)? };
+        let pool = ep_ref.pool.insert(KBox::new(pool, GFP_KERNEL)?);
         xprt.stats().mrs_allocated.add(u64::from(nmrs));
         ep_ref
             .shared
@@ -500,7 +518,7 @@ impl Ep {
         let offset = (buf.as_ptr() as usize & (kernel::page::PAGE_SIZE - 1)) as u32;
         let pool = self.pool.as_deref().ok_or(ENOTCONN)?;
         // SAFETY: `buf` lives in `pad_buf` until after the pool is freed.
-        let (i, reg) = unsafe {
+        let (mr, reg) = unsafe {
             pool.register(
                 &[PageSeg {
                     page,
@@ -511,20 +529,26 @@ impl Ep {
             )?
         };
         self.pad_buf = Some(buf);
-        self.write_pad = Some((i, reg));
-        let (first, _) = pool.reg_chain(&[i]).ok_or(EINVAL)?;
-        // SAFETY: A valid one-WR chain whose cqe lives with the pool.
-        unsafe { qp.post_chain(first) }
+        let mut chain = SendChain::new();
+        pool.chain_reg(core::slice::from_ref(&mr), &mut chain);
+        self.write_pad = Some((mr, reg));
+        // SAFETY: The REG_MR and its cqe live with the pool.
+        unsafe { qp.post_send_chain(&chain) }
     }
 
     /// The Write chunk pad segment.
     pub(crate) fn write_pad(&self) -> Option<Registered> {
-        self.write_pad.map(|(_, reg)| reg)
+        self.write_pad.as_ref().map(|(_, reg)| *reg)
     }
 
     /// The negotiated inline thresholds.
     pub(crate) fn inline(&self) -> InlineThresholds {
         self.shared.inline()
+    }
+
+    /// The MR pool.
+    pub(crate) fn pool(&self) -> Option<&MrPool> {
+        self.pool.as_deref()
     }
 
     /// What the handlers share.
@@ -558,15 +582,14 @@ impl Drop for Ep {
         drop(core::mem::take(&mut self.tx));
         self.shared.pool.store(core::ptr::null_mut(), Release);
         if let Some(pool) = self.pool.take() {
-            if let Some((i, _)) = self.write_pad.take() {
-                pool.release(i, true);
+            if let Some((mr, _)) = self.write_pad.take() {
+                pool.release(mr, true);
             }
-            let busy = pool
-                .slots
-                .iter()
-                .filter(|s| s.state.load(Acquire) == MR_BUSY)
-                .count();
-            self.shared.xprt().stats().mrs_orphaned.add(busy as u64);
+            self.shared
+                .xprt()
+                .stats()
+                .mrs_orphaned
+                .add(pool.in_use() as u64);
             drop(pool);
         }
         drop(self.pd.take());

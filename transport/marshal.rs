@@ -10,15 +10,15 @@ use core::ptr::NonNull;
 use kernel::prelude::*;
 use kernel::sync::atomic::Relaxed;
 
+use super::connection::MrPool;
 use super::connection::MAX_RPC_MRS;
 use super::encode_call_header;
-use super::frwr::MrPool;
 use super::request::ReqState;
 use super::send::SendError;
 use super::xprt::RdmaXprt;
 use crate::proto::chunk::{ChunkSlices, ReadSegment, Segment};
 use crate::proto::plan::{self, CallPlan};
-use crate::rdma::PageSeg;
+use crate::rdma::{FrwrList, PageSeg, SendChain};
 use crate::sunrpc::{SendRqst, XdrBuf, XprtLocked};
 use crate::sys;
 
@@ -64,7 +64,7 @@ pub(super) unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_i
     // SAFETY: The request has buffers from `op_buf_alloc`.
     let st = unsafe { ReqState::of(NonNull::from(&*rqst.as_ptr())) };
     // MRs from an earlier connection went with it.
-    st.set_mrs(&[]);
+    st.forget_mrs();
     st.offered_write.store(u32::MAX, Relaxed);
     st.offered_reply.store(u32::MAX, Relaxed);
     let (rpc, call_buf, reply_buf) = rpc_shape(&rqst);
@@ -78,7 +78,7 @@ pub(super) unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_i
         return ENOBUFS.to_errno();
     }
     let regs = plan::registrations(&chosen, &call_buf, &reply_buf);
-    let mut held = Held::new();
+    let mut held = FrwrList::<MAX_RPC_MRS>::new();
     let mut reads = [ReadSegment::default(); 16];
     let mut writes = [Segment::default(); 16];
     let mut reply = [Segment::default(); 16];
@@ -137,8 +137,8 @@ pub(super) unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_i
         Ok(())
     })();
     if let Err(err) = registered {
-        for &i in held.ids() {
-            pool.release(i, false);
+        while let Some(mr) = held.pop() {
+            pool.release(mr, false);
         }
         if err == ENOBUFS {
             return ENOBUFS.to_errno();
@@ -178,14 +178,16 @@ pub(super) unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_i
         0
     };
     st.send_seq.store(wait_seq, Relaxed);
-    st.set_mrs(held.ids());
-    let chain = pool.reg_chain(held.ids());
+    let mut chain = SendChain::new();
+    pool.chain_reg(held.as_slice(), &mut chain);
+    let nregs = held.len() as u32;
+    st.hold_mrs(held);
     let credits = rx.cfg.slots;
     let mapped_len = layout.mapped.map_or(0, |r| r.len as usize);
     // The Reply may complete the RPC before `send` returns: the round
     // trip starts now.
     rqst.stamp_xmit();
-    let sent = ep.send(chain, held.ids().len() as u32, mapped, |buf| {
+    let sent = ep.send(&chain, nregs, mapped, |buf| {
         let hdr = encode_call_header(buf, xid, credits, nomsg, chunks)?;
         let mut at = hdr;
         // The mapped pages, if any, go between the two copied parts.
@@ -206,10 +208,12 @@ pub(super) unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_i
         Some((if mapped_len > 0 { split } else { at }, at))
     });
     if sent.is_err() {
-        st.set_mrs(&[]);
+        let mut held = st.take_mrs(ep.shared().gen);
+        // Posting failed: the REG_MRs may be in the queue, flushed with
+        // it; the MRs go with the connection.
         if !matches!(sent, Err(SendError::Post)) {
-            for &i in held.ids() {
-                pool.release(i, false);
+            while let Some(mr) = held.pop() {
+                pool.release(mr, false);
             }
         }
     }
@@ -243,32 +247,6 @@ pub(super) unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_i
         return ENOTCONN.to_errno();
     }
     0
-}
-
-/// MRs registered for one Call, in order.
-pub(super) struct Held {
-    ids: [u16; MAX_RPC_MRS],
-    n: usize,
-}
-
-impl Held {
-    fn new() -> Self {
-        Self {
-            ids: [0; MAX_RPC_MRS],
-            n: 0,
-        }
-    }
-
-    fn ids(&self) -> &[u16] {
-        self.ids.get(..self.n).unwrap_or(&[])
-    }
-
-    fn push(&mut self, i: u16) -> Result {
-        let slot = self.ids.get_mut(self.n).ok_or(EMSGSIZE)?;
-        *slot = i;
-        self.n += 1;
-        Ok(())
-    }
 }
 
 /// What the planner needs to know of a request: its shape, and the parts
@@ -312,7 +290,7 @@ unsafe fn register_pages(
     pages: &[PageSeg],
     writing: bool,
     out: &mut [Segment],
-    held: &mut Held,
+    held: &mut FrwrList<MAX_RPC_MRS>,
 ) -> Result<(usize, u32)> {
     let mut rest = pages;
     let mut n = 0usize;
@@ -328,8 +306,11 @@ unsafe fn register_pages(
         let (now, later) = rest.split_at(take);
         let slot = out.get_mut(n).ok_or(EMSGSIZE)?;
         // SAFETY: The caller's promise.
-        let (i, reg) = unsafe { pool.register(now, writing)? };
-        held.push(i).inspect_err(|_| pool.release(i, false))?;
+        let (mr, reg) = unsafe { pool.register(now, writing)? };
+        if let Err(mr) = held.push(mr) {
+            pool.release(mr, false);
+            return Err(EMSGSIZE);
+        }
         *slot = Segment {
             handle: reg.rkey,
             length: reg.length,

@@ -22,7 +22,6 @@
 
 mod class;
 mod connection;
-mod frwr;
 mod marshal;
 mod placement;
 mod receive;

@@ -11,12 +11,12 @@ use kernel::sync::atomic::{Acquire, Atomic, Full, Relaxed, Release};
 use kernel::sync::barrier::{smp_mb, Full as Barrier};
 
 use super::classify_received;
-use super::connection::{Shared, SharedRef, MAX_RPC_MRS};
+use super::connection::{MrPool, Shared, SharedRef, MAX_RPC_MRS};
 use super::request::ReqState;
 use super::xprt::RdmaXprt;
 use crate::proto::plan;
 use crate::proto::reply::{self, BadReply, Inbound};
-use crate::rdma::{CqEntry, CqHandler, DmaBuf, DmaDir, Qp, RecvWr, Wc};
+use crate::rdma::{CqEntry, CqHandler, DmaBuf, DmaDir, FrwrList, Qp, RecvWr, SendChain, Wc};
 use crate::sunrpc::PinnedRqst;
 
 impl RdmaXprt {
@@ -48,7 +48,11 @@ impl RdmaXprt {
         let payload = body.map_err(|_: BadReply| EIO);
         // SAFETY: The request is pinned, so its buffer (and state) stays.
         let st = unsafe { ReqState::of(rqst.as_ptr()) };
-        let pending = Pending { rqst, len };
+        let pending = Pending {
+            rqst,
+            len,
+            mrs: FrwrList::new(),
+        };
         // Without LOCAL_INVs, which complete after the Send on the same
         // queue, a Reply may overtake its Call's Send completion.
         let wait_send = |pending: Pending| {
@@ -59,49 +63,37 @@ impl RdmaXprt {
             }
             Err(pending)
         };
-        let mut mrs = [0u16; MAX_RPC_MRS];
-        let n = st.mrs(shared.gen, &mut mrs);
-        let mut list = mrs.get(..n).unwrap_or(&[]);
-        let mut rest = [0u16; MAX_RPC_MRS];
+        let mut mrs = st.take_mrs(shared.gen);
         let pool = shared.pool();
-        if let (Some(pool), Some(rkey), false) = (pool, invalidated, list.is_empty()) {
+        if let (Some(pool), Some(rkey), false) = (pool, invalidated, mrs.is_empty()) {
             let mut keys = [0u32; MAX_RPC_MRS];
-            for (k, &i) in keys.iter_mut().zip(list) {
-                *k = pool.rkey(i).unwrap_or(0);
+            for (k, mr) in keys.iter_mut().zip(mrs.as_slice()) {
+                *k = pool.rkey(mr);
             }
-            match plan::remote_invalidation_ok(rkey, keys.get(..list.len()).unwrap_or(&[])) {
+            match plan::remote_invalidation_ok(rkey, keys.get(..mrs.len()).unwrap_or(&[])) {
                 Some(pos) => {
                     // The server invalidated it: nothing can reach it now.
-                    if let Some(&i) = list.get(pos) {
-                        pool.release(i, false);
+                    if let Some(mr) = mrs.remove(pos) {
+                        pool.release(mr, false);
                     }
-                    let mut m = 0;
-                    for (k, &i) in list.iter().enumerate() {
-                        if k != pos {
-                            if let Some(r) = rest.get_mut(m) {
-                                *r = i;
-                                m += 1;
-                            }
-                        }
-                    }
-                    st.set_mrs(rest.get(..m).unwrap_or(&[]));
-                    list = rest.get(..m).unwrap_or(&[]);
                 }
                 None => {
                     rwarn!("server invalidated a key that is not the RPC's: closing\n");
                     self.stats.bad_remote_inv.add(1);
                     self.stats.bad_reply_count.add(1);
                     self.force_disconnect();
-                    // Unpinned: the RPC is retransmitted after the
-                    // reconnect, and its MRs go with the connection.
+                    // The MRs stay on the request until the connection is
+                    // gone; unpinned, the RPC is retransmitted after the
+                    // reconnect.
+                    st.hold_mrs(mrs);
                     drop(pending);
                     return Handled::Done;
                 }
             }
         }
-        // No MRs left to invalidate (any the server invalidated were
-        // already taken off the request's list).
-        let Some(pool) = pool.filter(|_| !list.is_empty()) else {
+        if mrs.is_empty() {
+            // Nothing left to invalidate (any MR the server invalidated
+            // was released above).
             return match wait_send(pending) {
                 Ok(()) => Handled::Deferred,
                 Err(pending) => {
@@ -109,10 +101,17 @@ impl RdmaXprt {
                     Handled::Done
                 }
             };
+        }
+        let Some(pool) = pool else {
+            // No pool to invalidate with: leave the MRs to the teardown.
+            self.force_disconnect();
+            st.hold_mrs(mrs);
+            return Handled::Done;
         };
-        match pool.invalidate(shared, list, ctx, pending) {
+        let n = mrs.len();
+        match invalidate(shared, pool, ctx, Pending { mrs, ..pending }) {
             Ok(()) => {
-                self.stats.local_inv_needed.add(list.len() as u64);
+                self.stats.local_inv_needed.add(n as u64);
                 Handled::Deferred
             }
             Err(pending) => {
@@ -122,7 +121,7 @@ impl RdmaXprt {
                 // next connection, which comes after this one's teardown,
                 // or released, which waits for it (`op_buf_free`).
                 self.force_disconnect();
-                drop(pending);
+                st.hold_mrs(pending.mrs);
                 Handled::Done
             }
         }
@@ -133,17 +132,15 @@ impl RdmaXprt {
     pub(super) fn finish_reply(&self, shared: &Shared, ctx: &RecvCtx, pending: Pending, ok: bool) {
         // SAFETY: `receive` pinned the request before posting.
         let st = unsafe { ReqState::of(pending.rqst.as_ptr()) };
-        let mut mrs = [0u16; MAX_RPC_MRS];
-        let n = st.mrs(shared.gen, &mut mrs);
+        let mut pending = pending;
+        if !ok {
+            self.stats.mrs_recycled.add(pending.mrs.len() as u64);
+        }
         if let Some(pool) = shared.pool() {
-            for &i in mrs.get(..n).unwrap_or(&[]) {
-                pool.release(i, !ok);
+            while let Some(mr) = pending.mrs.pop() {
+                pool.release(mr, !ok);
             }
         }
-        if !ok {
-            self.stats.mrs_recycled.add(n as u64);
-        }
-        st.set_mrs(&[]);
         // The Reply was classified and counted when it arrived; only its
         // body is needed again.
         let payload = match reply::classify(ctx.msg(pending.len), self.cfg.slots) {
@@ -227,6 +224,8 @@ impl Shared {
 pub(crate) struct Pending {
     /// The request, pinned.
     pub(crate) rqst: PinnedRqst,
+    /// The MRs being invalidated.
+    pub(crate) mrs: FrwrList<MAX_RPC_MRS>,
     /// Bytes received.
     pub(crate) len: usize,
 }
@@ -355,4 +354,39 @@ impl CqHandler<LINV> for RecvCtx {
         }
         self.repost(shared);
     }
+}
+
+/// Posts LOCAL_INV for each MR of `pending`, the last one signalled on
+/// `ctx`'s `linv_cqe`, whose completion then finishes the Reply.
+///
+/// Fails once the connection is being drained: a LOCAL_INV posted then
+/// might complete after the Send queue was drained, and its Reply would
+/// never be finished. The caller leaves the MRs to the teardown, which
+/// destroys the QP. On failure the Reply comes back.
+fn invalidate(
+    shared: &Shared,
+    pool: &MrPool,
+    ctx: &RecvCtx,
+    pending: Pending,
+) -> core::result::Result<(), Pending> {
+    let mut chain = SendChain::new();
+    pool.chain_inv(pending.mrs.as_slice(), &ctx.linv_cqe, &mut chain);
+    if chain.is_empty() || shared.draining.load(Acquire) {
+        return Err(pending);
+    }
+    // SAFETY: The QP lives until drained, which waits for this handler.
+    let Some(qp) = (unsafe { Qp::from_ptr(shared.qp.load(Acquire)) }) else {
+        return Err(pending);
+    };
+    // SAFETY: The Receive completion owns `pending` until it posts.
+    unsafe { *ctx.pending.get() = Some(pending) };
+    // SAFETY: The chain's work requests live in the pool, and `linv_cqe`
+    // in `ctx`, until the QP is drained.
+    if unsafe { qp.post_send_chain(&chain) }.is_err() {
+        // SAFETY: Nothing was posted, so the Reply is still ours.
+        if let Some(pending) = unsafe { (*ctx.pending.get()).take() } {
+            return Err(pending);
+        }
+    }
+    Ok(())
 }

@@ -14,6 +14,7 @@ use kernel::sync::atomic::{Acquire, Atomic, Relaxed, Release};
 use super::connection::MAX_RPC_MRS;
 use super::xprt::RdmaXprt;
 use crate::proto::plan::Offered;
+use crate::rdma::FrwrList;
 use crate::sys;
 
 /// Transport state of one request, kept in front of its buffers (see
@@ -38,7 +39,7 @@ pub(super) struct ReqState {
     /// Non-zero while a Send gathers this request's own pages (see
     /// `Ep::map_pages`): the request's memory must stay until it is clear.
     pub(super) send_busy: Atomic<u32>,
-    mrs: UnsafeCell<[u16; MAX_RPC_MRS]>,
+    mrs: UnsafeCell<FrwrList<MAX_RPC_MRS>>,
 }
 
 // SAFETY: See the type invariants.
@@ -56,7 +57,7 @@ impl ReqState {
             offered_write: Atomic::new(u32::MAX),
             offered_reply: Atomic::new(u32::MAX),
             send_busy: Atomic::new(0),
-            mrs: UnsafeCell::new([0; MAX_RPC_MRS]),
+            mrs: UnsafeCell::new(FrwrList::new()),
         }
     }
 
@@ -75,26 +76,42 @@ impl ReqState {
         }
     }
 
-    /// Copies the MRs held on connection `gen` into `out`; returns how many.
-    pub(super) fn mrs(&self, gen: u64, out: &mut [u16; MAX_RPC_MRS]) -> usize {
-        let n = self.nmrs.load(Acquire) as usize;
-        if n == 0 || self.gen.load(Relaxed) != gen {
-            return 0;
-        }
-        // SAFETY: Published by the release store of `nmrs` (invariant).
-        *out = unsafe { *self.mrs.get() };
-        n.min(MAX_RPC_MRS)
+    /// Leaves `mrs`, registered for this request, on it: for the Reply's
+    /// handlers (published to them by the release store of `nmrs`), or,
+    /// when they could not be invalidated, for the fence in `buf_free`.
+    /// Only the current owner calls this (type invariants), with no MRs
+    /// held.
+    pub(super) fn hold_mrs(&self, mrs: FrwrList<MAX_RPC_MRS>) {
+        let n = mrs.len() as u32;
+        // SAFETY: Only the current owner calls this (type invariants).
+        unsafe { *self.mrs.get() = mrs };
+        self.nmrs.store(n, Release);
     }
 
-    /// Records the MRs now held (by the current owner, see invariants).
-    pub(super) fn set_mrs(&self, mrs: &[u16]) {
-        let n = mrs.len().min(MAX_RPC_MRS);
-        // SAFETY: Only the current owner calls this (type invariants).
-        let dst = unsafe { &mut *self.mrs.get() };
-        if let (Some(d), Some(s)) = (dst.get_mut(..n), mrs.get(..n)) {
-            d.copy_from_slice(s);
+    /// Takes the MRs held on connection `gen`; none when they were
+    /// registered on an older connection (they stay for the fence).
+    pub(super) fn take_mrs(&self, gen: u64) -> FrwrList<MAX_RPC_MRS> {
+        if self.nmrs.load(Acquire) == 0 || self.gen.load(Relaxed) != gen {
+            return FrwrList::new();
         }
-        self.nmrs.store(n as u32, Release);
+        self.nmrs.store(0, Relaxed);
+        // SAFETY: Published by the release store of `nmrs`, and ours now
+        // (type invariants).
+        unsafe { core::mem::replace(&mut *self.mrs.get(), FrwrList::new()) }
+    }
+
+    /// Drops the MRs of an older connection, now gone with their keys
+    /// (their pool counts them as orphaned). Only the sender calls this.
+    pub(super) fn forget_mrs(&self) {
+        self.nmrs.store(0, Relaxed);
+        // SAFETY: The sender owns the state before it posts (type
+        // invariants).
+        unsafe { *self.mrs.get() = FrwrList::new() };
+    }
+
+    /// Whether MRs the peer may still reach are held.
+    pub(super) fn has_mrs(&self) -> bool {
+        self.nmrs.load(Acquire) != 0
     }
 
     pub(super) fn offered(&self) -> Offered {
@@ -156,7 +173,7 @@ pub(super) unsafe extern "C" fn op_buf_free(task: *mut sys::rpc_task) {
         if st.send_busy.load(Acquire) != 0 {
             rx.wait_send_done(&st.send_busy);
         }
-        if st.nmrs.load(Acquire) != 0 {
+        if st.has_mrs() {
             rx.fence_registered(st.gen.load(Relaxed));
         }
         sys::rpcrdma_rs_kfree((*rqst).rq_buffer.cast::<u8>().sub(REQ_PREFIX).cast());

@@ -12,7 +12,9 @@ use kernel::sync::barrier::{smp_mb, Full as Barrier};
 
 use super::connection::{Ep, Shared, SharedRef};
 use super::receive::{Pending, RecvCtx};
-use crate::rdma::{CqEntry, CqHandler, DmaBuf, DmaDir, MappedPages, PageSeg, Wc, MAX_MAPPED_PAGES};
+use crate::rdma::{
+    CqEntry, CqHandler, DmaBuf, DmaDir, MappedPages, PageSeg, SendChain, Wc, MAX_MAPPED_PAGES,
+};
 use crate::sys;
 
 impl Shared {
@@ -241,7 +243,7 @@ impl Ep {
     /// they are unmapped when it completes.
     pub(crate) fn send(
         &self,
-        before: Option<(*mut sys::ib_send_wr, *mut sys::ib_send_wr)>,
+        before: &SendChain,
         chained: u32,
         mapped: Option<MappedCall>,
         fill: impl FnOnce(&mut [u8]) -> Option<(usize, usize)>,

@@ -1,0 +1,323 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A pool of fast-registration (FRWR) memory regions, each with its REG_MR
+//! and LOCAL_INV work requests. [`FrwrPool::register`] hands out an owned
+//! [`FrwrMr`]; [`FrwrPool::release`] takes it back, so an MR has exactly
+//! one owner from registration until it is free again.
+
+use core::cell::UnsafeCell;
+use core::mem::MaybeUninit;
+use core::ptr::NonNull;
+
+use kernel::prelude::*;
+use kernel::sync::atomic::{Acquire, Atomic, Relaxed, Release};
+use kernel::sync::Arc;
+
+use super::{CqEntry, CqHandler, Device, HasCqEntry, Mr, PageSeg, Pd, Registered, SendChain, Wc};
+use crate::sys;
+
+/// Told when a REG_MR or an unsignalled LOCAL_INV of the pool fails
+/// (flushes are not failures): the connection is broken.
+pub(crate) trait FrwrOwner: Sync {
+    /// A work request failed with `status`.
+    fn mr_failed(&self, status: u32);
+}
+
+const FREE: u32 = 0;
+const BUSY: u32 = 1;
+/// Taken out of use: its state is unknown after a failed operation.
+const DEAD: u32 = 2;
+
+/// An MR of a [`FrwrPool`], registered by [`FrwrPool::register`]; give it
+/// back with [`FrwrPool::release`] once the peer can no longer use it. One
+/// never released stays in use until its pool goes with the connection
+/// (whose QP is destroyed first, so no key of it works any more).
+#[must_use]
+pub(crate) struct FrwrMr {
+    idx: u16,
+}
+
+/// One MR with its work requests.
+///
+/// # Invariants
+///
+/// Whoever moved `state` from `FREE` to `BUSY` (and so holds the slot's
+/// [`FrwrMr`]) owns `mr`, `reg_wr` and `inv_wr` until it stores `FREE`
+/// again. `owner` outlives the pool.
+struct Slot<O: FrwrOwner> {
+    mr: UnsafeCell<Mr>,
+    reg_wr: UnsafeCell<sys::ib_reg_wr>,
+    inv_wr: UnsafeCell<sys::ib_send_wr>,
+    cqe: CqEntry<Slot<O>>,
+    state: Atomic<u32>,
+    rkey: Atomic<u32>,
+    owner: NonNull<O>,
+}
+
+// SAFETY: `mr` and the work requests are used only by the owner of the
+// slot's `BUSY` state (type invariant); the rest is atomic; `owner` is
+// only used as `&O`, which is `Sync`.
+unsafe impl<O: FrwrOwner> Sync for Slot<O> {}
+// SAFETY: As above.
+unsafe impl<O: FrwrOwner> Send for Slot<O> {}
+
+// SAFETY: `cqe` is a `CqEntry<Self>` field at this offset.
+unsafe impl<O: FrwrOwner> HasCqEntry for Slot<O> {
+    const OFFSET: usize = core::mem::offset_of!(Self, cqe);
+}
+
+/// A REG_MR or an unsignalled LOCAL_INV completed: only errors report.
+impl<O: FrwrOwner> CqHandler for Slot<O> {
+    fn done(&self, wc: &Wc<'_>) {
+        if !wc.ok() && !wc.flushed() {
+            // SAFETY: The owner outlives the pool (type invariant).
+            unsafe { self.owner.as_ref() }.mr_failed(wc.status());
+        }
+    }
+}
+
+/// A connection's FRWR MRs.
+///
+/// # Invariants
+///
+/// `slots` is never resized after creation.
+pub(crate) struct FrwrPool<O: FrwrOwner> {
+    slots: KVec<Slot<O>>,
+    next: Atomic<usize>,
+    depth: u32,
+}
+
+impl<O: FrwrOwner> FrwrPool<O> {
+    /// `count` MRs of `depth` pages on `pd`, reporting failures to `owner`.
+    ///
+    /// # Safety
+    ///
+    /// `owner` outlives the pool.
+    pub(crate) unsafe fn new(
+        owner: &O,
+        pd: &Arc<Pd>,
+        dev: &Device,
+        depth: u32,
+        count: usize,
+    ) -> Result<Self> {
+        let mut slots = KVec::with_capacity(count, GFP_KERNEL)?;
+        for _ in 0..count {
+            let mr = Mr::new(pd, dev, depth)?;
+            let rkey = mr.rkey();
+            slots.push(
+                // INVARIANT: free; `owner` outlives us by the caller's promise.
+                Slot {
+                    mr: UnsafeCell::new(mr),
+                    reg_wr: UnsafeCell::new(sys::ib_reg_wr::default()),
+                    inv_wr: UnsafeCell::new(sys::ib_send_wr::default()),
+                    cqe: CqEntry::new(),
+                    state: Atomic::new(FREE),
+                    rkey: Atomic::new(rkey),
+                    owner: NonNull::from(owner),
+                },
+                GFP_KERNEL,
+            )?;
+        }
+        Ok(Self {
+            slots,
+            next: Atomic::new(0),
+            depth,
+        })
+    }
+
+    /// Pages per MR.
+    pub(crate) fn depth(&self) -> u32 {
+        self.depth
+    }
+
+    /// MRs not free: registered and not yet released, or dead.
+    pub(crate) fn in_use(&self) -> usize {
+        self.slots
+            .iter()
+            .filter(|s| s.state.load(Acquire) == BUSY)
+            .count()
+    }
+
+    fn slot(&self, mr: &FrwrMr) -> Option<&Slot<O>> {
+        self.slots.get(usize::from(mr.idx))
+    }
+
+    /// Takes a free MR.
+    fn get(&self) -> Option<FrwrMr> {
+        let n = self.slots.len();
+        let start = self.next.load(Relaxed);
+        for k in 0..n {
+            let i = start.wrapping_add(k) % n.max(1);
+            let slot = self.slots.get(i)?;
+            if slot.state.cmpxchg(FREE, BUSY, Acquire).is_ok() {
+                self.next.store(i.wrapping_add(1), Relaxed);
+                return u16::try_from(i).ok().map(|idx| FrwrMr { idx });
+            }
+        }
+        None
+    }
+
+    /// Registers `segs` on a free MR for `writing` (the peer writes) and
+    /// prepares its REG_MR (see [`FrwrPool::chain_reg`]); returns the MR
+    /// and the segment it gives the peer.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Mr::map`]: the pages stay allocated until the MR is
+    /// released, and the peer cannot use the key by then.
+    pub(crate) unsafe fn register(
+        &self,
+        segs: &[PageSeg],
+        writing: bool,
+    ) -> Result<(FrwrMr, Registered)> {
+        let mr = self.get().ok_or(ENOBUFS)?;
+        let slot = self.slot(&mr).ok_or(EINVAL)?;
+        // SAFETY: We moved the slot to BUSY, so we own it (type invariant).
+        let (m, wr) = unsafe { (&mut *slot.mr.get(), &mut *slot.reg_wr.get()) };
+        // SAFETY: The caller's promise.
+        match unsafe { m.map(segs, writing) } {
+            Ok(reg) => {
+                m.reg_wr(wr, writing, slot.cqe.as_ptr());
+                slot.rkey.store(reg.rkey, Relaxed);
+                Ok((mr, reg))
+            }
+            Err(e) => {
+                slot.state.store(FREE, Release);
+                Err(e)
+            }
+        }
+    }
+
+    /// The R_key `mr` gave the peer.
+    pub(crate) fn rkey(&self, mr: &FrwrMr) -> u32 {
+        self.slot(mr).map_or(0, |s| s.rkey.load(Relaxed))
+    }
+
+    /// Appends the REG_MRs of `mrs`, registered and not yet posted, to
+    /// `chain`.
+    pub(crate) fn chain_reg(&self, mrs: &[FrwrMr], chain: &mut SendChain) {
+        for mr in mrs {
+            if let Some(slot) = self.slot(mr) {
+                // SAFETY: Holding the handle, we own the slot's work
+                // requests; the REG_MR's `ib_send_wr` is the first field of
+                // its `ib_reg_wr`; the slot lives as long as the pool.
+                unsafe { chain.push(slot.reg_wr.get().cast()) };
+            }
+        }
+    }
+
+    /// Appends a LOCAL_INV of each of `mrs` to `chain`, unsignalled but
+    /// for the last, which completes on `last`.
+    pub(crate) fn chain_inv<T: CqHandler<ID>, const ID: u64>(
+        &self,
+        mrs: &[FrwrMr],
+        last: &CqEntry<T, ID>,
+        chain: &mut SendChain,
+    ) {
+        let n = mrs.len();
+        for (k, mr) in mrs.iter().enumerate() {
+            let Some(slot) = self.slot(mr) else {
+                continue;
+            };
+            let signalled = k + 1 == n;
+            let cqe = if signalled {
+                last.as_ptr()
+            } else {
+                slot.cqe.as_ptr()
+            };
+            // SAFETY: Holding the handle, we own the slot's MR and work
+            // requests (type invariant); the slot lives as long as the pool.
+            unsafe {
+                (*slot.mr.get()).inv_wr(&mut *slot.inv_wr.get(), cqe, signalled);
+                chain.push(slot.inv_wr.get());
+            }
+        }
+    }
+
+    /// Unmaps `mr`, invalidated (or never posted, or its QP gone), and
+    /// returns it to the pool; `dead` takes it out of use instead.
+    pub(crate) fn release(&self, mr: FrwrMr, dead: bool) {
+        let Some(slot) = self.slot(&mr) else {
+            return;
+        };
+        // SAFETY: Holding the handle, we own the slot (type invariant).
+        unsafe { (*slot.mr.get()).unmap() };
+        slot.state.store(if dead { DEAD } else { FREE }, Release);
+        if !dead {
+            // Reuse the MR that was just released first, like rpcrdma.ko's
+            // per-request MR cache: its page list is warm in the driver,
+            // where a cursor walking the whole pool touches a cold one
+            // each time.
+            self.next.store(usize::from(mr.idx), Relaxed);
+        }
+    }
+}
+
+/// Up to `N` MRs, owned, in order: the MRs of one RPC.
+pub(crate) struct FrwrList<const N: usize> {
+    mrs: [MaybeUninit<FrwrMr>; N],
+    /// The first `n` of `mrs` are initialised.
+    n: usize,
+}
+
+impl<const N: usize> FrwrList<N> {
+    /// An empty list.
+    pub(crate) const fn new() -> Self {
+        Self {
+            mrs: [const { MaybeUninit::uninit() }; N],
+            n: 0,
+        }
+    }
+
+    /// Appends `mr`; gives it back when the list is full.
+    pub(crate) fn push(&mut self, mr: FrwrMr) -> core::result::Result<(), FrwrMr> {
+        match self.mrs.get_mut(self.n) {
+            Some(slot) => {
+                slot.write(mr);
+                self.n += 1;
+                Ok(())
+            }
+            None => Err(mr),
+        }
+    }
+
+    /// Takes the last MR.
+    pub(crate) fn pop(&mut self) -> Option<FrwrMr> {
+        let last = self.n.checked_sub(1)?;
+        self.n = last;
+        // SAFETY: Entry `last` was initialised and is no longer counted.
+        self.mrs.get(last).map(|m| unsafe { m.assume_init_read() })
+    }
+
+    /// Takes the MR at `pos`, keeping the order of the others.
+    pub(crate) fn remove(&mut self, pos: usize) -> Option<FrwrMr> {
+        if pos >= self.n {
+            return None;
+        }
+        let mut tail = Self::new();
+        while self.n > pos + 1 {
+            let _ = tail.push(self.pop()?);
+        }
+        let mr = self.pop();
+        while let Some(m) = tail.pop() {
+            let _ = self.push(m);
+        }
+        mr
+    }
+
+    /// The MRs.
+    pub(crate) fn as_slice(&self) -> &[FrwrMr] {
+        let init = self.mrs.get(..self.n).unwrap_or(&[]);
+        // SAFETY: The first `n` entries are initialised, and
+        // `MaybeUninit<T>` has the layout of `T`.
+        unsafe { core::slice::from_raw_parts(init.as_ptr().cast::<FrwrMr>(), init.len()) }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.n
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+}
