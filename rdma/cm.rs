@@ -135,7 +135,8 @@ pub(crate) struct CmId<H: CmHandler> {
 
 // SAFETY: An `rdma_cm_id` may be used from any thread; the handler is `Sync`.
 unsafe impl<H: CmHandler> Send for CmId<H> {}
-// SAFETY: See above; `&CmId` only allows operations rdma_cm serialises.
+// SAFETY: `&CmId` only allows operations rdma_cm serialises itself, and
+// the handler is `Sync`.
 unsafe impl<H: CmHandler> Sync for CmId<H> {}
 
 /// Entry point called by C.

@@ -107,7 +107,8 @@ impl DmaBuf {
 
     /// Hands the first `len` bytes written by the CPU to the device.
     pub(crate) fn sync_for_device(&self, len: usize) {
-        // SAFETY: As for `sync_for_cpu`.
+        // SAFETY: `addr` maps the whole buffer on the live `dev` (type
+        // invariant), and the length is clamped to the buffer.
         unsafe {
             sys::rpcrdma_rs_dma_sync_for_device(
                 self.dev.ptr.as_ptr(),

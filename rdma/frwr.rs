@@ -58,7 +58,8 @@ struct Slot<O: FrwrOwner> {
 // slot's `BUSY` state (type invariant); the rest is atomic; `owner` is
 // only used as `&O`, which is `Sync`.
 unsafe impl<O: FrwrOwner> Sync for Slot<O> {}
-// SAFETY: As above.
+// SAFETY: The MR may be used and freed from any thread; `owner` is only
+// used as `&O`, which is `Sync`.
 unsafe impl<O: FrwrOwner> Send for Slot<O> {}
 
 // SAFETY: `cqe` is a `CqEntry<Self>` field at this offset.

@@ -81,7 +81,8 @@ impl Qp {
         // caller's promise.
         let rc = unsafe { sys::rpcrdma_rs_post_send(self.ptr.as_ptr(), first, &mut bad) };
         if let Some((_, last)) = before {
-            // SAFETY: As above; no dangling link to our stack is left.
+            // SAFETY: `last` is valid (the caller's promise); unlinking it
+            // leaves no pointer to our stack.
             unsafe { (*last).next = core::ptr::null_mut() };
         }
         to_result(rc)

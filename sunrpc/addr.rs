@@ -104,7 +104,8 @@ pub(crate) unsafe fn format_addresses(xprt: *mut sys::rpc_xprt) {
 pub(crate) unsafe fn format_port(xprt: *mut sys::rpc_xprt) {
     // SAFETY: The caller guarantees `xprt` is live.
     let port = unsafe { addr_port(xprt) };
-    // SAFETY: As above.
+    // SAFETY: `xprt` is live and its display strings are ours to replace
+    // (the caller's promise, as for `set_display`).
     unsafe {
         set_display(
             xprt,

@@ -266,7 +266,8 @@ impl<'a> SendRqst<'a> {
 
     /// Accounts `bytes` sent.
     pub(crate) fn add_bytes_sent(&self, bytes: usize) {
-        // SAFETY: As above.
+        // SAFETY: The request is ours while it is being sent (type
+        // invariant).
         unsafe { (*self.rqst.get()).rq_xmit_bytes_sent += bytes };
     }
 

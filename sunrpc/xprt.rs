@@ -153,7 +153,7 @@ impl TransportLock<'_> {
     /// Sets the congestion window. `cong` is left alone: requests sent
     /// before still hold their slots and give them back when released.
     pub(crate) fn set_cwnd(&mut self, cwnd: c_ulong) {
-        // SAFETY: As above.
+        // SAFETY: `cwnd` is protected by the lock we hold (type invariant).
         unsafe { (*self.raw()).cwnd = cwnd };
     }
 
@@ -249,26 +249,30 @@ impl<'a> XprtLocked<'a> {
 
     /// Clears `XPRT_CONNECTED`.
     pub(crate) fn clear_connected(&self) {
-        // SAFETY: As for `connected`.
+        // SAFETY: The connection state belongs to the `XPRT_LOCKED` holder
+        // (type invariant).
         unsafe { sys::rpcrdma_rs_xprt_clear_connected(self.raw()) };
     }
 
     /// Clears `XPRT_CONNECTING`: the attempt has its outcome.
     pub(crate) fn clear_connecting(&self) {
-        // SAFETY: As for `connected`.
+        // SAFETY: The connection state belongs to the `XPRT_LOCKED` holder
+        // (type invariant).
         unsafe { sys::rpcrdma_rs_xprt_clear_connecting(self.raw()) };
     }
 
     /// The current connection cookie.
     pub(crate) fn connect_cookie(&self) -> u32 {
-        // SAFETY: As for `connected`.
+        // SAFETY: The connection state belongs to the `XPRT_LOCKED` holder
+        // (type invariant).
         unsafe { (*self.raw()).connect_cookie }
     }
 
     /// The connection is gone: a new cookie, and sunrpc is told.
     pub(crate) fn disconnect_done(&self) {
         let xprt = self.raw();
-        // SAFETY: As for `connected`.
+        // SAFETY: The connection state belongs to the `XPRT_LOCKED` holder
+        // (type invariant).
         unsafe {
             (*xprt).connect_cookie = (*xprt).connect_cookie.wrapping_add(1);
             sys::xprt_disconnect_done(xprt);
@@ -277,14 +281,16 @@ impl<'a> XprtLocked<'a> {
 
     /// Forgets the reconnect backoff: the last connection worked.
     pub(crate) fn reset_backoff(&self) {
-        // SAFETY: As for `connected`.
+        // SAFETY: The connection state belongs to the `XPRT_LOCKED` holder
+        // (type invariant).
         unsafe { (*self.raw()).reestablish_timeout = 0 };
     }
 
     /// The delay before the next attempt; doubles the backoff from
     /// `initial` up to the transport's ceiling.
     pub(crate) fn backoff(&self, initial: c_ulong) -> c_ulong {
-        // SAFETY: As for `connected`.
+        // SAFETY: The connection state belongs to the `XPRT_LOCKED` holder
+        // (type invariant).
         unsafe {
             let delay = sys::xprt_reconnect_delay(self.raw());
             sys::xprt_reconnect_backoff(self.raw(), initial);

@@ -114,7 +114,8 @@ pub(crate) struct Shared {
 // used for `&RdmaXprt`, which is `Sync`.
 unsafe impl Send for Shared {}
 
-// SAFETY: See above.
+// SAFETY: Shared use is through atomics, the spinlock-protected event
+// count, and `&RdmaXprt`, which is `Sync`.
 unsafe impl Sync for Shared {}
 
 /// The connection's FRWR MRs; their failures close the connection.
@@ -148,7 +149,7 @@ pub(crate) struct SharedRef(NonNull<Shared>);
 
 // SAFETY: Only gives `&Shared`, which is `Sync`.
 unsafe impl Send for SharedRef {}
-// SAFETY: See above.
+// SAFETY: Shared use only reads the pointer, to give `&Shared`.
 unsafe impl Sync for SharedRef {}
 
 impl SharedRef {

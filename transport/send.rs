@@ -289,7 +289,9 @@ impl Ep {
         // SAFETY: The policy is the sender's, and we hold XPRT_LOCKED.
         let signalled = unsafe { (*self.signals.get()).next(chained, awaited) };
         ctx.seq.store(seq, Release);
-        // SAFETY: As above, the slot is ours until the Send is posted.
+        // SAFETY: The context's previous Send completed (checked against
+        // `sends_completed` above), so its mapping slot is the sender's
+        // until this Send is posted (`SendCtx` invariant).
         unsafe { *ctx.mapped.get() = mapped };
         // SAFETY: Context, buffer and mapped pages stay until the Send
         // completes (`SendCtx` invariant, `map_pages` contract); the
