@@ -18,6 +18,9 @@ pub(crate) fn transport() -> (u32, u32, u32) {
 /// QP exists.
 pub(crate) const FAULT_MR_POOL: u32 = 1;
 
+/// `fault_inject` bit: fail posting the LOCAL_INVs of a Reply's MRs.
+pub(crate) const FAULT_LOCAL_INV: u32 = 2;
+
 /// Whether the test fault `bit` of `fault_inject` is switched on.
 pub(crate) fn injected(bit: u32) -> bool {
     // SAFETY: Reads a module parameter; no preconditions.

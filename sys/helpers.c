@@ -368,7 +368,7 @@ long rpcrdma_rs_wait_until_gone(struct wait_queue_head *wq, const u64 *gone,
 static unsigned int fault_inject;
 module_param(fault_inject, uint, 0644);
 MODULE_PARM_DESC(fault_inject,
-		 "Test faults, a bit mask (0: none; 1: fail MR pool allocation at connect)");
+		 "Test faults, a bit mask (0: none; 1: fail MR pool allocation at connect; 2: fail posting LOCAL_INV)");
 
 bool rpcrdma_rs_fault(unsigned int bit)
 {

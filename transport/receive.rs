@@ -17,6 +17,7 @@ use super::xprt::RdmaXprt;
 use crate::proto::plan;
 use crate::proto::reply::{self, BadReply, Inbound};
 use crate::rdma::{CqEntry, CqHandler, DmaBuf, DmaDir, FrwrList, Qp, RecvWr, SendChain, Wc};
+use crate::params;
 use crate::sunrpc::PinnedRqst;
 
 impl RdmaXprt {
@@ -372,6 +373,10 @@ fn invalidate(
     let mut chain = SendChain::new();
     pool.chain_inv(pending.mrs.as_slice(), &ctx.linv_cqe, &mut chain);
     if chain.is_empty() || shared.draining.load(Acquire) {
+        return Err(pending);
+    }
+    if params::injected(params::FAULT_LOCAL_INV) {
+        rdebug!("fault injection: failing LOCAL_INV post\n");
         return Err(pending);
     }
     // SAFETY: The QP lives until drained, which waits for this handler.

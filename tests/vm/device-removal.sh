@@ -51,7 +51,30 @@ connect_fault_mount() {
         [ "$(cat /mnt/fault)" = after-fault ] && rm /mnt/fault
 }
 
+# rpcrdma_rs only: a Reply whose MRs cannot be invalidated (posting its
+# LOCAL_INVs is made to fail) must not complete its RPC while the server
+# may still reach the memory: the transport reconnects, sunrpc sends the
+# RPC again, and once the fault is gone the data reads back intact.
+connects() { awk '$1 == "xprt:" { print $5; exit }' /proc/self/mountstats; }
+linv_fault_io() {
+    f=/sys/module/rpcrdma_rs/parameters/fault_inject
+    dd if=/dev/urandom of=/tmp/big bs=1M count=8 2>/dev/null && cp /tmp/big /mnt/big &&
+        sync && echo 3 > /proc/sys/vm/drop_caches || return 1
+    before=$(connects)
+    echo 2 > $f || return 1
+    # READs of 1 MiB come back through Write chunks, so every Reply has MRs.
+    cat /mnt/big > /tmp/readback &
+    pid=$!
+    sleep 5
+    echo 0 > $f
+    wait $pid || return 1
+    after=$(connects)
+    note "connect count $before -> $after while LOCAL_INV posts failed"
+    cmp /tmp/big /tmp/readback && [ "$after" -gt "$before" ] && rm /mnt/big
+}
+
 if [ "${RR_MOD:-c}" = rs ]; then
     check connect_fault_mount_retries connect_fault_mount &&
+        check linv_fault_rpc_resent linv_fault_io &&
         check umount_after_fault umount /mnt
 fi
