@@ -363,7 +363,8 @@ long rpcrdma_rs_wait_until_gone(struct wait_queue_head *wq, const u64 *gone,
 /*
  * Fault injection for tests, off by default. Bit 0: fail the allocation of
  * a connection's MR pool, after its QP exists, so that the connect error
- * path releases a half-built connection.
+ * path releases a half-built connection. Bit 1: fail posting the LOCAL_INVs
+ * of a Reply, so that the RPC waits for the connection to go instead.
  */
 static unsigned int fault_inject;
 module_param(fault_inject, uint, 0644);
