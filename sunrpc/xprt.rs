@@ -247,6 +247,19 @@ impl<'a> XprtLocked<'a> {
         }
     }
 
+    /// Whether sunrpc dropped the last reference to the transport:
+    /// `xprt_destroy` then waits for `XPRT_LOCKED` and calls `destroy`, and
+    /// nothing will be sent on it again (nobody takes a reference from
+    /// zero).
+    pub(crate) fn dying(&self) -> bool {
+        // SAFETY: Live: `destroy` cannot run while `XPRT_LOCKED` is held
+        // (type invariant). The read is `kref_read`'s `READ_ONCE`.
+        let refs = unsafe {
+            core::ptr::read_volatile(&raw const (*self.raw()).kref.refcount.refs.counter)
+        };
+        refs == 0
+    }
+
     /// Clears `XPRT_CONNECTED`.
     pub(crate) fn clear_connected(&self) {
         // SAFETY: The connection state belongs to the `XPRT_LOCKED` holder

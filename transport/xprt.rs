@@ -285,10 +285,25 @@ fn connect_worker(rx: &RdmaXprt) {
         locked.clear_connected();
         rx.reset_cwnd();
         let start = jiffies();
-        let result = Ep::connect(rx, &rx.cfg);
+        // A connect that `op_connect` delayed (our backoff) holds
+        // XPRT_LOCKED until it runs. When the RPC that asked for it gives
+        // up meanwhile (past its major timeout) and its client is shut
+        // down, `xprt_destroy` waits for that lock: connecting now would
+        // set up a connection nothing is ever sent on, torn down by
+        // `destroy` as soon as we unlock (issue 11, defect 5).
+        let dying = locked.dying();
+        let result = if dying {
+            Err(ENOTCONN)
+        } else {
+            Ep::connect(rx, &rx.cfg)
+        };
         let took_ms = jiffies().wrapping_sub(start).saturating_mul(1000) / hz().max(1);
         locked.clear_connecting();
         match result {
+            Err(_) if dying => {
+                rdebug!("transport being destroyed: no connect\n");
+                ENOTCONN.to_errno()
+            }
             Ok(ep) => {
                 let ep_inline = ep.inline();
                 rx.ep.store(KBox::into_raw(ep), Release);
