@@ -134,6 +134,15 @@ for mod in c rs; do
     scenario "link-loss-$mod" 600 c "$mod client: server link down 20 s under I/O" \
         "rr.script=reconnect rr.mod=$mod rr.proto=rdma rr.vers=4.2 rr.faults=link"
 done
+# Issue 11: a hostile server (tests/peer/rpcrdma-peer.c instead of nfsd)
+# answers every Call with one kind of malformed reply per port; every mount
+# must fail, at once when the reply's XID is readable, with no connection
+# that carries no Call (tests/vm/hostile.sh). write-huge (a Write list
+# segment of 0x7fffffff bytes) oopses rpcrdma.ko: rpcrdma_rs only.
+scenario hostile-c 600 none "C client against a hostile server" \
+    "rr.script=hostile rr.mod=c" "rr.script=hostile"
+scenario hostile-rs 600 none "Rust client against a hostile server" \
+    "rr.script=hostile rr.mod=rs" "rr.script=hostile"
 
 if [ -n "$fuzz_pid" ]; then
     step "host: waiting for the fuzzer"

@@ -1,0 +1,168 @@
+# Issue 11: a hostile RPC-over-RDMA server. The server VM runs
+# rpcrdma-peer (tests/peer) instead of nfsd, one port per mode, each
+# answering every Call with one kind of malformed reply; busybox httpd
+# serves its log. The client mounts NFSv4.2 over RDMA against each port in
+# turn: the mount must fail, and fail at once (EIO, as rpcrdma.ko) when the
+# reply is malformed but its XID readable; no connection may carry no Call
+# (rpcrdma.ko opens none); no oops (the host scans the console).
+#
+# rr.mod (client): c or rs. rr.modes=a,b,...: the modes to try (default all;
+# write-huge only with rs: it oopses rpcrdma.ko in nfs_create_rpc_client).
+# shellcheck shell=sh
+
+ALL_MODES="msgp badproc err-trunc err-unknown err-chunk zero-reply-chunk wrong-xid ok-null write-huge"
+# Malformed replies with a readable XID: the RPC must fail with EIO at once.
+FAST_MODES="msgp badproc err-trunc err-unknown err-chunk zero-reply-chunk"
+PEER_BASE_PORT=20100
+PEER_HTTP_PORT=8080
+# timeo in deciseconds: a timed-out NULL ping takes timeo + 2 * timeo (30 s),
+# far above the 10 s a malformed reply may take.
+HOSTILE_TIMEO=100
+HOSTILE_RETRANS=1
+FAST_LIMIT_MS=10000
+
+# mode_port MODE: the peer's port for MODE.
+mode_port() {
+    _i=0
+    for _m in $ALL_MODES; do
+        _i=$((_i + 1))
+        [ "$_m" != "$1" ] || { echo $((PEER_BASE_PORT + _i)); return 0; }
+    done
+    return 1
+}
+
+now_ms() { awk '{ printf "%d\n", $1 * 1000 }' /proc/uptime; }
+
+# --- server ---------------------------------------------------------------
+
+peer_start() {
+    rpcrdma-peer -l || return 1
+    mkdir -p /tmp/www && : > /tmp/www/peer.log || return 1
+    args=
+    for m in $ALL_MODES; do args="$args -p $(mode_port "$m"):$m"; done
+    # Every line also goes to the host, as a note in server.results.log.
+    # shellcheck disable=SC2086 # one word per option
+    (exec < /dev/null; rpcrdma-peer $args 2>&1 | while IFS= read -r l; do
+        echo "$(cut -d' ' -f1 /proc/uptime) $l" >> /tmp/www/peer.log
+        echo "RR-NOTE peer: $l" > "$RESULTS"
+    done) &
+    httpd -p $PEER_HTTP_PORT -h /tmp/www || return 1
+    i=0
+    until [ "$(grep -c ' listening ' /tmp/www/peer.log)" -eq "$(echo $ALL_MODES | wc -w)" ]; do
+        i=$((i + 1))
+        [ $i -le 30 ] || { cat /tmp/www/peer.log; return 1; }
+        sleep 1
+    done
+}
+
+hostile_server() {
+    check server_net net_up $SERVER4 $SERVER6 &&
+        check server_peer peer_start &&
+        echo "RR-READY" > "$RESULTS"
+    # The host powers us off once the client is done.
+    while :; do sleep 60; done
+}
+
+# --- client ---------------------------------------------------------------
+
+peer_log() { wget -q -O - "http://$SERVER4:$PEER_HTTP_PORT/peer.log"; }
+
+# peer_conns MODE: "requests closed zero-call calls" for MODE's connections
+# in the peer's log; a connection still open without a Call counts as
+# zero-call too.
+peer_conns() {
+    peer_log | awk -v m="mode=$1" '
+        $2 == "conn" && $4 == m {
+            n = $3
+            if ($5 == "call") calls[n]++
+            else if ($5 != "established") closed[n] = 1
+        }
+        $2 == "conn" && $4 == "request" && $6 == m { req[$3] = 1 }
+        END {
+            for (n in req) {
+                r++; c += calls[n]
+                if (n in closed) cl++
+                if (!calls[n]) z++
+            }
+            printf "%d %d %d %d\n", r, cl, z, c
+        }'
+}
+
+# wait_closed MODE: until the peer saw every connection of MODE end (30 s).
+wait_closed() {
+    w=0
+    # shellcheck disable=SC2046 # the four numbers
+    while set -- "$1" $(peer_conns "$1") && [ "$3" -lt "$2" ]; do
+        w=$((w + 1))
+        [ $w -le 30 ] || return 1
+        sleep 1
+    done
+}
+
+# try_mount MODE: one mount attempt against MODE's port; sets mount_rc,
+# mount_ms and mount_out.
+try_mount() {
+    mkdir -p /mnt/$1
+    t0=$(now_ms)
+    mount_out=$(timeout -s KILL 180 mount -t nfs -o \
+        "vers=4.2,proto=rdma,port=$(mode_port "$1"),retry=0,timeo=$HOSTILE_TIMEO,retrans=$HOSTILE_RETRANS" \
+        "$SERVER4:/" "/mnt/$1" 2>&1)
+    mount_rc=$?
+    mount_ms=$(($(now_ms) - t0))
+    if grep -q " /mnt/$1 " /proc/mounts; then umount -f "/mnt/$1"; fi
+    note "$1: mount rc=$mount_rc in $mount_ms ms: $(echo "$mount_out" | tr '\n' ' ')"
+}
+
+mount_failed() { [ "$mount_rc" -ne 0 ] || { echo "mount succeeded"; return 1; }; }
+failed_fast() {
+    [ "$mount_ms" -le $FAST_LIMIT_MS ] || { echo "took $mount_ms ms (limit $FAST_LIMIT_MS)"; return 1; }
+}
+# no_idle MODE: every connection MODE saw carried a Call.
+no_idle() {
+    wait_closed "$1" || echo "some connections still open after 30 s"
+    # shellcheck disable=SC2046 # the four numbers
+    set -- $(peer_conns "$1")
+    note "connections: $1 opened, $2 closed, $3 without a call; $4 calls"
+    [ "$3" -eq 0 ] || { echo "$3 of $1 connections carried no call"; return 1; }
+}
+# null_answered: the client took the ok-null peer's reply to its NULL ping
+# and went on with another procedure.
+null_answered() {
+    peer_log | grep 'mode=ok-null call ' | grep -q ' proc=[1-9]' ||
+        { peer_log | grep 'mode=ok-null' | tail -n 3; return 1; }
+}
+
+debug_on() {
+    [ "${RR_MOD:-c}" = rs ] || return 0
+    echo 'module rpcrdma_rs +p' > /sys/kernel/debug/dynamic_debug/control && dmesg -n 8
+}
+
+hostile_client() {
+    # rr.modes: read here, so that the shared init (and with it the cached
+    # base initramfs) stays as it is.
+    RR_MODES=$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^rr\.modes=//p' | tr , ' ')
+    case ${RR_MOD:-c} in
+    c) modname=rpcrdma; dflt=$(echo "$ALL_MODES" | sed 's/ write-huge//') ;;
+    *) modname=rpcrdma_rs; dflt=$ALL_MODES ;;
+    esac
+    check client_net net_up 192.0.2.2 2001:db8::2 &&
+        check client_transport load_transport "${RR_MOD:-c}" &&
+        check client_debug debug_on &&
+        check peer_reachable peer_log || return
+    for m in ${RR_MODES:-$dflt}; do
+        note "mode $m on port $(mode_port "$m")"
+        try_mount "$m"
+        check "${m}_mount_fails" mount_failed
+        case " $FAST_MODES " in
+        *" $m "*) check "${m}_fails_within_10s" failed_fast ;;
+        esac
+        [ "$m" != ok-null ] || check ok-null_null_answered null_answered
+        check "${m}_no_idle_connections" no_idle "$m"
+    done
+    check unload_transport unload $modname
+}
+
+case ${RR_ROLE:-} in
+server) hostile_server ;;
+*) hostile_client ;;
+esac
