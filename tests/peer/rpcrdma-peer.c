@@ -48,7 +48,31 @@ static const char *const mode_names[NMODES] = {
 
 /* RPC-over-RDMA v1 procedures and errors (RFC 8166 section 4.2). */
 enum { RDMA_MSG = 0, RDMA_NOMSG = 1, RDMA_MSGP = 2, RDMA_ERROR = 4 };
-enum { ERR_CHUNK_CODE = 2 };
+enum { RDMA_ERR_CHUNK = 2 };
+#define HANDLE 0xfeedf00d	/* stands for the Call's Reply chunk handle */
+
+/*
+ * Each mode's reply after xid, vers and credits: the header's words, then
+ * (rpc) a minimal RPC reply, accepted and SUCCESS.
+ */
+static const struct shape {
+	uint32_t w[10];
+	unsigned int n, rpc;
+} shapes[NMODES] = {
+	/* RDMA_MSGP (obsolete in v1): align, threshold, three empty lists */
+	[MSGP] = { { RDMA_MSGP, 0, 0, 0, 0, 0 }, 6, 1 },
+	[BADPROC] = { { 7, 0, 0, 0 }, 4, 1 },
+	/* RDMA_ERROR without its error code */
+	[ERR_TRUNC] = { { RDMA_ERROR }, 1, 0 },
+	[ERR_UNKNOWN] = { { RDMA_ERROR, 99 }, 2, 0 },
+	[ERR_CHUNK] = { { RDMA_ERROR, RDMA_ERR_CHUNK }, 2, 0 },
+	/* a Write chunk of one segment the client never offered, 2 GiB - 1 */
+	[WRITE_HUGE] = { { RDMA_MSG, 0, 1, 1, 0xdeadbeef, 0x7fffffff, 0, 0, 0, 0 }, 10, 1 },
+	/* RDMA_NOMSG whose Reply chunk is one segment of length 0 */
+	[ZERO_REPLY_CHUNK] = { { RDMA_NOMSG, 0, 0, 1, 1, HANDLE, 0, 0, 0 }, 9, 0 },
+	[WRONG_XID] = { { RDMA_MSG, 0, 0, 0 }, 4, 1 },
+	[OK_NULL] = { { RDMA_MSG, 0, 0, 0 }, 4, 1 },
+};
 
 struct listener {
 	struct rdma_cm_id *id;
@@ -273,7 +297,7 @@ static int skip_chunks(const uint8_t *p, unsigned int len, unsigned int *off,
 static void on_call(struct conn *c, unsigned int i, unsigned int len)
 {
 	const uint8_t *p = recv_buf(c, i);
-	unsigned int off = 0, s, slot;
+	unsigned int off = 0, s, slot, k;
 	uint32_t xid, vers, credits, proc, d, prog = 0, pvers = 0, pproc = 0;
 	uint32_t reply_handle = 0, rxid;
 	int have_rpc = 0;
@@ -311,63 +335,15 @@ static void on_call(struct conn *c, unsigned int i, unsigned int len)
 	put32(r, &s, rxid);
 	put32(r, &s, 1);
 	put32(r, &s, credits < 1 ? 1 : credits > NBUF ? NBUF : credits);
-	switch (c->l->mode) {
-	case MSGP:
-		put32(r, &s, RDMA_MSGP);
-		put32(r, &s, 0);	/* rdma_align */
-		put32(r, &s, 0);	/* rdma_thresh */
-		break;
-	case BADPROC:
-		put32(r, &s, 7);
-		break;
-	case ERR_TRUNC:
-		put32(r, &s, RDMA_ERROR);
-		goto send;
-	case ERR_UNKNOWN:
-	case ERR_CHUNK:
-		put32(r, &s, RDMA_ERROR);
-		put32(r, &s, c->l->mode == ERR_CHUNK ? ERR_CHUNK_CODE : 99);
-		goto send;
-	case WRITE_HUGE:
-		put32(r, &s, RDMA_MSG);
-		put32(r, &s, 0);		/* no read list */
-		put32(r, &s, 1);		/* a write chunk */
-		put32(r, &s, 1);		/* of one segment */
-		put32(r, &s, 0xdeadbeef);	/* a handle the client never offered */
-		put32(r, &s, 0x7fffffff);
-		put32(r, &s, 0);
-		put32(r, &s, 0);
-		put32(r, &s, 0);		/* end of write list */
-		put32(r, &s, 0);		/* no reply chunk */
-		goto rpc;
-	case ZERO_REPLY_CHUNK:
-		put32(r, &s, RDMA_NOMSG);
-		put32(r, &s, 0);
-		put32(r, &s, 0);
-		put32(r, &s, 1);		/* a reply chunk */
-		put32(r, &s, 1);		/* of one segment */
-		put32(r, &s, reply_handle);
-		put32(r, &s, 0);		/* of length 0 */
-		put32(r, &s, 0);
-		put32(r, &s, 0);
-		goto send;
-	case WRONG_XID:
-	case OK_NULL:
-	default:
-		put32(r, &s, RDMA_MSG);
-		break;
+	for (k = 0; k < shapes[c->l->mode].n; k++)
+		put32(r, &s, shapes[c->l->mode].w[k] == HANDLE ? reply_handle
+							       : shapes[c->l->mode].w[k]);
+	if (shapes[c->l->mode].rpc) {
+		/* accepted, AUTH_NULL verifier, SUCCESS, no results */
+		put32(r, &s, rxid);
+		for (k = 0; k < 5; k++)
+			put32(r, &s, k == 0);
 	}
-	put32(r, &s, 0);	/* read list, write list, reply chunk: empty */
-	put32(r, &s, 0);
-	put32(r, &s, 0);
-rpc:	/* accepted, AUTH_NULL verifier, SUCCESS, no results */
-	put32(r, &s, rxid);
-	put32(r, &s, 1);
-	put32(r, &s, 0);
-	put32(r, &s, 0);
-	put32(r, &s, 0);
-	put32(r, &s, 0);
-send:
 	sge.addr = (uintptr_t)r;
 	sge.length = s;
 	sge.lkey = c->mr->lkey;
@@ -455,6 +431,8 @@ static void on_cm_event(struct rdma_event_channel *ech)
 		return;
 	}
 	c = id->context;
+	if (!c)
+		return;
 	switch (type) {
 	case RDMA_CM_EVENT_ESTABLISHED:
 		printf("conn %u mode=%s established\n", c->n, mode_names[c->l->mode]);
