@@ -139,9 +139,9 @@ done
 # must fail, at once when the reply's XID is readable, with no connection
 # that carries no Call (tests/vm/hostile.sh). write-huge (a Write list
 # segment of 0x7fffffff bytes) oopses rpcrdma.ko: rpcrdma_rs only.
-scenario hostile-c 600 none "C client against a hostile server" \
+scenario hostile-c 900 none "C client against a hostile server" \
     "rr.script=hostile rr.mod=c" "rr.script=hostile"
-scenario hostile-rs 600 none "Rust client against a hostile server" \
+scenario hostile-rs 900 none "Rust client against a hostile server" \
     "rr.script=hostile rr.mod=rs" "rr.script=hostile"
 
 if [ -n "$fuzz_pid" ]; then

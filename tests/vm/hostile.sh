@@ -35,8 +35,14 @@ now_ms() { awk '{ printf "%d\n", $1 * 1000 }' /proc/uptime; }
 
 # --- server ---------------------------------------------------------------
 
+# The peer opens rxe0 through libibverbs' rxe provider, as ibv_devices would.
+peer_devices() {
+    devs=$(rpcrdma-peer -l) || { echo "$devs"; return 1; }
+    note "verbs devices: $devs"
+    echo "$devs" | grep -q '^rxe0: port 1 PORT_ACTIVE'
+}
+
 peer_start() {
-    rpcrdma-peer -l || return 1
     mkdir -p /tmp/www && : > /tmp/www/peer.log || return 1
     args=
     for m in $ALL_MODES; do args="$args -p $(mode_port "$m"):$m"; done
@@ -57,6 +63,7 @@ peer_start() {
 
 hostile_server() {
     check server_net net_up $SERVER4 $SERVER6 &&
+        check server_verbs_device peer_devices &&
         check server_peer peer_start &&
         echo "RR-READY" > "$RESULTS"
     # The host powers us off once the client is done.
