@@ -39,7 +39,7 @@ now_ms() { awk '{ printf "%d\n", $1 * 1000 }' /proc/uptime; }
 peer_devices() {
     devs=$(rpcrdma-peer -l) || { echo "$devs"; return 1; }
     note "verbs devices: $devs"
-    echo "$devs" | grep -q '^rxe0: port 1 PORT_ACTIVE'
+    echo "$devs" | grep -qi '^rxe0: port 1 .*active'
 }
 
 peer_start() {
