@@ -48,11 +48,12 @@ peer_start() {
     for m in $ALL_MODES; do args="$args -p $(mode_port "$m"):$m"; done
     # Every line also goes to the host, as a note in server.results.log.
     # shellcheck disable=SC2086 # one word per option
-    (exec < /dev/null; rpcrdma-peer $args 2>&1 | while IFS= read -r l; do
+    # Off check's output (as console_bg), or check waits for the peer to end.
+    (exec > /dev/console 2>&1 < /dev/null; rpcrdma-peer $args 2>&1 | while IFS= read -r l; do
         echo "$(cut -d' ' -f1 /proc/uptime) $l" >> /tmp/www/peer.log
         echo "RR-NOTE peer: $l" > "$RESULTS"
     done) &
-    httpd -p $PEER_HTTP_PORT -h /tmp/www || return 1
+    httpd -p $PEER_HTTP_PORT -h /tmp/www > /dev/console 2>&1 < /dev/null || return 1
     i=0
     until [ "$(grep -c ' listening ' /tmp/www/peer.log)" -eq "$(echo $ALL_MODES | wc -w)" ]; do
         i=$((i + 1))
