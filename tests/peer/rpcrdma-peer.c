@@ -4,9 +4,10 @@
  *
  * It listens on one or more ports, accepts every connection (with RFC 8797
  * private data unless -N), and answers every Call it receives with the
- * reply its port's mode asks for, malformed on purpose: a client must fail
- * those RPCs cleanly, never crash, and never open connections it does not
- * use. One line on stdout per connection event and per Call:
+ * reply its port's mode asks for, malformed on purpose (or with none, in
+ * mode silent): a client must fail those RPCs cleanly, never crash, and
+ * never open connections it does not use. One line on stdout per
+ * connection event and per Call:
  *
  *   listening port=P mode=M
  *   conn N request port=P mode=M from ADDR
@@ -40,10 +41,10 @@
 #define MAXPORTS 16
 
 enum mode { MSGP, BADPROC, ERR_TRUNC, ERR_UNKNOWN, ERR_CHUNK, WRITE_HUGE,
-	    ZERO_REPLY_CHUNK, WRONG_XID, OK_NULL, NMODES };
+	    ZERO_REPLY_CHUNK, WRONG_XID, OK_NULL, SILENT, NMODES };
 static const char *const mode_names[NMODES] = {
 	"msgp", "badproc", "err-trunc", "err-unknown", "err-chunk",
-	"write-huge", "zero-reply-chunk", "wrong-xid", "ok-null",
+	"write-huge", "zero-reply-chunk", "wrong-xid", "ok-null", "silent",
 };
 
 /* RPC-over-RDMA v1 procedures and errors (RFC 8166 section 4.2). */
@@ -72,6 +73,7 @@ static const struct shape {
 	[ZERO_REPLY_CHUNK] = { { RDMA_NOMSG, 0, 0, 1, 1, HANDLE, 0, 0, 0 }, 9, 0 },
 	[WRONG_XID] = { { RDMA_MSG, 0, 0, 0 }, 4, 1 },
 	[OK_NULL] = { { RDMA_MSG, 0, 0, 0 }, 4, 1 },
+	/* SILENT: no reply at all */
 };
 
 struct listener {
@@ -324,6 +326,8 @@ static void on_call(struct conn *c, unsigned int i, unsigned int len)
 	else
 		printf(" proc=?\n");
 
+	if (c->l->mode == SILENT)
+		return;
 	if (c->sends_out >= NBUF) {
 		printf("conn %u send queue full, no reply to xid=0x%08x\n", c->n, xid);
 		return;
@@ -498,7 +502,7 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: rpcrdma-peer [-N] -p PORT -m MODE | -p PORT:MODE ... | -l\n"
 		"modes: msgp badproc err-trunc err-unknown err-chunk write-huge\n"
-		"       zero-reply-chunk wrong-xid ok-null\n");
+		"       zero-reply-chunk wrong-xid ok-null silent\n");
 	exit(2);
 }
 

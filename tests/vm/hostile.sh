@@ -6,19 +6,25 @@
 # reply is malformed but its XID readable; no connection may carry no Call
 # (rpcrdma.ko opens none); no oops (the host scans the console).
 #
+# short-MODE mounts against MODE with short timeouts (timeo=10, retrans=3:
+# a major timeout after 4 s): against a server whose replies never complete
+# an RPC, the client reconnects for each retransmission and backs off, and
+# a reconnect still pending when the mount gives up must not open a
+# connection for a transport that is being destroyed (defect 5).
+#
 # rr.mod (client): c or rs. rr.modes=a,b,...: the modes to try (default all;
 # write-huge only with rs: it oopses rpcrdma.ko in nfs_create_rpc_client).
 # shellcheck shell=sh
 
-ALL_MODES="msgp badproc err-trunc err-unknown err-chunk zero-reply-chunk wrong-xid ok-null write-huge"
+ALL_MODES="msgp badproc err-trunc err-unknown err-chunk zero-reply-chunk wrong-xid ok-null write-huge silent"
 # Malformed replies with a readable XID: the RPC must fail with EIO at once.
 FAST_MODES="msgp badproc err-trunc err-unknown err-chunk zero-reply-chunk"
 PEER_BASE_PORT=20100
 PEER_HTTP_PORT=8080
-# timeo in deciseconds: a timed-out NULL ping takes timeo + 2 * timeo (30 s),
-# far above the 10 s a malformed reply may take.
-HOSTILE_TIMEO=100
-HOSTILE_RETRANS=1
+# timeo in deciseconds: a timed-out NULL ping takes timeo + timeo * retrans
+# (20 s) per mount attempt, far above the 10 s a malformed reply may take.
+LONG_TIMEO=100
+LONG_RETRANS=1
 FAST_LIMIT_MS=10000
 
 # mode_port MODE: the peer's port for MODE.
@@ -107,13 +113,13 @@ wait_closed() {
     done
 }
 
-# try_mount MODE: one mount attempt against MODE's port; sets mount_rc,
-# mount_ms and mount_out.
+# try_mount MODE TIMEO RETRANS: one mount against MODE's port; sets
+# mount_rc, mount_ms and mount_out.
 try_mount() {
     mkdir -p /mnt/$1
     t0=$(now_ms)
     mount_out=$(timeout -s KILL 180 mount -t nfs -o \
-        "vers=4.2,proto=rdma,port=$(mode_port "$1"),retry=0,timeo=$HOSTILE_TIMEO,retrans=$HOSTILE_RETRANS" \
+        "vers=4.2,proto=rdma,port=$(mode_port "$1"),retry=0,timeo=$2,retrans=$3" \
         "$SERVER4:/" "/mnt/$1" 2>&1)
     mount_rc=$?
     mount_ms=$(($(now_ms) - t0))
@@ -125,11 +131,27 @@ mount_failed() { [ "$mount_rc" -ne 0 ] || { echo "mount succeeded"; return 1; };
 failed_fast() {
     [ "$mount_ms" -le $FAST_LIMIT_MS ] || { echo "took $mount_ms ms (limit $FAST_LIMIT_MS)"; return 1; }
 }
-# no_idle MODE: every connection MODE saw carried a Call.
+# transports_gone: until the transport module has no transport left (each
+# holds a module reference until it is destroyed), 90 s at most.
+transports_gone() {
+    w=0
+    until [ "$(cat /sys/module/$modname/refcnt)" = 0 ]; do
+        w=$((w + 1))
+        [ $w -le 90 ] || { echo "$modname still in use after 90 s"; return 1; }
+        sleep 1
+    done
+    [ $w -eq 0 ] || note "transports gone after $w s"
+}
+
+# no_idle MODE "BEFORE": every connection MODE saw since peer_conns said
+# BEFORE carried a Call. Counted once the client has destroyed its
+# transports and the peer saw them all close.
 no_idle() {
+    transports_gone
     wait_closed "$1" || echo "some connections still open after 30 s"
-    # shellcheck disable=SC2046 # the four numbers
-    set -- $(peer_conns "$1")
+    # shellcheck disable=SC2046 # the four numbers, then the four before
+    set -- $(peer_conns "$1") $2
+    set -- $(($1 - $5)) $(($2 - $6)) $(($3 - $7)) $(($4 - $8))
     note "connections: $1 opened, $2 closed, $3 without a call; $4 calls"
     [ "$3" -eq 0 ] || { echo "$3 of $1 connections carried no call"; return 1; }
 }
@@ -149,23 +171,30 @@ hostile_client() {
     # rr.modes: read here, so that the shared init (and with it the cached
     # base initramfs) stays as it is.
     RR_MODES=$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^rr\.modes=//p' | tr , ' ')
+    dflt="msgp badproc err-trunc err-unknown err-chunk zero-reply-chunk wrong-xid ok-null"
     case ${RR_MOD:-c} in
-    c) modname=rpcrdma; dflt=$(echo "$ALL_MODES" | sed 's/ write-huge//') ;;
-    *) modname=rpcrdma_rs; dflt=$ALL_MODES ;;
+    c) modname=rpcrdma ;;
+    *) modname=rpcrdma_rs; dflt="$dflt write-huge" ;;
     esac
+    dflt="$dflt short-msgp short-silent"
     check client_net net_up 192.0.2.2 2001:db8::2 &&
         check client_transport load_transport "${RR_MOD:-c}" &&
         check client_debug debug_on &&
         check peer_reachable peer_log || return
-    for m in ${RR_MODES:-$dflt}; do
-        note "mode $m on port $(mode_port "$m")"
-        try_mount "$m"
-        check "${m}_mount_fails" mount_failed
-        case " $FAST_MODES " in
-        *" $m "*) check "${m}_fails_within_10s" failed_fast ;;
+    for t in ${RR_MODES:-$dflt}; do
+        m=${t#short-}
+        note "mode $t on port $(mode_port "$m")"
+        before=$(peer_conns "$m")
+        case $t in
+        short-*) try_mount "$m" 10 3 ;;
+        *) try_mount "$m" $LONG_TIMEO $LONG_RETRANS ;;
         esac
-        [ "$m" != ok-null ] || check ok-null_null_answered null_answered
-        check "${m}_no_idle_connections" no_idle "$m"
+        check "${t}_mount_fails" mount_failed
+        case " $FAST_MODES " in
+        *" $t "*) check "${t}_fails_within_10s" failed_fast ;;
+        esac
+        [ "$t" != ok-null ] || check ok-null_null_answered null_answered
+        check "${t}_no_idle_connections" no_idle "$m" "$before"
     done
     check unload_transport unload $modname
 }
