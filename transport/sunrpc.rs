@@ -225,6 +225,19 @@ impl RdmaXprt {
         unsafe { sys::rpcrdma_rs_xprt_connected(self.raw()) }
     }
 
+    /// Whether sunrpc dropped the last reference to the transport:
+    /// `xprt_destroy` then waits for `XPRT_LOCKED` and calls `destroy`.
+    /// Nobody takes a reference from zero, so nothing will ever be sent on
+    /// this transport again.
+    fn dying(&self) -> bool {
+        // SAFETY: `xprt` is live: `destroy` cannot run while the caller
+        // holds the connect lock. The read is `kref_read`'s `READ_ONCE`.
+        let refs = unsafe {
+            core::ptr::read_volatile(&raw const (*self.raw()).kref.refcount.refs.counter)
+        };
+        refs == 0
+    }
+
     /// # Safety
     ///
     /// The caller holds `XPRT_LOCKED`.
@@ -1093,6 +1106,23 @@ unsafe extern "C" fn connect_worker(work: *mut sys::work_struct) {
         )
     };
     let xprt = rx.raw();
+    // A connect that `op_connect` delayed (our backoff) holds XPRT_LOCKED
+    // until it runs. When the RPC that asked for it gives up meanwhile
+    // (past its major timeout) and its client is shut down, xprt_destroy
+    // waits for that lock; connecting now would set up a connection that
+    // nothing is ever sent on, torn down by `destroy` as soon as we unlock
+    // (issue 11, defect 5). rpcrdma.ko reconnects without delay and has
+    // no such window.
+    if rx.dying() {
+        rdebug!("transport being destroyed: no connect\n");
+        // SAFETY: The connect lock is ours; release it as below.
+        unsafe {
+            sys::rpcrdma_rs_xprt_clear_connecting(xprt);
+            sys::xprt_unlock_connect(xprt, xprt.cast());
+            sys::xprt_wake_pending_tasks(xprt, ENOTCONN.to_errno());
+        }
+        return;
+    }
     // SAFETY: The connect lock (XPRT_LOCKED) is ours until unlocked below.
     unsafe { rx.teardown() };
     // SAFETY: As above.
