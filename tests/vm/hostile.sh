@@ -113,7 +113,7 @@ wait_closed() {
     done
 }
 
-# try_mount MODE TIMEO RETRANS: one mount against MODE's port; sets
+# try_mount MODE TIMEO RETRANS LABEL: one mount against MODE's port; sets
 # mount_rc, mount_ms and mount_out.
 try_mount() {
     mkdir -p /mnt/$1
@@ -124,7 +124,7 @@ try_mount() {
     mount_rc=$?
     mount_ms=$(($(now_ms) - t0))
     if grep -q " /mnt/$1 " /proc/mounts; then umount -f "/mnt/$1"; fi
-    note "$1: mount rc=$mount_rc in $mount_ms ms: $(echo "$mount_out" | tr '\n' ' ')"
+    note "$4: mount rc=$mount_rc in $mount_ms ms: $(echo "$mount_out" | tr '\n' ' ')"
 }
 
 mount_failed() { [ "$mount_rc" -ne 0 ] || { echo "mount succeeded"; return 1; }; }
@@ -186,8 +186,8 @@ hostile_client() {
         note "mode $t on port $(mode_port "$m")"
         before=$(peer_conns "$m")
         case $t in
-        short-*) try_mount "$m" 10 3 ;;
-        *) try_mount "$m" $LONG_TIMEO $LONG_RETRANS ;;
+        short-*) try_mount "$m" 10 3 "$t" ;;
+        *) try_mount "$m" $LONG_TIMEO $LONG_RETRANS "$t" ;;
         esac
         check "${t}_mount_fails" mount_failed
         case " $FAST_MODES " in
