@@ -9,11 +9,13 @@ CACHE_DIR=${RPCRDMA_RS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rpcrdma_rs}
 REPO_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 # copy_with_libs ROOT BIN...: copy host binaries into ROOT at the same
-# paths, with the shared libraries ldd names for them.
+# paths, with the shared libraries ldd names for them. BIN=DEST puts BIN at
+# DEST in ROOT instead (a binary built in the checkout).
 copy_with_libs() {
-    local root=$1 b lib; shift
+    local root=$1 b dst lib; shift
     for b in "$@"; do
-        mkdir -p "$root$(dirname "$b")"; cp "$b" "$root$b"
+        dst=${b#*=} b=${b%%=*}
+        mkdir -p "$root$(dirname "$dst")"; cp "$b" "$root$dst"
         for lib in $(ldd "$b" | awk '/=> \//{print $3} /^[[:space:]]*\//{print $1}'); do
             [ -e "$root$lib" ] || { mkdir -p "$root$(dirname "$lib")"; cp -L "$lib" "$root$lib"; }
         done

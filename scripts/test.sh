@@ -6,6 +6,7 @@
 #   FUZZ_SECONDS=60  seconds per fuzz target (0 skips fuzzing)
 #   ONLY=regex       run only the VM scenarios whose name matches
 #   CHUNKS_BIGSIZE=384  MiB of the big file in ref-chunks (and rs-chunks)
+#   HOSTILE_MODES=a,b   the modes hostile-c and hostile-rs try (tests/vm/hostile.sh)
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$REPO_DIR/scripts/vm.sh"
@@ -134,6 +135,18 @@ for mod in c rs; do
     scenario "link-loss-$mod" 600 c "$mod client: server link down 20 s under I/O" \
         "rr.script=reconnect rr.mod=$mod rr.proto=rdma rr.vers=4.2 rr.faults=link"
 done
+# Issue 11: a hostile server (tests/peer/rpcrdma-peer.c instead of nfsd)
+# answers every Call with one kind of malformed reply per port; every mount
+# must fail, at once when the reply's XID is readable, with no connection
+# that carries no Call (tests/vm/hostile.sh). write-huge (a Write list
+# segment of 0x7fffffff bytes) oopses rpcrdma.ko: rpcrdma_rs only. The
+# short-* modes retransmit through reconnects until the mount gives up: no
+# connection may open after that (defect 5). HOSTILE_MODES=a,b picks modes.
+hmodes=${HOSTILE_MODES:+rr.modes=$HOSTILE_MODES}
+scenario hostile-c 900 none "C client against a hostile server" \
+    "rr.script=hostile rr.mod=c $hmodes" "rr.script=hostile"
+scenario hostile-rs 900 none "Rust client against a hostile server" \
+    "rr.script=hostile rr.mod=rs $hmodes" "rr.script=hostile"
 
 if [ -n "$fuzz_pid" ]; then
     step "host: waiting for the fuzzer"

@@ -1,0 +1,205 @@
+# Issue 11: a hostile RPC-over-RDMA server. The server VM runs
+# rpcrdma-peer (tests/peer) instead of nfsd, one port per mode, each
+# answering every Call with one kind of malformed reply; busybox httpd
+# serves its log. The client mounts NFSv4.2 over RDMA against each port in
+# turn: the mount must fail, and fail at once (EIO, as rpcrdma.ko) when the
+# reply is malformed but its XID readable; no connection may carry no Call
+# (rpcrdma.ko opens none); no oops (the host scans the console).
+#
+# short-MODE mounts against MODE with short timeouts (timeo=10, retrans=3:
+# a major timeout after 4 s): against a server whose replies never complete
+# an RPC, the client reconnects for each retransmission and backs off, and
+# a reconnect still pending when the mount gives up must not open a
+# connection for a transport that is being destroyed (defect 5).
+#
+# rr.mod (client): c or rs. rr.modes=a,b,...: the modes to try (default all;
+# write-huge only with rs: it oopses rpcrdma.ko in nfs_create_rpc_client).
+# shellcheck shell=sh
+
+ALL_MODES="msgp badproc err-trunc err-unknown err-chunk zero-reply-chunk wrong-xid ok-null write-huge silent"
+# Malformed replies with a readable XID: the RPC must fail with EIO at once.
+FAST_MODES="msgp badproc err-trunc err-unknown err-chunk zero-reply-chunk"
+PEER_BASE_PORT=20100
+PEER_HTTP_PORT=8080
+# timeo in deciseconds: a timed-out NULL ping takes timeo + timeo * retrans
+# (20 s) per mount attempt, far above the 10 s a malformed reply may take.
+LONG_TIMEO=100
+LONG_RETRANS=1
+FAST_LIMIT_MS=10000
+
+# mode_port MODE: the peer's port for MODE.
+mode_port() {
+    _i=0
+    for _m in $ALL_MODES; do
+        _i=$((_i + 1))
+        [ "$_m" != "$1" ] || { echo $((PEER_BASE_PORT + _i)); return 0; }
+    done
+    return 1
+}
+
+now_ms() { awk '{ printf "%d\n", $1 * 1000 }' /proc/uptime; }
+
+# --- server ---------------------------------------------------------------
+
+# The peer opens rxe0 through libibverbs' rxe provider, as ibv_devices would.
+peer_devices() {
+    devs=$(rpcrdma-peer -l) || { echo "$devs"; return 1; }
+    note "verbs devices: $devs"
+    echo "$devs" | grep -qi '^rxe0: port 1 .*active'
+}
+
+peer_start() {
+    mkdir -p /tmp/www && : > /tmp/www/peer.log || return 1
+    args=
+    for m in $ALL_MODES; do args="$args -p $(mode_port "$m"):$m"; done
+    # Every line also goes to the host, as a note in server.results.log.
+    # shellcheck disable=SC2086 # one word per option
+    # Off check's output (as console_bg), or check waits for the peer to end.
+    (exec > /dev/console 2>&1 < /dev/null; rpcrdma-peer $args 2>&1 | while IFS= read -r l; do
+        echo "$(cut -d' ' -f1 /proc/uptime) $l" >> /tmp/www/peer.log
+        echo "RR-NOTE peer: $l" > "$RESULTS"
+    done) &
+    httpd -p $PEER_HTTP_PORT -h /tmp/www > /dev/console 2>&1 < /dev/null || return 1
+    i=0
+    until [ "$(grep -c ' listening ' /tmp/www/peer.log)" -eq "$(echo $ALL_MODES | wc -w)" ]; do
+        i=$((i + 1))
+        [ $i -le 30 ] || { cat /tmp/www/peer.log; return 1; }
+        sleep 1
+    done
+}
+
+hostile_server() {
+    check server_net net_up $SERVER4 $SERVER6 &&
+        check server_verbs_device peer_devices &&
+        check server_peer peer_start &&
+        echo "RR-READY" > "$RESULTS"
+    # The host powers us off once the client is done.
+    while :; do sleep 60; done
+}
+
+# --- client ---------------------------------------------------------------
+
+peer_log() { wget -q -O - "http://$SERVER4:$PEER_HTTP_PORT/peer.log"; }
+
+# peer_conns MODE: "requests closed zero-call calls" for MODE's connections
+# in the peer's log; a connection still open without a Call counts as
+# zero-call too.
+peer_conns() {
+    peer_log | awk -v m="mode=$1" '
+        $2 == "conn" && $4 == m {
+            n = $3
+            if ($5 == "call") calls[n]++
+            else if ($5 != "established") closed[n] = 1
+        }
+        $2 == "conn" && $4 == "request" && $6 == m { req[$3] = 1 }
+        END {
+            for (n in req) {
+                r++; c += calls[n]
+                if (n in closed) cl++
+                if (!calls[n]) z++
+            }
+            printf "%d %d %d %d\n", r, cl, z, c
+        }'
+}
+
+# wait_closed MODE: until the peer saw every connection of MODE end (30 s).
+wait_closed() {
+    w=0
+    # shellcheck disable=SC2046 # the four numbers
+    while set -- "$1" $(peer_conns "$1") && [ "$3" -lt "$2" ]; do
+        w=$((w + 1))
+        [ $w -le 30 ] || return 1
+        sleep 1
+    done
+}
+
+# try_mount MODE TIMEO RETRANS LABEL: one mount against MODE's port; sets
+# mount_rc, mount_ms and mount_out.
+try_mount() {
+    mkdir -p /mnt/$1
+    t0=$(now_ms)
+    mount_out=$(timeout -s KILL 180 mount -t nfs -o \
+        "vers=4.2,proto=rdma,port=$(mode_port "$1"),retry=0,timeo=$2,retrans=$3" \
+        "$SERVER4:/" "/mnt/$1" 2>&1)
+    mount_rc=$?
+    mount_ms=$(($(now_ms) - t0))
+    if grep -q " /mnt/$1 " /proc/mounts; then umount -f "/mnt/$1"; fi
+    note "$4: mount rc=$mount_rc in $mount_ms ms: $(echo "$mount_out" | tr '\n' ' ')"
+}
+
+mount_failed() { [ "$mount_rc" -ne 0 ] || { echo "mount succeeded"; return 1; }; }
+failed_fast() {
+    [ "$mount_ms" -le $FAST_LIMIT_MS ] || { echo "took $mount_ms ms (limit $FAST_LIMIT_MS)"; return 1; }
+}
+# transports_gone: until the transport module has no transport left (each
+# holds a module reference until it is destroyed), 90 s at most.
+transports_gone() {
+    w=0
+    until [ "$(cat /sys/module/$modname/refcnt)" = 0 ]; do
+        w=$((w + 1))
+        [ $w -le 90 ] || { echo "$modname still in use after 90 s"; return 1; }
+        sleep 1
+    done
+    [ $w -eq 0 ] || note "transports gone after $w s"
+}
+
+# no_idle MODE "BEFORE": every connection MODE saw since peer_conns said
+# BEFORE carried a Call. Counted once the client has destroyed its
+# transports and the peer saw them all close.
+no_idle() {
+    transports_gone
+    wait_closed "$1" || echo "some connections still open after 30 s"
+    # shellcheck disable=SC2046 # the four numbers, then the four before
+    set -- $(peer_conns "$1") $2
+    set -- $(($1 - $5)) $(($2 - $6)) $(($3 - $7)) $(($4 - $8))
+    note "connections: $1 opened, $2 closed, $3 without a call; $4 calls"
+    [ "$3" -eq 0 ] || { echo "$3 of $1 connections carried no call"; return 1; }
+}
+# null_answered: the client took the ok-null peer's reply to its NULL ping
+# and went on with another procedure.
+null_answered() {
+    peer_log | grep 'mode=ok-null call ' | grep -q ' proc=[1-9]' ||
+        { peer_log | grep 'mode=ok-null' | tail -n 3; return 1; }
+}
+
+debug_on() {
+    [ "${RR_MOD:-c}" = rs ] || return 0
+    echo 'module rpcrdma_rs +p' > /sys/kernel/debug/dynamic_debug/control && dmesg -n 8
+}
+
+hostile_client() {
+    # rr.modes: read here, so that the shared init (and with it the cached
+    # base initramfs) stays as it is.
+    RR_MODES=$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^rr\.modes=//p' | tr , ' ')
+    dflt="msgp badproc err-trunc err-unknown err-chunk zero-reply-chunk wrong-xid ok-null"
+    case ${RR_MOD:-c} in
+    c) modname=rpcrdma ;;
+    *) modname=rpcrdma_rs; dflt="$dflt write-huge" ;;
+    esac
+    dflt="$dflt short-msgp short-silent"
+    check client_net net_up 192.0.2.2 2001:db8::2 &&
+        check client_transport load_transport "${RR_MOD:-c}" &&
+        check client_debug debug_on &&
+        check peer_reachable peer_log || return
+    for t in ${RR_MODES:-$dflt}; do
+        m=${t#short-}
+        note "mode $t on port $(mode_port "$m")"
+        before=$(peer_conns "$m")
+        case $t in
+        short-*) try_mount "$m" 10 3 "$t" ;;
+        *) try_mount "$m" $LONG_TIMEO $LONG_RETRANS "$t" ;;
+        esac
+        check "${t}_mount_fails" mount_failed
+        case " $FAST_MODES " in
+        *" $t "*) check "${t}_fails_within_10s" failed_fast ;;
+        esac
+        [ "$t" != ok-null ] || check ok-null_null_answered null_answered
+        check "${t}_no_idle_connections" no_idle "$m" "$before"
+    done
+    check unload_transport unload $modname
+}
+
+case ${RR_ROLE:-} in
+server) hostile_server ;;
+*) hostile_client ;;
+esac
