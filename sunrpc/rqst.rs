@@ -362,16 +362,28 @@ impl PinnedRqst {
         }
     }
 
-    /// Completes the RPC with `status` (bytes received, or an errno) and
-    /// unpins it.
-    pub(crate) fn complete(self, status: c_int) {
+    /// Completes the RPC with the bytes of its Reply, or fails it with an
+    /// errno, and unpins it. A failure goes to the task's status and the
+    /// Reply counts as empty, as `rpcrdma_complete_rqst` does: a negative
+    /// byte count would be taken for a garbled Reply and the Call sent
+    /// again.
+    pub(crate) fn complete(self, result: Result<u32>) {
         let this = core::mem::ManuallyDrop::new(self);
         let xprt = this.xprt();
+        let copied = match result {
+            Ok(n) => c_int::try_from(n).unwrap_or(c_int::MAX),
+            Err(_) => 0,
+        };
         // SAFETY: Pinned (type invariant); completing and unpinning need
-        // `queue_lock`; the pin is given up here, once.
+        // `queue_lock`; the pin is given up here, once. A pinned request
+        // has a live task.
         unsafe {
             sys::rpcrdma_rs_spin_lock(&raw mut (*xprt).queue_lock);
-            sys::xprt_complete_rqst((*this.rqst.as_ptr()).rq_task, status);
+            let task = (*this.rqst.as_ptr()).rq_task;
+            if let Err(err) = result {
+                (*task).tk_status = err.to_errno();
+            }
+            sys::xprt_complete_rqst(task, copied);
             sys::xprt_unpin_rqst(this.rqst.as_ptr());
             sys::rpcrdma_rs_spin_unlock(&raw mut (*xprt).queue_lock);
         }

@@ -4,8 +4,6 @@
 //! buffer (inline, or already written through the Write or Reply chunk),
 //! and completing the RPC.
 
-use core::ffi::c_int;
-
 use kernel::prelude::*;
 
 use super::request::ReqState;
@@ -23,8 +21,8 @@ impl RdmaXprt {
         payload: Result<ReplyBody<'_>, Error>,
         st: &ReqState,
     ) {
-        let status = match payload {
-            Ok(body) => match plan::check_reply(body.nomsg, &body.lists, &st.offered()) {
+        let result = payload.and_then(|body| {
+            match plan::check_reply(body.nomsg, &body.lists, &st.offered()) {
                 Ok(ReplyShape::Inline) => copy_to_rcv_buf(&mut rqst, body.payload, &self.stats),
                 Ok(ReplyShape::Write { written }) => {
                     self.stats.total_rdma_reply.add(u64::from(written));
@@ -32,23 +30,27 @@ impl RdmaXprt {
                 }
                 Ok(ReplyShape::Reply { written }) => {
                     self.stats.total_rdma_reply.add(u64::from(written));
-                    c_int::try_from(written).unwrap_or(EIO.to_errno())
+                    Ok(written)
                 }
                 Err(err) => {
                     rdebug!("bad reply: {:?}\n", err);
                     self.stats.bad_reply_count.add(1);
-                    EIO.to_errno()
+                    Err(EIO)
                 }
-            },
-            Err(err) => err.to_errno(),
-        };
-        rqst.complete(status);
+            }
+        });
+        rqst.complete(result);
     }
 }
 
 /// Lays out a Reply whose result data came in the Write chunk
 /// ([`plan::write_fixup`]); returns its length.
-fn write_chunk_fixup(rqst: &mut PinnedRqst, payload: &[u8], written: u32, stats: &Stats) -> c_int {
+fn write_chunk_fixup(
+    rqst: &mut PinnedRqst,
+    payload: &[u8],
+    written: u32,
+    stats: &Stats,
+) -> Result<u32> {
     let prv = rqst.private_buf();
     let head = prv.head_len();
     let inline = u32::try_from(payload.len()).unwrap_or(u32::MAX);
@@ -57,32 +59,27 @@ fn write_chunk_fixup(rqst: &mut PinnedRqst, payload: &[u8], written: u32, stats:
         rqst.trim_head(h);
     }
     let (first, rest) = payload.split_at(f.head_copy.min(inline) as usize);
-    if rqst.write(0, first).is_err() {
-        return EIO.to_errno();
-    }
+    rqst.write(0, first).map_err(|_| EIO)?;
     if !rest.is_empty() {
-        if rqst.write(f.rest_offset, rest).is_err() {
-            return EIO.to_errno();
-        }
+        rqst.write(f.rest_offset, rest).map_err(|_| EIO)?;
         stats.fixup_copy_count.add(rest.len() as u64);
     }
     let room = rqst.private_buf().room();
-    c_int::try_from(u64::from(f.total).min(room)).unwrap_or(c_int::MAX)
+    Ok(u32::try_from(u64::from(f.total).min(room)).unwrap_or(u32::MAX))
 }
 
 /// Copies a Reply into the request's private receive buffer, head then
 /// pages then tail, as a byte stream transport does; returns the bytes
 /// copied.
-fn copy_to_rcv_buf(rqst: &mut PinnedRqst, payload: &[u8], stats: &Stats) -> c_int {
+fn copy_to_rcv_buf(rqst: &mut PinnedRqst, payload: &[u8], stats: &Stats) -> Result<u32> {
     let room = rqst.private_buf().room();
     let len = payload
         .len()
         .min(usize::try_from(room).unwrap_or(usize::MAX));
-    if rqst.write(0, payload.get(..len).unwrap_or(&[])).is_err() {
-        return EIO.to_errno();
-    }
+    rqst.write(0, payload.get(..len).unwrap_or(&[]))
+        .map_err(|_| EIO)?;
     // Bytes that landed past the head: what rpcrdma.ko's fixup copies.
     let head = rqst.private_buf().head_len() as usize;
     stats.fixup_copy_count.add(len.saturating_sub(head) as u64);
-    c_int::try_from(len).unwrap_or(c_int::MAX)
+    u32::try_from(len).map_err(|_| EIO)
 }

@@ -14,10 +14,10 @@ use super::classify_received;
 use super::connection::{MrPool, Shared, SharedRef, MAX_RPC_MRS};
 use super::request::ReqState;
 use super::xprt::RdmaXprt;
+use crate::params;
 use crate::proto::plan;
 use crate::proto::reply::{self, BadReply, Inbound};
 use crate::rdma::{CqEntry, CqHandler, DmaBuf, DmaDir, FrwrList, Qp, RecvWr, SendChain, Wc};
-use crate::params;
 use crate::sunrpc::PinnedRqst;
 
 impl RdmaXprt {
@@ -31,6 +31,9 @@ impl RdmaXprt {
         len: usize,
         invalidated: Option<u32>,
     ) -> Handled {
+        // Any data means the conversation works: the next reconnect need
+        // not back off (as `rpcrdma_reply_handler`).
+        self.had_reply.store(true, Relaxed);
         let msg = ctx.msg(len);
         let Inbound::Reply { xid, credits, body } =
             classify_received(msg, &self.stats, self.cfg.slots)
@@ -44,7 +47,6 @@ impl RdmaXprt {
             return Handled::Done;
         };
         // Only a message that matched a waiting RPC may move the window.
-        self.had_reply.store(true, Relaxed);
         self.update_cwnd(credits);
         let payload = body.map_err(|_: BadReply| EIO);
         // SAFETY: The request is pinned, so its buffer (and state) stays.
