@@ -13,12 +13,18 @@ mod cm;
 mod cq;
 mod device;
 mod dma;
+mod listen;
 mod mr;
 mod qp;
+mod rw;
+#[cfg(CONFIG_KUNIT = "y")]
+pub(crate) mod selftest;
 
-pub(crate) use cm::{CmEvent, CmHandler, CmId, ConnParam, RESOLVE_TIMEOUT_MS};
+pub(crate) use cm::{CmEvent, CmHandler, CmId, ConnParam, QpCaps, RESOLVE_TIMEOUT_MS};
 pub(crate) use cq::{Cq, CqEntry, CqHandler, HasCqEntry, Wc};
 pub(crate) use device::{Device, Pd};
 pub(crate) use dma::{DmaBuf, DmaDir, MappedPages, MAX_MAPPED_PAGES};
+pub(crate) use listen::{ConnRequest, ListenHandler, Listener};
 pub(crate) use mr::{Mr, PageSeg, Registered};
 pub(crate) use qp::{Qp, RecvWr};
+pub(crate) use rw::{RwCtx, RwOp};

@@ -9,6 +9,7 @@
 #include <linux/completion.h>
 #include <linux/module.h>
 #include <linux/workqueue.h>
+#include <linux/in.h>
 #include <linux/sunrpc/clnt.h>
 #include <linux/sunrpc/xprt.h>
 #include <rdma/ib_verbs.h>
@@ -97,5 +98,8 @@ void rpcrdma_rs_params(unsigned int *inline_read, unsigned int *inline_write,
 bool rpcrdma_rs_fault(unsigned int bit);
 long rpcrdma_rs_wait_until_clear(struct wait_queue_head *wq, const u32 *flag,
 				 unsigned long timeout);
+
+struct net *rpcrdma_rs_init_net(void);
+int rpcrdma_rs_kunit_addr(struct sockaddr_in *sin, u16 port);
 
 #endif
