@@ -80,8 +80,9 @@ impl Waker {
         unsafe { sys::rpcrdma_rs_complete(self.c.get()) };
     }
 
-    /// Waits until `ready` says yes, at most [`TIMEOUT_SECS`].
-    fn wait_until(&self, mut ready: impl FnMut() -> Option<Check>) -> Check {
+    /// Waits until `ready` says yes, at most [`TIMEOUT_SECS`]; `what`
+    /// names the wait in the failure.
+    fn wait_until(&self, what: &'static str, mut ready: impl FnMut() -> Option<Check>) -> Check {
         // SAFETY: Plain reads of kernel globals.
         let (start, hz) = unsafe { (sys::rpcrdma_rs_jiffies(), sys::rpcrdma_rs_hz()) };
         let limit = hz.saturating_mul(TIMEOUT_SECS);
@@ -92,6 +93,7 @@ impl Waker {
             // SAFETY: As above.
             let spent = unsafe { sys::rpcrdma_rs_jiffies() }.wrapping_sub(start);
             if spent >= limit {
+                pr_err!("kunit: timed out: {what}\n");
                 return Err("timed out");
             }
             // SAFETY: Initialised (type invariant).
@@ -129,7 +131,7 @@ impl Events {
 
     /// Waits for `want`; fails early on an error event it did not want.
     fn wait(&self, want: u32, what: &'static str) -> Check {
-        self.waker.wait_until(|| {
+        self.waker.wait_until(what, || {
             let seen = self.seen.load(Acquire);
             if seen & want != 0 {
                 Some(Ok(()))
@@ -181,11 +183,12 @@ impl WcWaiter {
 
     /// Waits for the next completion; it must be a success.
     fn wait(&self, what: &'static str) -> Check {
-        self.waker.wait_until(|| match self.status.xchg(0, Full) {
-            0 => None,
-            1 => Some(Ok(())),
-            _ => Some(Err(what)),
-        })
+        self.waker
+            .wait_until(what, || match self.status.xchg(0, Full) {
+                0 => None,
+                1 => Some(Ok(())),
+                _ => Some(Err(what)),
+            })
     }
 }
 
@@ -453,15 +456,20 @@ pub(crate) fn accept_read_write() -> Check {
     let mut res = exchange(&server, &mut client, &client_page, &server_page);
     // Teardown, whatever happened: disconnect, drain, then drop in order.
     if let Some(id) = client.id.as_ref() {
+        // The DREQ reaches the server, whose own disconnect answers it
+        // with the DREP the client waits for.
         id.disconnect();
         let down = server
             .events
-            .wait(EV_DISCONNECTED, "server: no DISCONNECTED")
-            .and(
-                client
-                    .events
-                    .wait(EV_DISCONNECTED, "client: no DISCONNECTED"),
-            );
+            .wait(EV_DISCONNECTED, "server: no DISCONNECTED");
+        if let Some(child) = server.child.as_ref() {
+            child.disconnect();
+        }
+        let down = down.and(
+            client
+                .events
+                .wait(EV_DISCONNECTED, "client: no DISCONNECTED"),
+        );
         res = res.and(down);
     }
     // Draining the client's QP and dropping its MRs (DMA unmapping the
