@@ -519,7 +519,7 @@ fn exchange(server: &Server, client: &mut Client, client_page: &Page, server_pag
         // SAFETY: `ctx` and `server.wc` live until the completion, waited
         // for below (or drained before they go).
         unsafe { ctx.post(&server.wc.cqe) }.map_err(|_| "server: post Read")?;
-        server.wc.wait("server: RDMA Read failed")?;
+        settle(child, server.wc.wait("server: RDMA Read failed"))?;
     }
     if !matches(server_page, read_pattern)? {
         return Err("server: RDMA Read brought the wrong bytes");
@@ -535,11 +535,20 @@ fn exchange(server: &Server, client: &mut Client, client_page: &Page, server_pag
             .map_err(|_| "server: rdma_rw_ctx_init (Write)")?;
         // SAFETY: As above.
         unsafe { ctx.post(&server.wc.cqe) }.map_err(|_| "server: post Write")?;
-        server.wc.wait("server: RDMA Write failed")?;
+        settle(child, server.wc.wait("server: RDMA Write failed"))?;
     }
     // The Write completed, so the responder placed the data; the caller
     // checks it once the client's MR is unmapped.
     Ok(())
+}
+
+/// Passes `waited` on; on failure first drains `id`'s QP, so that a work
+/// request still posted completes before its context is dropped.
+fn settle(id: &CmId<Events>, waited: Check) -> Check {
+    if waited.is_err() {
+        id.drain_qp();
+    }
+    waited
 }
 
 /// A listener that rejects: the client sees REJECTED.
