@@ -124,3 +124,34 @@ mod proto_tests {
         assert_eq!(selftest::send_economy(), Ok(()));
     }
 }
+
+/// The listener and rdma_rw on a local soft-RoCE device (loopback): run
+/// when the `kunit_addr` module parameter names its IPv4 address, as the
+/// `kunit` VM scenario does.
+#[kunit_tests(rpcrdma_rs_rdma)]
+mod rdma_tests {
+    use super::rdma::selftest;
+
+    fn check(res: selftest::Check) -> bool {
+        if let Err(e) = res {
+            kernel::pr_err!("kunit: {e}\n");
+        }
+        res.is_ok()
+    }
+
+    /// Listen, connect, accept with private data, RDMA Read and Write.
+    #[test]
+    fn accept_read_write() {
+        if selftest::configured() {
+            assert!(check(selftest::accept_read_write()));
+        }
+    }
+
+    /// A rejected request gives the client REJECTED.
+    #[test]
+    fn reject() {
+        if selftest::configured() {
+            assert!(check(selftest::reject()));
+        }
+    }
+}

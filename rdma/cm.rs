@@ -67,7 +67,7 @@ impl CmEvent {
     ///
     /// `event` must point to a valid `rdma_cm_event` for the duration of
     /// the call.
-    unsafe fn from_raw(event: *const sys::rdma_cm_event) -> Self {
+    pub(super) unsafe fn from_raw(event: *const sys::rdma_cm_event) -> Self {
         // SAFETY: The caller guarantees `event` is valid.
         let event = unsafe { &*event };
         match event.event {
@@ -111,6 +111,20 @@ pub(crate) trait CmHandler: Sync {
     fn event(&self, event: CmEvent);
 }
 
+/// The size of a QP, for [`CmId::create_qp`].
+#[derive(Clone, Copy, Default)]
+pub(crate) struct QpCaps {
+    /// Send Queue work requests (not counting those of `rdma_ctxs`).
+    pub(crate) send_wr: u32,
+    /// Receive Queue work requests.
+    pub(crate) recv_wr: u32,
+    /// SGEs per Send (at least one).
+    pub(crate) send_sge: u32,
+    /// [`RwCtx`](super::RwCtx)s that may be posted at once; zero when the
+    /// QP does no RDMA Read or Write through rdma_rw.
+    pub(crate) rdma_ctxs: u32,
+}
+
 /// What a QP is made of: it holds a reference to each, so neither the PD
 /// nor a CQ can be freed while the QP exists, whatever order its owner
 /// drops things in.
@@ -124,8 +138,10 @@ struct QpParts {
 ///
 /// # Invariants
 ///
-/// `ptr` is a live `rdma_cm_id` created by [`CmId::new`], whose context is a
-/// `H` that outlives it. `qp` is `Some` exactly while the id has a QP
+/// `ptr` is a live `rdma_cm_id` created by [`CmId::new`] (or a child id
+/// adopted by [`ConnRequest::accept`](super::ConnRequest::accept)), owned
+/// by this value, whose handler is [`cm_event_handler::<H>`] and whose
+/// context is a `H` that outlives it. `qp` is `Some` exactly while the id has a QP
 /// created by [`CmId::create_qp`], and holds what that QP uses.
 pub(crate) struct CmId<H: CmHandler> {
     ptr: NonNull<sys::rdma_cm_id>,
@@ -144,7 +160,7 @@ unsafe impl<H: CmHandler> Sync for CmId<H> {}
 /// # Safety
 ///
 /// Only called by the C side, with the arguments its contract promises.
-unsafe extern "C" fn cm_event_handler<H: CmHandler>(
+pub(super) unsafe extern "C" fn cm_event_handler<H: CmHandler>(
     id: *mut sys::rdma_cm_id,
     event: *mut sys::rdma_cm_event,
 ) -> i32 {
@@ -183,6 +199,29 @@ impl<H: CmHandler> CmId<H> {
             qp: None,
             _handler: core::marker::PhantomData,
         })
+    }
+
+    /// Takes ownership of `ptr`, whose handler and context the caller
+    /// has set to [`cm_event_handler::<H>`] and a `H`.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must be a live id, not owned by anyone else, with that handler
+    /// and a context that outlives the returned value.
+    pub(super) unsafe fn adopt(ptr: NonNull<sys::rdma_cm_id>) -> Self {
+        // INVARIANT: the caller's guarantees are the type invariant.
+        Self {
+            ptr,
+            qp: None,
+            _handler: core::marker::PhantomData,
+        }
+    }
+
+    /// The port of the device the id is bound to.
+    pub(crate) fn port_num(&self) -> u32 {
+        // SAFETY: `self.ptr` is live; the port is set once the address is
+        // resolved (or the request arrived) and does not change after.
+        unsafe { (*self.ptr.as_ptr()).port_num }
     }
 
     /// Starts resolving `dst` to a local device; completes with
@@ -225,17 +264,14 @@ impl<H: CmHandler> CmId<H> {
     }
 
     /// Creates the RC QP of this id on `pd`, completing on `send_cq` and
-    /// `recv_cq`, with room for `send_wr` and `recv_wr` work requests and
-    /// `send_sge` SGEs per Send. The id keeps the three alive until the QP
-    /// is destroyed.
+    /// `recv_cq`, sized by `caps`. The id keeps the three alive until the
+    /// QP is destroyed.
     pub(crate) fn create_qp(
         &mut self,
         pd: &Arc<Pd>,
         send_cq: &Arc<Cq>,
         recv_cq: &Arc<Cq>,
-        send_wr: u32,
-        recv_wr: u32,
-        send_sge: u32,
+        caps: &QpCaps,
     ) -> Result {
         if self.qp.is_some() {
             return Err(EBUSY);
@@ -244,15 +280,17 @@ impl<H: CmHandler> CmId<H> {
             send_cq: send_cq.ptr.as_ptr(),
             recv_cq: recv_cq.ptr.as_ptr(),
             cap: sys::ib_qp_cap {
-                max_send_wr: send_wr,
-                max_recv_wr: recv_wr,
-                max_send_sge: send_sge.max(1),
+                max_send_wr: caps.send_wr,
+                max_recv_wr: caps.recv_wr,
+                max_send_sge: caps.send_sge.max(1),
                 max_recv_sge: 1,
+                // ib_core adds the Send Queue room (and the MRs) these
+                // contexts need; rdma_create_qp sets `port_num`.
+                max_rdma_ctxs: caps.rdma_ctxs,
                 ..Default::default()
             },
             sq_sig_type: sys::ib_sig_type_IB_SIGNAL_REQ_WR,
             qp_type: sys::ib_qp_type_IB_QPT_RC,
-            port_num: u32::MAX,
             ..Default::default()
         };
         // SAFETY: `self.ptr`, the PD and both CQs are live; `attr` is a
@@ -333,6 +371,11 @@ pub(crate) struct ConnParam<'a> {
 }
 
 impl<'a> ConnParam<'a> {
+    /// The raw parameters, valid while `self` is.
+    pub(super) fn as_raw(&mut self) -> *mut sys::rdma_conn_param {
+        &mut self.raw
+    }
+
     /// RC connection parameters carrying `private`.
     pub(crate) fn new(
         private: &'a [u8],

@@ -158,6 +158,12 @@ pub(crate) struct CqEntry<T, const ID: u64 = 0> {
     _ctx: PhantomData<T>,
 }
 
+// SAFETY: The `ib_cqe` is written only by `new`; through `&CqEntry` it is
+// only read (by ib_core, for `done`), from any thread.
+unsafe impl<T, const ID: u64> Sync for CqEntry<T, ID> {}
+// SAFETY: As above; the entry holds no `T`, only its type.
+unsafe impl<T, const ID: u64> Send for CqEntry<T, ID> {}
+
 impl<T: CqHandler<ID>, const ID: u64> CqEntry<T, ID> {
     /// An entry that dispatches to `T`.
     pub(crate) fn new() -> Self {

@@ -14,13 +14,19 @@ mod cq;
 mod device;
 mod dma;
 mod frwr;
+mod listen;
 mod mr;
 mod qp;
+mod rw;
+#[cfg(CONFIG_KUNIT = "y")]
+pub(crate) mod selftest;
 
-pub(crate) use cm::{CmEvent, CmHandler, CmId, ConnParam, RESOLVE_TIMEOUT_MS};
+pub(crate) use cm::{CmEvent, CmHandler, CmId, ConnParam, QpCaps, RESOLVE_TIMEOUT_MS};
 pub(crate) use cq::{Cq, CqEntry, CqHandler, HasCqEntry, Wc};
 pub(crate) use device::{Device, Pd};
 pub(crate) use dma::{DmaBuf, DmaDir, MappedPages, MAX_MAPPED_PAGES};
 pub(crate) use frwr::{FrwrList, FrwrMr, FrwrOwner, FrwrPool};
+pub(crate) use listen::{ConnRequest, ListenHandler, Listener};
 pub(crate) use mr::{Mr, PageSeg, Registered};
 pub(crate) use qp::{Qp, RecvWr, SendChain};
+pub(crate) use rw::{RwCtx, RwOp};

@@ -4,6 +4,7 @@
  * helpers.h. Compiled into rpcrdma_rs.ko, so KBUILD_MODNAME names us.
  */
 #include <linux/dynamic_debug.h>
+#include <linux/inet.h>
 #include <linux/jiffies.h>
 #include <linux/ratelimit.h>
 #include <linux/slab.h>
@@ -94,6 +95,22 @@ void rpcrdma_rs_dma_sync_for_device(struct ib_device *dev, u64 addr,
 
 
 
+
+/* Completions with a timed wait, for the KUnit suites on rxe. */
+void rpcrdma_rs_init_completion(struct completion *c)
+{
+	init_completion(c);
+}
+
+void rpcrdma_rs_complete(struct completion *c)
+{
+	complete(c);
+}
+
+long rpcrdma_rs_wait_completion(struct completion *c, unsigned long timeout)
+{
+	return wait_for_completion_interruptible_timeout(c, timeout);
+}
 
 void rpcrdma_rs_init_delayed_work(struct delayed_work *dwork, work_func_t fn)
 {
@@ -381,4 +398,31 @@ long rpcrdma_rs_wait_until_clear(struct wait_queue_head *wq, const u32 *flag,
 				 unsigned long timeout)
 {
 	return wait_event_timeout(*wq, !READ_ONCE(*flag), timeout);
+}
+
+struct net *rpcrdma_rs_init_net(void)
+{
+	return &init_net;
+}
+
+/*
+ * Test only: the KUnit loopback suite (rpcrdma_rs_rdma) listens and
+ * connects on this IPv4 address, which must belong to a netdev with a
+ * soft-RoCE device; empty (the default) skips that suite.
+ */
+static char kunit_addr[INET_ADDRSTRLEN];
+module_param_string(kunit_addr, kunit_addr, sizeof(kunit_addr), 0444);
+MODULE_PARM_DESC(kunit_addr,
+		 "Test only: local IPv4 address of an rxe device for the KUnit loopback suite");
+
+/* Fills *sin with kunit_addr and port; -ENOENT when unset or malformed. */
+int rpcrdma_rs_kunit_addr(struct sockaddr_in *sin, u16 port)
+{
+	memset(sin, 0, sizeof(*sin));
+	sin->sin_family = AF_INET;
+	sin->sin_port = htons(port);
+	if (!kunit_addr[0] ||
+	    !in4_pton(kunit_addr, -1, (u8 *)&sin->sin_addr.s_addr, -1, NULL))
+		return -ENOENT;
+	return 0;
 }

@@ -7,7 +7,9 @@
 #define RPCRDMA_RS_HELPERS_H
 
 #include <linux/module.h>
+#include <linux/completion.h>
 #include <linux/workqueue.h>
+#include <linux/in.h>
 #include <linux/sunrpc/clnt.h>
 #include <linux/sunrpc/xprt.h>
 #include <rdma/ib_verbs.h>
@@ -41,6 +43,9 @@ void rpcrdma_rs_dma_sync_for_device(struct ib_device *dev, u64 addr,
 				    size_t size, enum dma_data_direction dir);
 
 
+void rpcrdma_rs_init_completion(struct completion *c);
+void rpcrdma_rs_complete(struct completion *c);
+long rpcrdma_rs_wait_completion(struct completion *c, unsigned long timeout);
 void rpcrdma_rs_init_delayed_work(struct delayed_work *dwork, work_func_t fn);
 bool rpcrdma_rs_queue_delayed_work(struct delayed_work *dwork,
 				   unsigned long delay);
@@ -91,5 +96,8 @@ void rpcrdma_rs_params(unsigned int *inline_read, unsigned int *inline_write,
 bool rpcrdma_rs_fault(unsigned int bit);
 long rpcrdma_rs_wait_until_clear(struct wait_queue_head *wq, const u32 *flag,
 				 unsigned long timeout);
+
+struct net *rpcrdma_rs_init_net(void);
+int rpcrdma_rs_kunit_addr(struct sockaddr_in *sin, u16 port);
 
 #endif

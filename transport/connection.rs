@@ -27,7 +27,7 @@ use crate::proto::plan::DeviceLimits;
 use crate::proto::pvt::{self, InlineThresholds, PrivateData};
 use crate::proto::queue::{self, SendSignals};
 use crate::rdma::{
-    CmEvent, CmHandler, CmId, ConnParam, Cq, FrwrMr, FrwrOwner, FrwrPool, PageSeg, Pd, Qp,
+    CmEvent, CmHandler, CmId, ConnParam, Cq, FrwrMr, FrwrOwner, FrwrPool, PageSeg, Pd, Qp, QpCaps,
     Registered, SendChain, MAX_MAPPED_PAGES,
 };
 use crate::sys;
@@ -428,14 +428,13 @@ impl Ep {
         ep_ref.dev = Some(dev);
         let lkey = pd.local_dma_lkey();
         let id = ep_ref.id.as_mut().ok_or(ENOTCONN)?;
-        id.create_qp(
-            &pd,
-            &send_cq,
-            &recv_cq,
+        let caps = QpCaps {
             send_wr,
             recv_wr,
-            limits.send_sges().min(MAX_MAPPED_PAGES as u32 + 2),
-        )?;
+            send_sge: limits.send_sges().min(MAX_MAPPED_PAGES as u32 + 2),
+            rdma_ctxs: 0,
+        };
+        id.create_qp(&pd, &send_cq, &recv_cq, &caps)?;
         let qp = id.qp().ok_or(ENOTCONN)?;
         if params::injected(params::FAULT_MR_POOL) {
             rdebug!("fault injection: failing MR pool allocation\n");

@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! RDMA Read and Write through ib_core's rdma_rw contexts: they pick
+//! between SGE lists and memory registration for the device, and build the
+//! work requests (`drivers/infiniband/core/rw.c`).
+
+use core::marker::PhantomData;
+
+use kernel::error::to_result;
+use kernel::prelude::*;
+use kernel::types::Opaque;
+
+use super::{CmHandler, CmId, CqEntry, CqHandler, DmaDir, PageSeg, Qp};
+use crate::sys;
+
+/// What an [`RwCtx`] does with the peer's memory.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RwOp {
+    /// RDMA Read: the peer's memory into our pages.
+    Read,
+    /// RDMA Write: our pages into the peer's memory.
+    Write,
+}
+
+impl RwOp {
+    fn dir(self) -> DmaDir {
+        match self {
+            Self::Read => DmaDir::FromDevice,
+            Self::Write => DmaDir::ToDevice,
+        }
+    }
+}
+
+/// One RDMA Read or Write between local pages and one remote segment: an
+/// initialised `rdma_rw_ctx`, its scatterlist and the DMA mapping of the
+/// pages, all released on drop.
+///
+/// # Invariants
+///
+/// `ctx` was initialised by `rdma_rw_ctx_init` on `qp` and `port` over all
+/// of `sg`, DMA-mapped in `op`'s direction; `qp` outlives this value (the
+/// contract of [`RwCtx::new`]). `ctx` is boxed because it points into
+/// itself (its single work request at its SGE).
+pub(crate) struct RwCtx {
+    ctx: KBox<Opaque<sys::rdma_rw_ctx>>,
+    sg: KVec<sys::scatterlist>,
+    qp: Qp,
+    port: u32,
+    op: RwOp,
+    wrs: u32,
+    _not_sync: PhantomData<*const ()>,
+}
+
+// SAFETY: The context and its mapping may be used and released from any
+// thread; `&mut self` serialises posting.
+unsafe impl Send for RwCtx {}
+
+impl RwCtx {
+    /// Prepares `op` between `segs` (in order, without gaps) and the
+    /// peer's `len` bytes at `remote_addr` under `rkey`, on the QP of `id`.
+    /// The length is that of `segs`.
+    ///
+    /// # Safety
+    ///
+    /// The pages of `segs` must stay allocated, and the CPU must not touch
+    /// their bytes, until the returned value is dropped; the QP of `id`
+    /// (created with room for rdma_rw contexts, see
+    /// [`QpCaps::rdma_ctxs`](super::QpCaps)) must outlive it.
+    pub(crate) unsafe fn new<H: CmHandler>(
+        id: &CmId<H>,
+        segs: &[PageSeg],
+        remote_addr: u64,
+        rkey: u32,
+        op: RwOp,
+    ) -> Result<Self> {
+        let qp = id.qp().ok_or(ENOTCONN)?;
+        let port = id.port_num();
+        if segs.is_empty() {
+            return Err(EINVAL);
+        }
+        let n = u32::try_from(segs.len()).map_err(|_| EINVAL)?;
+        let mut sg = KVec::from_elem(sys::scatterlist::default(), segs.len(), GFP_KERNEL)?;
+        let sgp = sg.as_mut_ptr();
+        // SAFETY: `sg` has `n` entries; the pages are live by the caller's
+        // guarantee.
+        unsafe {
+            sys::rpcrdma_rs_sg_init_table(sgp, n);
+            for (i, seg) in segs.iter().enumerate() {
+                sys::rpcrdma_rs_sg_set_page(sgp.add(i), seg.page, seg.len, seg.offset);
+            }
+        }
+        let ctx = KBox::new(Opaque::<sys::rdma_rw_ctx>::zeroed(), GFP_KERNEL)?;
+        // SAFETY: `ctx` is writable and stays at its address (boxed); `qp`
+        // is live; `sg` holds `n` entries over live pages. On error the
+        // context maps nothing.
+        let rc = unsafe {
+            sys::rdma_rw_ctx_init(
+                ctx.get(),
+                qp.as_ptr(),
+                port,
+                sgp,
+                n,
+                0,
+                remote_addr,
+                rkey,
+                op.dir().raw(),
+            )
+        };
+        if rc < 0 {
+            return Err(Error::from_errno(rc));
+        }
+        // INVARIANT: initialised over all of `sg`, on the QP of `id`.
+        Ok(Self {
+            ctx,
+            sg,
+            qp,
+            port,
+            op,
+            wrs: rc.unsigned_abs(),
+            _not_sync: PhantomData,
+        })
+    }
+
+    /// RDMA Read or Write work requests the context posts (memory
+    /// registrations not counted).
+    pub(crate) fn wr_count(&self) -> u32 {
+        self.wrs
+    }
+
+    /// Posts the context's work requests; the last one is signalled and
+    /// completes on `entry`'s handler (so does any that fails).
+    ///
+    /// # Safety
+    ///
+    /// `self` must not be dropped or posted again, and the context holding
+    /// `entry` must stay alive, until that completion (successful or
+    /// flushed) ran.
+    pub(crate) unsafe fn post<T: CqHandler<ID>, const ID: u64>(
+        &mut self,
+        entry: &CqEntry<T, ID>,
+    ) -> Result {
+        // SAFETY: `ctx` is initialised on the live `qp` (type invariant);
+        // the caller keeps it and `entry` alive until the completion.
+        to_result(unsafe {
+            sys::rdma_rw_ctx_post(
+                self.ctx.get(),
+                self.qp.as_ptr(),
+                self.port,
+                entry.as_ptr(),
+                core::ptr::null_mut(),
+            )
+        })
+    }
+}
+
+impl Drop for RwCtx {
+    fn drop(&mut self) {
+        // The type invariant's length: `sg` was never resized.
+        let n = self.sg.len() as u32;
+        // SAFETY: `ctx` is initialised over all of `sg` on the live `qp`
+        // (type invariant) and not posted (`post`'s contract). Unmapping
+        // makes an RDMA Read's bytes visible to the CPU.
+        unsafe {
+            sys::rdma_rw_ctx_destroy(
+                self.ctx.get(),
+                self.qp.as_ptr(),
+                self.port,
+                self.sg.as_mut_ptr(),
+                n,
+                self.op.dir().raw(),
+            )
+        };
+    }
+}
