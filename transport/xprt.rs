@@ -47,6 +47,8 @@ pub(crate) struct RdmaXprt {
     backoff: Atomic<bool>,
     /// A Reply arrived since the last connect: reset the backoff.
     pub(super) had_reply: Atomic<bool>,
+    /// The last credit grant applied to `cwnd`; 0 after a reset.
+    granted: Atomic<u32>,
     pub(super) stats: Stats,
     /// Settings from the module parameters, fixed at setup.
     pub(super) cfg: Config,
@@ -212,6 +214,12 @@ impl RdmaXprt {
     }
 
     pub(super) fn update_cwnd(&self, grant: u32) {
+        // Replies are handled one at a time (one Receive CQ), and most
+        // repeat the last grant: like rpcrdma.ko, take the lock only when
+        // it changes.
+        if self.granted.xchg(grant, Relaxed) == grant {
+            return;
+        }
         let cwnd = c_ulong::from(grant) << sys::RPC_CWNDSHIFT;
         let mut lock = self.xprt.lock_transport();
         if lock.cwnd() != cwnd {
@@ -229,6 +237,7 @@ impl RdmaXprt {
         self.xprt
             .lock_transport()
             .set_cwnd(c_ulong::from(1u32) << sys::RPC_CWNDSHIFT);
+        self.granted.store(0, Relaxed);
     }
 }
 
