@@ -258,12 +258,13 @@ impl<O: FrwrOwner> FrwrPool<O> {
 pub(crate) struct FrwrList<const N: usize> {
     mrs: [MaybeUninit<FrwrMr>; N],
     /// The first `n` of `mrs` are initialised.
-    n: usize,
+    n: u16,
 }
 
 impl<const N: usize> FrwrList<N> {
     /// An empty list.
     pub(crate) const fn new() -> Self {
+        const { assert!(N <= u16::MAX as usize) };
         Self {
             mrs: [const { MaybeUninit::uninit() }; N],
             n: 0,
@@ -272,7 +273,7 @@ impl<const N: usize> FrwrList<N> {
 
     /// Appends `mr`; gives it back when the list is full.
     pub(crate) fn push(&mut self, mr: FrwrMr) -> core::result::Result<(), FrwrMr> {
-        match self.mrs.get_mut(self.n) {
+        match self.mrs.get_mut(usize::from(self.n)) {
             Some(slot) => {
                 slot.write(mr);
                 self.n += 1;
@@ -287,16 +288,18 @@ impl<const N: usize> FrwrList<N> {
         let last = self.n.checked_sub(1)?;
         self.n = last;
         // SAFETY: Entry `last` was initialised and is no longer counted.
-        self.mrs.get(last).map(|m| unsafe { m.assume_init_read() })
+        self.mrs
+            .get(usize::from(last))
+            .map(|m| unsafe { m.assume_init_read() })
     }
 
     /// Takes the MR at `pos`, keeping the order of the others.
     pub(crate) fn remove(&mut self, pos: usize) -> Option<FrwrMr> {
-        if pos >= self.n {
+        if pos >= self.len() {
             return None;
         }
         let mut tail = Self::new();
-        while self.n > pos + 1 {
+        while self.len() > pos + 1 {
             let _ = tail.push(self.pop()?);
         }
         let mr = self.pop();
@@ -308,14 +311,14 @@ impl<const N: usize> FrwrList<N> {
 
     /// The MRs.
     pub(crate) fn as_slice(&self) -> &[FrwrMr] {
-        let init = self.mrs.get(..self.n).unwrap_or(&[]);
+        let init = self.mrs.get(..self.len()).unwrap_or(&[]);
         // SAFETY: The first `n` entries are initialised, and
         // `MaybeUninit<T>` has the layout of `T`.
         unsafe { core::slice::from_raw_parts(init.as_ptr().cast::<FrwrMr>(), init.len()) }
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.n
+        usize::from(self.n)
     }
 
     pub(crate) fn is_empty(&self) -> bool {

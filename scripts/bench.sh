@@ -312,6 +312,46 @@ if ls "$RUN_DIR"/fio-*/*.cpu > /dev/null 2>&1; then
         done
     } >> "$table"
 fi
+# Client CPU per operation: the busy share of the vCPU over the job's
+# window divided by the operations per second (a 1 MiB transfer counts as
+# one operation): busy% x window / operations, in ms of vCPU.
+# cpu_per_op MOD JOB DIR: one value per round.
+cpu_per_op() {
+    local d f cu cs cq ci co t iops
+    for d in ${DIRS[$1]}; do
+        f=$d/$2.cpu
+        [ -s "$f" ] || continue
+        read -r cu cs cq ci co < "$f"
+        t=$((cu + cs + cq + ci + co))
+        iops=$(fio_value "$d" "$2" "$3" IOPS)
+        [ "$t" -gt 0 ] && [ "$iops" != - ] || continue
+        awk -v b=$((t - ci)) -v t="$t" -v i="$iops" 'BEGIN { if (i > 0) printf "%.3f\n", 1000 * b / t / i }'
+    done
+}
+if ls "$RUN_DIR"/fio-*/*.cpu > /dev/null 2>&1; then
+    {
+        echo
+        echo "client CPU per operation (1 MiB for the sequential jobs): ms of vCPU, median [min-max] over the rounds"
+        printf '%-21s %22s %22s %6s\n' workload C rpcrdma_rs rs/C
+        for w in "${WORKLOADS[@]}"; do
+            IFS='|' read -r title job what <<< "$w"
+            declare -A cm=() cl=() ch=()
+            for mod in c rs; do
+                # shellcheck disable=SC2046 # one value per round
+                read -r "cm[$mod]" "cl[$mod]" "ch[$mod]" _ < <(stats $(cpu_per_op "$mod" "$job" "${what%% *}"))
+            done
+            cells=()
+            for mod in c rs; do
+                if [ "${cm[$mod]}" = - ]; then cells+=(-); else
+                    cells+=("$(printf '%.3f [%.3f-%.3f]' "${cm[$mod]}" "${cl[$mod]}" "${ch[$mod]}")")
+                fi
+            done
+            r=$(awk -v c="${cm[c]}" -v x="${cm[rs]}" \
+                'BEGIN { if (c ~ /^[0-9.]+$/ && x ~ /^[0-9.]+$/ && c > 0) printf "%.2f", x / c; else print "-" }')
+            printf '%-21s %22s %22s %6s\n' "$title" "${cells[0]}" "${cells[1]}" "$r"
+        done
+    } >> "$table"
+fi
 echo
 cat "$table"
 

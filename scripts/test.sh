@@ -123,11 +123,13 @@ scenario ref-chunks 900 c "C client: chunks, 1 MiB rsize/wsize, big file" "$chun
 scenario ref-chunks-small-inline 900 c "C client: chunks with 1 KiB inline thresholds" "$chunks rr.mod=c $tiny" "$srv1m"
 # The same for rpcrdma_rs, plus the Long Call case: with 1 KiB thresholds a
 # RENAME of two 255-byte names must go as RDMA_NOMSG with a Position Zero
-# Read chunk (tests/vm/nfs-chunks.sh).
+# Read chunk (tests/vm/nfs-chunks.sh); with 4 request slots, eight direct
+# writers must wait for slots on the transport's backlog.
 scenario rs-chunks 900 c "Rust client: chunks, 1 MiB rsize/wsize, big file" "$chunks rr.mod=rs $big" "$srv1m"
 scenario rs-chunks-small-inline 900 c "Rust client: chunks with 1 KiB inline thresholds" "$chunks rr.mod=rs $tiny" "$srv1m"
-scenario rs-long-calls 600 c "Rust client: Long Calls (Position Zero Read chunk), 1 KiB inline" \
-    "rr.script=nfs-chunks rr.mod=rs rr.proto=rdma rr.vers=4.2 $tiny"
+# With 4 request slots, so that parallel writers wait on the backlog.
+scenario rs-long-calls 600 c "Rust client: Long Calls (Position Zero Read chunk), 1 KiB inline, 4 slots" \
+    "rr.script=nfs-chunks rr.mod=rs rr.proto=rdma rr.vers=4.2 $tiny,slot_table_entries=4"
 # The server's cable pulled for 20 s under I/O: the host takes its NIC's link
 # down through QEMU (scripts/vm.sh, vm_fault_watch). rpcrdma.ko and then
 # rpcrdma_rs as the client; each must reconnect by itself.

@@ -12,20 +12,19 @@ use kernel::sync::atomic::{Acquire, Atomic, Release};
 use kernel::types::Opaque;
 
 use super::marshal::op_send_request;
-use super::request::{op_buf_alloc, op_buf_free};
 use super::xprt::{
     op_close, op_connect, op_destroy, op_inject_disconnect, op_print_stats, op_set_connect_timeout,
     op_timer, RdmaXprt,
 };
 use super::{Config, MAX_PAYLOAD};
-use crate::sunrpc::{addr_port, format_addresses, format_port, hz, DelayedWork, WaitQueue};
+use crate::sunrpc::{
+    addr_port, alloc_slot, buf_alloc, buf_free, format_addresses, format_port, free_slot, hz,
+    DelayedWork, SlotPool, WaitQueue,
+};
 use crate::sys;
 
 /// `XPRT_TRANSPORT_RDMA`.
 pub(crate) const IDENT: i32 = 256;
-
-/// Slots preallocated per transport.
-const MIN_SLOTS: u32 = 2;
 
 /// `IPPROTO_TCP`: `xprt->prot` names the address family's TCP for the
 /// benefit of side protocols, as rpcrdma.ko does.
@@ -132,7 +131,8 @@ unsafe extern "C" fn xprt_setup(args: *mut sys::xprt_create) -> *mut sys::rpc_xp
         sys::xprt_alloc(
             args.net,
             core::mem::size_of::<RdmaXprt>(),
-            MIN_SLOTS,
+            // None preallocated by sunrpc: the slots are our own.
+            0,
             cfg.slots,
         )
     };
@@ -170,9 +170,10 @@ unsafe extern "C" fn xprt_setup(args: *mut sys::xprt_create) -> *mut sys::rpc_xp
         }
         format_addresses(xprt);
         let rxp = xprt.cast::<RdmaXprt>();
-        // Neither initialiser fails.
+        // None of the initialisers fails.
         let _ = DelayedWork::new().__init(&raw mut (*rxp).connect_work);
         let _ = WaitQueue::new().__init(&raw mut (*rxp).fence_wq);
+        let _ = SlotPool::new(cfg.slots).__init(&raw mut (*rxp).slots);
         (*xprt).max_payload = MAX_PAYLOAD;
         rdebug!("transport created\n");
     }
@@ -188,15 +189,15 @@ static OPS: sys::rpc_xprt_ops = sys::rpc_xprt_ops {
     set_buffer_size: None,
     reserve_xprt: Some(sys::xprt_reserve_xprt_cong),
     release_xprt: Some(sys::xprt_release_xprt_cong),
-    alloc_slot: Some(sys::xprt_alloc_slot),
-    free_slot: Some(sys::xprt_free_slot),
+    alloc_slot: Some(alloc_slot::<RdmaXprt>),
+    free_slot: Some(free_slot::<RdmaXprt>),
     rpcbind: Some(sys::rpcb_getport_async),
     set_port: Some(op_set_port),
     connect: Some(op_connect),
     get_srcaddr: None,
     get_srcport: None,
-    buf_alloc: Some(op_buf_alloc),
-    buf_free: Some(op_buf_free),
+    buf_alloc: Some(buf_alloc::<RdmaXprt>),
+    buf_free: Some(buf_free::<RdmaXprt>),
     prepare_request: None,
     send_request: Some(op_send_request),
     abort_send_request: None,

@@ -61,7 +61,7 @@ pub(super) unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_i
     let Some(pool) = ep.pool() else {
         return ENOTCONN.to_errno();
     };
-    // SAFETY: The request has buffers from `op_buf_alloc`.
+    // SAFETY: A forward request of our transport.
     let st = unsafe { ReqState::of(NonNull::from(&*rqst.as_ptr())) };
     // MRs from an earlier connection went with it.
     st.forget_mrs();
@@ -161,7 +161,7 @@ pub(super) unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_i
         snd.page_segs(page_list, r.offset, r.len).ok()?;
         // SAFETY: The Call's pages stay until the request is released,
         // which waits for its Reply, and the Reply waits for this Send;
-        // `op_buf_free` waits for `send_busy` to clear before the
+        // `buffers_released` waits for `send_busy` to clear before the
         // request's memory goes.
         unsafe { ep.map_pages(page_list, &st.send_busy) }.ok()
     });

@@ -88,6 +88,9 @@ pub(crate) struct Stats {
     pub(crate) pullup_copy_count: Counter,
     /// Reply bytes copied past the receive `xdr_buf` head.
     pub(crate) fixup_copy_count: Counter,
+    /// Bytes of request buffers allocated because a slot's were too
+    /// small (or new).
+    pub(crate) hardway_register_count: Counter,
     /// Calls that could not be marshalled.
     pub(crate) failed_marshal_count: Counter,
     /// Replies dropped as malformed.

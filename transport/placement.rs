@@ -13,29 +13,63 @@ use crate::proto::plan::{self, ReplyShape};
 use crate::proto::reply::ReplyBody;
 use crate::sunrpc::PinnedRqst;
 
+/// A Reply checked against what its RPC offered, to be placed: decided
+/// when the Reply arrives and kept while the RPC's MRs are invalidated,
+/// so that the message is decoded once.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Checked {
+    shape: ReplyShape,
+    /// Where the inline payload is in the Receive buffer (of at most
+    /// 64 KiB, behind a header of at least 28 bytes), and its length.
+    at: u16,
+    len: u16,
+}
+
 impl RdmaXprt {
-    /// Places a Reply in the request's receive buffer and completes it.
-    pub(super) fn complete(
+    /// Checks a Reply's chunk lists against what its RPC offered; `msg`
+    /// is the message received, `body` its decoded body. `None`: the Reply
+    /// fails its RPC.
+    pub(super) fn check_reply(
         &self,
-        mut rqst: PinnedRqst,
-        payload: Result<ReplyBody<'_>, Error>,
+        msg: &[u8],
+        body: ReplyBody<'_>,
         st: &ReqState,
-    ) {
-        let result = payload.and_then(|body| {
-            match plan::check_reply(body.nomsg, &body.lists, &st.offered()) {
-                Ok(ReplyShape::Inline) => copy_to_rcv_buf(&mut rqst, body.payload, &self.stats),
-                Ok(ReplyShape::Write { written }) => {
+    ) -> Option<Checked> {
+        match plan::check_reply(body.nomsg, &body.lists, &st.offered()) {
+            Ok(shape) => {
+                // The payload is the end of the message.
+                let len = body.payload.len();
+                let at = if len == 0 { 0 } else { msg.len().checked_sub(len)? };
+                Some(Checked {
+                    shape,
+                    at: u16::try_from(at).ok()?,
+                    len: u16::try_from(len).ok()?,
+                })
+            }
+            Err(err) => {
+                rdebug!("bad reply: {:?}\n", err);
+                self.stats.bad_reply_count.add(1);
+                None
+            }
+        }
+    }
+
+    /// Places a Reply, as [`RdmaXprt::check_reply`] found it in the
+    /// Receive buffer `buf`, in the request's receive buffer and completes
+    /// the RPC.
+    pub(super) fn complete(&self, mut rqst: PinnedRqst, reply: Option<Checked>, buf: &[u8]) {
+        let result = reply.ok_or(EIO).and_then(|checked| {
+            let at = usize::from(checked.at);
+            let payload = buf.get(at..at + usize::from(checked.len)).ok_or(EIO)?;
+            match checked.shape {
+                ReplyShape::Inline => copy_to_rcv_buf(&mut rqst, payload, &self.stats),
+                ReplyShape::Write { written } => {
                     self.stats.total_rdma_reply.add(u64::from(written));
-                    write_chunk_fixup(&mut rqst, body.payload, written, &self.stats)
+                    write_chunk_fixup(&mut rqst, payload, written, &self.stats)
                 }
-                Ok(ReplyShape::Reply { written }) => {
+                ReplyShape::Reply { written } => {
                     self.stats.total_rdma_reply.add(u64::from(written));
                     Ok(written)
-                }
-                Err(err) => {
-                    rdebug!("bad reply: {:?}\n", err);
-                    self.stats.bad_reply_count.add(1);
-                    Err(EIO)
                 }
             }
         });

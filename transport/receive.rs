@@ -12,11 +12,12 @@ use kernel::sync::barrier::{smp_mb, Full as Barrier};
 
 use super::classify_received;
 use super::connection::{MrPool, Shared, SharedRef, MAX_RPC_MRS};
+use super::placement::Checked;
 use super::request::ReqState;
 use super::xprt::RdmaXprt;
 use crate::params;
 use crate::proto::plan;
-use crate::proto::reply::{self, BadReply, Inbound};
+use crate::proto::reply::{Inbound, ReplyBody};
 use crate::rdma::{CqEntry, CqHandler, DmaBuf, DmaDir, FrwrList, Qp, RecvWr, SendChain, Wc};
 use crate::sunrpc::PinnedRqst;
 
@@ -48,12 +49,14 @@ impl RdmaXprt {
         };
         // Only a message that matched a waiting RPC may move the window.
         self.update_cwnd(credits);
-        let payload = body.map_err(|_: BadReply| EIO);
-        // SAFETY: The request is pinned, so its buffer (and state) stays.
+        // SAFETY: A forward request of ours, pinned, so its state stays.
         let st = unsafe { ReqState::of(rqst.as_ptr()) };
+        let reply = body
+            .ok()
+            .and_then(|body: ReplyBody<'_>| self.check_reply(msg, body, st));
         let pending = Pending {
             rqst,
-            len,
+            reply,
             mrs: FrwrList::new(),
         };
         // Without LOCAL_INVs, which complete after the Send on the same
@@ -100,7 +103,7 @@ impl RdmaXprt {
             return match wait_send(pending) {
                 Ok(()) => Handled::Deferred,
                 Err(pending) => {
-                    self.complete(pending.rqst, payload, st);
+                    self.complete(pending.rqst, pending.reply, ctx.buffer());
                     Handled::Done
                 }
             };
@@ -122,7 +125,7 @@ impl RdmaXprt {
                 // the MRs until it is destroyed. Leave them on the request
                 // and the request to sunrpc: it is retransmitted on the
                 // next connection, which comes after this one's teardown,
-                // or released, which waits for it (`op_buf_free`).
+                // or released, which waits for it (`buffers_released`).
                 self.force_disconnect();
                 st.hold_mrs(pending.mrs);
                 Handled::Done
@@ -133,8 +136,6 @@ impl RdmaXprt {
     /// Finishes a Reply whose RPC's MRs are now invalidated (`ok`) or
     /// flushed.
     pub(super) fn finish_reply(&self, shared: &Shared, ctx: &RecvCtx, pending: Pending, ok: bool) {
-        // SAFETY: `receive` pinned the request before posting.
-        let st = unsafe { ReqState::of(pending.rqst.as_ptr()) };
         let mut pending = pending;
         if !ok {
             self.stats.mrs_recycled.add(pending.mrs.len() as u64);
@@ -144,13 +145,7 @@ impl RdmaXprt {
                 pool.release(mr, !ok);
             }
         }
-        // The Reply was classified and counted when it arrived; only its
-        // body is needed again.
-        let payload = match reply::classify(ctx.msg(pending.len), self.cfg.slots) {
-            Inbound::Reply { body, .. } => body.map_err(|_: BadReply| EIO),
-            Inbound::Dropped(_) | Inbound::BackwardCall(_) => Err(EIO),
-        };
-        self.complete(pending.rqst, payload, st);
+        self.complete(pending.rqst, pending.reply, ctx.buffer());
     }
 }
 
@@ -229,8 +224,8 @@ pub(crate) struct Pending {
     pub(crate) rqst: PinnedRqst,
     /// The MRs being invalidated.
     pub(crate) mrs: FrwrList<MAX_RPC_MRS>,
-    /// Bytes received.
-    pub(crate) len: usize,
+    /// The Reply as checked on arrival; `None` fails the RPC.
+    pub(crate) reply: Option<Checked>,
 }
 
 /// A Receive buffer.
@@ -279,6 +274,11 @@ impl RecvCtx {
     /// The first `len` bytes received.
     pub(crate) fn msg(&self, len: usize) -> &[u8] {
         self.buf.as_slice().get(..len).unwrap_or(&[])
+    }
+
+    /// The whole buffer, for a Reply placed by its [`Checked`] offsets.
+    fn buffer(&self) -> &[u8] {
+        self.buf.as_slice()
     }
 
     /// Gives the buffer back: it is reposted with the next batch.

@@ -1,24 +1,23 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Per-request state, kept in front of the request's buffers: the MRs
-//! registered for it and whether a Send still reads its pages. Freeing a
-//! request waits for both to end.
+//! Per-request state, kept in the request's slot: the MRs registered for
+//! it and whether a Send still reads its pages. Giving the buffers back
+//! waits for both to end.
 
 use core::cell::UnsafeCell;
-use core::ffi::c_int;
 use core::ptr::NonNull;
 
-use kernel::prelude::*;
 use kernel::sync::atomic::{Acquire, Atomic, Relaxed, Release};
 
 use super::connection::MAX_RPC_MRS;
 use super::xprt::RdmaXprt;
 use crate::proto::plan::Offered;
 use crate::rdma::FrwrList;
+use crate::sunrpc::{Slot, SlotOwner, SlotPool};
 use crate::sys;
 
-/// Transport state of one request, kept in front of its buffers (see
-/// [`op_buf_alloc`]).
+/// Transport state of one request, kept in its slot (see
+/// [`crate::sunrpc::SlotPool`]).
 ///
 /// # Invariants
 ///
@@ -26,7 +25,7 @@ use crate::sys;
 /// and publishes `nmrs` with release; afterwards only by the Reply's
 /// handlers, which run one after the other.
 #[repr(C)]
-pub(super) struct ReqState {
+pub(crate) struct ReqState {
     /// Connection the MRs belong to.
     pub(super) gen: Atomic<u64>,
     /// Number of the Call's Send on that connection.
@@ -45,11 +44,8 @@ pub(super) struct ReqState {
 // SAFETY: See the type invariants.
 unsafe impl Sync for ReqState {}
 
-/// Bytes in front of `rq_buffer`: the state, rounded up to 16.
-const REQ_PREFIX: usize = (core::mem::size_of::<ReqState>() + 15) & !15;
-
-impl ReqState {
-    fn new() -> Self {
+impl Default for ReqState {
+    fn default() -> Self {
         Self {
             gen: Atomic::new(0),
             send_seq: Atomic::new(0),
@@ -60,20 +56,28 @@ impl ReqState {
             mrs: UnsafeCell::new(FrwrList::new()),
         }
     }
+}
 
+impl ReqState {
     /// # Safety
     ///
-    /// `rqst` is live and has buffers from [`op_buf_alloc`].
+    /// `rqst` is a live forward request of one of our transports.
     pub(super) unsafe fn of<'a>(rqst: NonNull<sys::rpc_rqst>) -> &'a Self {
-        // SAFETY: `op_buf_alloc` put a `ReqState` `REQ_PREFIX` bytes before
-        // `rq_buffer`.
-        unsafe {
-            &*(*rqst.as_ptr())
-                .rq_buffer
-                .cast::<u8>()
-                .sub(REQ_PREFIX)
-                .cast::<Self>()
-        }
+        // SAFETY: Our transports' forward requests are slots of their
+        // pools (`SlotOwner` contract).
+        unsafe { Slot::<Self>::of(rqst) }.state()
+    }
+
+    /// Starts over for a new RPC in the slot. Only the request's owner
+    /// calls this, before it is sent: nothing else refers to the state
+    /// (`buffers_released` waited for the last RPC's Send and MRs).
+    fn reset(&self) {
+        self.gen.store(0, Relaxed);
+        self.send_seq.store(0, Relaxed);
+        self.offered_write.store(u32::MAX, Relaxed);
+        self.offered_reply.store(u32::MAX, Relaxed);
+        self.send_busy.store(0, Relaxed);
+        self.forget_mrs();
     }
 
     /// Leaves `mrs`, registered for this request, on it: for the Reply's
@@ -101,7 +105,8 @@ impl ReqState {
     }
 
     /// Drops the MRs of an older connection, now gone with their keys
-    /// (their pool counts them as orphaned). Only the sender calls this.
+    /// (their pool counts them as orphaned). Only the request's owner
+    /// calls this, before it posts the Call.
     pub(super) fn forget_mrs(&self) {
         self.nmrs.store(0, Relaxed);
         // SAFETY: The sender owns the state before it posts (type
@@ -123,61 +128,33 @@ impl ReqState {
     }
 }
 
-/// Allocates the Call and Reply buffers of a request in one piece.
-///
-/// # Safety
-///
-/// Called by sunrpc with a live task that owns a request.
-pub(super) unsafe extern "C" fn op_buf_alloc(task: *mut sys::rpc_task) -> c_int {
-    // SAFETY: sunrpc passes a task with a request.
-    unsafe {
-        let rqst = (*task).tk_rqstp;
-        let call = (*rqst).rq_callsize;
-        let Some(size) = call
-            .checked_add((*rqst).rq_rcvsize)
-            .and_then(|n| n.checked_add(REQ_PREFIX))
-        else {
-            return ENOMEM.to_errno();
-        };
-        let base = sys::rpcrdma_rs_task_alloc(size).cast::<u8>();
-        if base.is_null() {
-            return ENOMEM.to_errno();
-        }
-        // kmalloc memory is aligned for `ReqState`.
-        base.cast::<ReqState>().write(ReqState::new());
-        let buf = base.add(REQ_PREFIX);
-        (*rqst).rq_buffer = buf.cast();
-        (*rqst).rq_rbuffer = buf.add(call).cast();
-    }
-    0
-}
+// SAFETY: `RdmaXprt` is `repr(C)` with its `rpc_xprt` first and is
+// allocated by `xprt_alloc` for its size; `setup` initialises `slots`
+// before the transport is used, and its ops table holds the four slot
+// and buffer operations of `crate::sunrpc` for `RdmaXprt`.
+unsafe impl SlotOwner for RdmaXprt {
+    type State = ReqState;
 
-/// Frees what [`op_buf_alloc`] allocated.
-///
-/// # Safety
-///
-/// Called by sunrpc with a live task whose request has buffers.
-pub(super) unsafe extern "C" fn op_buf_free(task: *mut sys::rpc_task) {
-    // SAFETY: sunrpc passes a task whose `rq_buffer` came from us, the
-    // request state in front of it.
-    unsafe {
-        let rqst = (*task).tk_rqstp;
-        if (*rqst).rq_buffer.is_null() {
-            return;
-        }
-        let st = ReqState::of(NonNull::new_unchecked(rqst));
-        let rx = RdmaXprt::from_raw((*rqst).rq_xprt);
+    fn slots(&self) -> &SlotPool<ReqState> {
+        &self.slots
+    }
+
+    fn buffers_ready(&self, st: &ReqState, grown: usize) {
+        // As rpcrdma.ko counts its buffers reallocated for a request.
+        self.stats.hardway_register_count.add(grown as u64);
+        st.reset();
+    }
+
+    fn buffers_released(&self, st: &ReqState) {
         // An RPC given up before its Reply (interrupted, timed out) may
         // still have its pages in use: by a Send not yet complete, or
-        // registered for the server. Neither may outlive the memory.
+        // registered for the server. Neither may reach the buffers once
+        // the next RPC owns them.
         if st.send_busy.load(Acquire) != 0 {
-            rx.wait_send_done(&st.send_busy);
+            self.wait_send_done(&st.send_busy);
         }
         if st.has_mrs() {
-            rx.fence_registered(st.gen.load(Relaxed));
+            self.fence_registered(st.gen.load(Relaxed));
         }
-        sys::rpcrdma_rs_kfree((*rqst).rq_buffer.cast::<u8>().sub(REQ_PREFIX).cast());
-        (*rqst).rq_buffer = core::ptr::null_mut();
-        (*rqst).rq_rbuffer = core::ptr::null_mut();
     }
 }

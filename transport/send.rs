@@ -127,7 +127,7 @@ impl SendCtx {
 
 /// An RPC's pages mapped for one Send, and the request's mark that a Send
 /// still reads them: the request is not freed while the mark is set (see
-/// `op_buf_free`). Dropping it, once the Send completed or was never
+/// `buffers_released`). Dropping it, once the Send completed or was never
 /// posted, unmaps the pages, clears the mark and wakes whoever waits.
 ///
 /// # Invariants

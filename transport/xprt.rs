@@ -13,9 +13,11 @@ use kernel::types::Opaque;
 
 use super::class::this_module;
 use super::connection::Ep;
+use super::request::ReqState;
 use super::{Config, Stats};
 use crate::sunrpc::{
-    free_addresses, hz, jiffies, DelayedWork, HasDelayedWork, WaitQueue, Xprt, XprtLocked,
+    free_addresses, hz, jiffies, DelayedWork, HasDelayedWork, SlotPool, WaitQueue, Xprt,
+    XprtLocked,
 };
 use crate::sys;
 
@@ -35,8 +37,8 @@ const FENCE_WARN_SECS: c_ulong = 30;
 /// `xprt` is a live `rpc_xprt` whose `ops` are ours. `ep` is only read or
 /// changed with `XPRT_LOCKED` held (connect worker, `send_request`,
 /// `close`, `destroy`), which [`XprtLocked`] proves; every other field is
-/// valid when zeroed, but for `connect_work` and `fence_wq`, which `setup`
-/// initialises.
+/// valid when zeroed, but for `connect_work`, `fence_wq` and `slots`,
+/// which `setup` initialises.
 #[repr(C)]
 pub(crate) struct RdmaXprt {
     xprt: Xprt,
@@ -58,6 +60,8 @@ pub(crate) struct RdmaXprt {
     /// Woken when `gone_gen` moves, and when a Send that gathered an
     /// RPC's own pages completes. Initialised in `setup`.
     pub(super) fence_wq: WaitQueue,
+    /// The request slots, with their buffers. Initialised in `setup`.
+    pub(super) slots: SlotPool<ReqState>,
 }
 
 impl RdmaXprt {
@@ -390,6 +394,8 @@ pub(super) unsafe extern "C" fn op_destroy(xprt: *mut sys::rpc_xprt) {
         let locked = unsafe { XprtLocked::assume(rx.xprt()) };
         rx.teardown(&locked);
     }
+    // Every request is released by now (each held a reference).
+    rx.slots.free_all();
     // SAFETY: After the connection is torn down, nothing refers to the
     // transport.
     unsafe {
@@ -477,7 +483,7 @@ pub(super) unsafe extern "C" fn op_print_stats(xprt: *mut sys::rpc_xprt, seq: *m
         get(&s.total_rdma_reply),
         get(&s.pullup_copy_count),
         get(&s.fixup_copy_count),
-        0,
+        get(&s.hardway_register_count),
         get(&s.failed_marshal_count),
         get(&s.bad_reply_count),
         get(&s.nomsg_call_count)

@@ -62,6 +62,39 @@ long_call_was_nomsg() {
     [ "${n:-0}" -gt 0 ]
 }
 
+# With slot_table_entries=4 (rs-long-calls), eight direct writers at once
+# need more request slots than the transport has: the others wait on its
+# backlog and get a slot as one is freed. Each file must compare, and the
+# xprt line must count the waits (bklog_u, the 10th field after "rdma")
+# and the request buffers the slots allocated (hardway_register_count,
+# the 18th).
+xprt_field() { awk -v f="$1" '$1 == "xprt:" && $2 == "rdma" { print $(f + 2); exit }' /proc/self/mountstats; }
+
+parallel_writers() {
+    dd if=/dev/urandom of=/tmp/par bs=64k count=32 2>/dev/null || return 1
+    i=0
+    while [ $i -lt 8 ]; do
+        dd if=/tmp/par of="/mnt/par-$i" bs=64k oflag=direct 2>/dev/null &
+        i=$((i + 1))
+    done
+    wait
+}
+
+slots_waited() {
+    echo "backlog $(xprt_field 10), buffer bytes allocated $(xprt_field 18)"
+    [ "$(xprt_field 10)" -gt 0 ] && [ "$(xprt_field 18)" -gt 0 ]
+}
+
+parallel_read_back() {
+    remount || return 1
+    i=0
+    while [ $i -lt 8 ]; do
+        cmp /tmp/par "/mnt/par-$i" || return 1
+        rm "/mnt/par-$i" || return 1
+        i=$((i + 1))
+    done
+}
+
 cleanup() {
     rm -r /mnt/d /mnt/odd /mnt/link && [ -z "$(ls /mnt)" ]
 }
@@ -80,6 +113,13 @@ if check mount nfs_mount; then
     grep -E "xprt:" /proc/self/mountstats
     check listing listing
     grep -E "xprt:" /proc/self/mountstats
+    case ${RR_MODPARAMS:-} in
+    *slot_table_entries=4*)
+        check parallel_writers parallel_writers
+        check slots_waited slots_waited
+        check parallel_read_back parallel_read_back
+        ;;
+    esac
     check cleanup cleanup
     check umount umount /mnt
 fi
