@@ -49,7 +49,8 @@ impl<T> Slot<T> {
     /// # Safety
     ///
     /// `rqst` is live and was handed out by a `SlotPool<T>` (a forward
-    /// request of a transport whose ops are this module's).
+    /// request, not a backchannel one, of a transport whose ops are this
+    /// module's).
     pub(crate) unsafe fn of<'a>(rqst: NonNull<sys::rpc_rqst>) -> &'a Self {
         // SAFETY: The `rpc_rqst` is the first field of a `repr(C)` slot
         // (type invariant), which lives while its request does.
@@ -238,6 +239,20 @@ pub(crate) unsafe trait SlotOwner: Sized {
     fn buffers_released(&self, state: &Self::State);
 }
 
+/// Whether `rqst` is a backchannel request (`bc_prealloc`): sunrpc's, not
+/// a slot, though `xprt_release` hands it to `buf_free` if it has a
+/// buffer.
+///
+/// # Safety
+///
+/// `rqst` is live.
+unsafe fn backchannel(rqst: NonNull<sys::rpc_rqst>) -> bool {
+    // SAFETY: A live request (caller's promise); `test_bit` is a plain
+    // read too.
+    let state = unsafe { core::ptr::read_volatile(&raw const (*rqst.as_ptr()).rq_bc_pa_state) };
+    state & (1 << sys::RPC_BC_PA_IN_USE) != 0
+}
+
 /// # Safety
 ///
 /// `xprt` is a live transport of type `O` (trait contract).
@@ -290,8 +305,12 @@ pub(crate) unsafe extern "C" fn free_slot<O: SlotOwner>(
     let Some(rqst) = NonNull::new(rqst) else {
         return;
     };
-    // SAFETY: The transport is an `O`, whose requests are slots of its
-    // pool, and sunrpc is done with this one.
+    // SAFETY: A live request; sunrpc frees backchannel ones itself.
+    if unsafe { backchannel(rqst) } {
+        return;
+    }
+    // SAFETY: The transport is an `O`, whose forward requests are slots
+    // of its pool, and sunrpc is done with this one.
     unsafe { owner::<O>(xprt).slots().release(xprt, Slot::of(rqst)) };
 }
 
@@ -309,6 +328,9 @@ pub(crate) unsafe extern "C" fn buf_alloc<O: SlotOwner>(task: *mut sys::rpc_task
         let Some(rqst) = NonNull::new((*task).tk_rqstp) else {
             return EINVAL.to_errno();
         };
+        if backchannel(rqst) {
+            return EINVAL.to_errno();
+        }
         let r = rqst.as_ptr();
         let slot = Slot::<O::State>::of(rqst);
         let call = (*r).rq_callsize;
@@ -350,7 +372,7 @@ pub(crate) unsafe extern "C" fn buf_free<O: SlotOwner>(task: *mut sys::rpc_task)
             return;
         };
         let r = rqst.as_ptr();
-        if (*r).rq_buffer.is_null() {
+        if (*r).rq_buffer.is_null() || backchannel(rqst) {
             return;
         }
         owner::<O>((*r).rq_xprt).buffers_released(Slot::<O::State>::of(rqst).state());

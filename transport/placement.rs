@@ -39,7 +39,11 @@ impl RdmaXprt {
             Ok(shape) => {
                 // The payload is the end of the message.
                 let len = body.payload.len();
-                let at = if len == 0 { 0 } else { msg.len().checked_sub(len)? };
+                let at = if len == 0 {
+                    0
+                } else {
+                    msg.len().checked_sub(len)?
+                };
                 Some(Checked {
                     shape,
                     at: u16::try_from(at).ok()?,

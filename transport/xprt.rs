@@ -16,8 +16,7 @@ use super::connection::Ep;
 use super::request::ReqState;
 use super::{Config, Stats};
 use crate::sunrpc::{
-    free_addresses, hz, jiffies, DelayedWork, HasDelayedWork, SlotPool, WaitQueue, Xprt,
-    XprtLocked,
+    free_addresses, hz, jiffies, DelayedWork, HasDelayedWork, SlotPool, WaitQueue, Xprt, XprtLocked,
 };
 use crate::sys;
 
