@@ -298,20 +298,49 @@ impl Xprt {
     /// Finds the request waiting for the Reply `xid` (as on the wire) and
     /// pins it.
     pub(crate) fn lookup_pinned(&self, xid: u32) -> Option<PinnedRqst> {
-        let xprt = self.as_ptr();
-        // SAFETY: `xprt` is live; `xprt_lookup_rqst` requires `queue_lock`,
-        // and pinning keeps the request after we drop it.
+        let queue = self.lock_queue();
+        // SAFETY: `xprt_lookup_rqst` requires `queue_lock`, which we hold;
+        // pinning keeps the request after we drop it.
         let rqst = unsafe {
-            sys::rpcrdma_rs_spin_lock(&raw mut (*xprt).queue_lock);
-            let rqst = sys::xprt_lookup_rqst(xprt, xid);
+            let rqst = sys::xprt_lookup_rqst(queue.xprt.as_ptr(), xid);
             if !rqst.is_null() {
                 sys::xprt_pin_rqst(rqst);
             }
-            sys::rpcrdma_rs_spin_unlock(&raw mut (*xprt).queue_lock);
             rqst
         };
+        drop(queue);
         // INVARIANT: pinned just now, for the returned value.
         NonNull::new(rqst).map(|rqst| PinnedRqst { rqst })
+    }
+
+    /// Takes `queue_lock`.
+    fn lock_queue(&self) -> QueueLock<'_> {
+        // SAFETY: Live by the type invariant; released by the guard.
+        unsafe { sys::rpcrdma_rs_spin_lock(&raw mut (*self.as_ptr()).queue_lock) };
+        // INVARIANT: the lock is held.
+        QueueLock {
+            xprt: self,
+            _not_send: core::marker::PhantomData,
+        }
+    }
+}
+
+/// `xprt->queue_lock`, which guards the requests waiting for Replies,
+/// held until dropped.
+///
+/// # Invariants
+///
+/// The lock of `xprt` is held by this thread while the guard exists.
+struct QueueLock<'a> {
+    xprt: &'a Xprt,
+    /// Spinlocks are released where they were taken.
+    _not_send: core::marker::PhantomData<*mut ()>,
+}
+
+impl Drop for QueueLock<'_> {
+    fn drop(&mut self) {
+        // SAFETY: Held by the type invariant.
+        unsafe { sys::rpcrdma_rs_spin_unlock(&raw mut (*self.xprt.as_ptr()).queue_lock) };
     }
 }
 
@@ -374,30 +403,29 @@ impl PinnedRqst {
             Ok(n) => c_int::try_from(n).unwrap_or(c_int::MAX),
             Err(_) => 0,
         };
+        // SAFETY: Pinned, so the request and its transport are live.
+        let queue = unsafe { Xprt::from_raw(xprt) }.lock_queue();
         // SAFETY: Pinned (type invariant); completing and unpinning need
-        // `queue_lock`; the pin is given up here, once. A pinned request
-        // has a live task.
+        // `queue_lock`, which we hold; the pin is given up here, once. A
+        // pinned request has a live task.
         unsafe {
-            sys::rpcrdma_rs_spin_lock(&raw mut (*xprt).queue_lock);
             let task = (*this.rqst.as_ptr()).rq_task;
             if let Err(err) = result {
                 (*task).tk_status = err.to_errno();
             }
             sys::xprt_complete_rqst(task, copied);
             sys::xprt_unpin_rqst(this.rqst.as_ptr());
-            sys::rpcrdma_rs_spin_unlock(&raw mut (*xprt).queue_lock);
         }
+        drop(queue);
     }
 }
 
 impl Drop for PinnedRqst {
     fn drop(&mut self) {
-        let xprt = self.xprt();
-        // SAFETY: Pinned (type invariant); unpinning needs `queue_lock`.
-        unsafe {
-            sys::rpcrdma_rs_spin_lock(&raw mut (*xprt).queue_lock);
-            sys::xprt_unpin_rqst(self.rqst.as_ptr());
-            sys::rpcrdma_rs_spin_unlock(&raw mut (*xprt).queue_lock);
-        }
+        // SAFETY: Pinned, so the request and its transport are live.
+        let _queue = unsafe { Xprt::from_raw(self.xprt()) }.lock_queue();
+        // SAFETY: Pinned (type invariant); unpinning needs `queue_lock`,
+        // which we hold.
+        unsafe { sys::xprt_unpin_rqst(self.rqst.as_ptr()) };
     }
 }
