@@ -315,24 +315,27 @@ fi
 # Client CPU per operation: the busy share of the vCPU over the job's
 # window divided by the operations per second (a 1 MiB transfer counts as
 # one operation): busy% x window / operations, in ms of vCPU.
-# cpu_per_op MOD JOB DIR: one value per round.
+# cpu_per_op MOD JOB DIR [ROUND]: one value per round ("-" for a round
+# without one), or that of round ROUND (its directory's suffix).
 cpu_per_op() {
     local d f cu cs cq ci co t iops
     for d in ${DIRS[$1]}; do
+        [ -z "${4:-}" ] || [ "${d##*/fio-"$1"}" = "$4" ] || continue
         f=$d/$2.cpu
-        [ -s "$f" ] || continue
+        iops=$(fio_value "$d" "$2" "$3" IOPS)
+        if [ ! -s "$f" ] || [ "$iops" = - ]; then echo -; continue; fi
         read -r cu cs cq ci co < "$f"
         t=$((cu + cs + cq + ci + co))
-        iops=$(fio_value "$d" "$2" "$3" IOPS)
-        [ "$t" -gt 0 ] && [ "$iops" != - ] || continue
-        awk -v b=$((t - ci)) -v t="$t" -v i="$iops" 'BEGIN { if (i > 0) printf "%.3f\n", 1000 * b / t / i }'
+        awk -v b=$((t - ci)) -v t="$t" -v i="$iops" \
+            'BEGIN { if (i > 0 && t > 0) printf "%.3f\n", 1000 * b / t / i; else print "-" }'
     done
 }
 if ls "$RUN_DIR"/fio-*/*.cpu > /dev/null 2>&1; then
     {
         echo
-        echo "client CPU per operation (1 MiB for the sequential jobs): ms of vCPU, median [min-max] over the rounds"
-        printf '%-21s %22s %22s %6s\n' workload C rpcrdma_rs rs/C
+        echo "client CPU per operation (1 MiB for the sequential jobs): ms of vCPU (busy share / operations per"
+        echo "  second), median [min-max] over the rounds; per round = rs/C of each round's two boots"
+        printf '%-21s %22s %22s %6s %18s\n' workload C rpcrdma_rs rs/C "per round"
         for w in "${WORKLOADS[@]}"; do
             IFS='|' read -r title job what <<< "$w"
             declare -A cm=() cl=() ch=()
@@ -348,7 +351,17 @@ if ls "$RUN_DIR"/fio-*/*.cpu > /dev/null 2>&1; then
             done
             r=$(awk -v c="${cm[c]}" -v x="${cm[rs]}" \
                 'BEGIN { if (c ~ /^[0-9.]+$/ && x ~ /^[0-9.]+$/ && c > 0) printf "%.2f", x / c; else print "-" }')
-            printf '%-21s %22s %22s %6s\n' "$title" "${cells[0]}" "${cells[1]}" "$r"
+            pr=()
+            for d in ${DIRS[c]}; do
+                rnd=${d##*/fio-c}
+                pr+=("$(awk -v c="$(cpu_per_op c "$job" "${what%% *}" "$rnd")" \
+                    -v x="$(cpu_per_op rs "$job" "${what%% *}" "$rnd")" \
+                    'BEGIN { if (c ~ /^[0-9.]+$/ && x ~ /^[0-9.]+$/ && c > 0) printf "%.2f", x / c; else print "-" }')")
+            done
+            read -r pmed plo phi _ < <(stats "${pr[@]}")
+            paired=-
+            [ "$pmed" = - ] || paired=$(awk -v m="$pmed" -v a="$plo" -v b="$phi" 'BEGIN { printf "%.2f [%.2f-%.2f]", m, a, b }')
+            printf '%-21s %22s %22s %6s %18s\n' "$title" "${cells[0]}" "${cells[1]}" "$r" "$paired"
         done
     } >> "$table"
 fi
