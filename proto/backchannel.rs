@@ -207,7 +207,10 @@ pub struct SlotMask(pub u32);
 impl SlotMask {
     /// All of the first `n` slots free.
     pub fn all(n: u32) -> Self {
-        Self(1u32.checked_shl(n).map_or(u32::MAX, |bit| bit.wrapping_sub(1)))
+        Self(
+            1u32.checked_shl(n)
+                .map_or(u32::MAX, |bit| bit.wrapping_sub(1)),
+        )
     }
 
     /// The lowest free slot and the mask with it taken, if any is free.
