@@ -337,3 +337,41 @@ impl Xprt {
         };
     }
 }
+
+#[kunit_tests(rpcrdma_rs_backchannel)]
+mod tests {
+    use super::*;
+
+    fn empty_pool() -> BcPool {
+        BcPool {
+            slots: [const { Atomic::new(core::ptr::null_mut()) }; SLOTS],
+            free: Atomic::new(0),
+            state: Atomic::new(NONE),
+        }
+    }
+
+    #[test]
+    fn slots_are_handed_out_once() {
+        let pool = empty_pool();
+        // Before `bc_setup` a backward Call finds no slot.
+        assert!(pool.claim().is_none());
+        assert!(pool.setup().is_ok());
+        // A second session's setup finds the slots there.
+        assert!(pool.setup().is_ok());
+        let mut held = KVec::new();
+        while let Some(call) = pool.claim() {
+            assert!(held.push(call, GFP_KERNEL).is_ok());
+        }
+        // More Calls than slots: the next one is dropped.
+        assert_eq!(held.len(), SLOTS);
+        assert!(pool.claim().is_none());
+        // A Call not delivered gives its slot back.
+        drop(held.pop());
+        assert!(pool.claim().is_some());
+        drop(held);
+        assert_eq!(pool.free.load(Relaxed), SlotMask::all(CLIENT_SLOTS).0);
+        // SAFETY: Nothing is claimed any more, and the pool is ours.
+        unsafe { pool.free_all() };
+        assert!(pool.claim().is_none());
+    }
+}
