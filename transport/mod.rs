@@ -257,7 +257,8 @@ mod tests {
         assert_eq!(stats.bcall_dropped.get(), 0);
         assert_eq!(stats.bad_reply_count.get(), 0);
         // With chunks, it is dropped and counted.
-        let chunked = words([0xabcd, 1, 2, 0, 1, 1, 7, 64, 0, 0, 0, 0, 0, 0xabcd, 0]);
+        // A Write list of one 16-byte segment.
+        let chunked = words([0xabcd, 1, 2, 0, 0, 1, 1, 0x1234, 16, 0, 0, 0, 0, 0xabcd, 0]);
         assert!(matches!(
             classify_received(&chunked, &stats, DEF_SLOTS),
             Inbound::Dropped(Dropped::BackwardWithChunks)
