@@ -148,7 +148,9 @@ done
 # that carries no Call (tests/vm/hostile.sh). write-huge (a Write list
 # segment of 0x7fffffff bytes) oopses rpcrdma.ko: rpcrdma_rs only. The
 # short-* modes retransmit through reconnects until the mount gives up: no
-# connection may open after that (defect 5). HOSTILE_MODES=a,b picks modes.
+# connection may open after that (defect 5). bcall (issue 12) sends
+# backward Calls the client must drop ahead of each Reply. HOSTILE_MODES=a,b
+# picks modes.
 hmodes=${HOSTILE_MODES:+rr.modes=$HOSTILE_MODES}
 scenario hostile-c 900 none "C client against a hostile server" \
     "rr.script=hostile rr.mod=c $hmodes" "rr.script=hostile"
