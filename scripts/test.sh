@@ -109,8 +109,9 @@ scenario rs-rdma6 600 c "Rust client, NFSv4.2 over RDMA on IPv6" "$io rr.mod=rs 
 scenario rs-reconnect 600 c "Rust client: nfsd restarted under I/O" \
     "rr.script=reconnect rr.mod=rs rr.proto=rdma rr.vers=4.2 rr.faults=nfsd"
 # Delegation recall over the backchannel (RFC 8167), the C client as the
-# reference: one file, 200 at once, and one after a 20 s link loss.
-recall="rr.script=recall rr.proto=rdma rr.vers=4.2 rr.files=200 rr.faults=link"
+# reference: one file, 200 at once, one after a 20 s link loss and one
+# after an nfsd restart (a new session, its backchannel set up again).
+recall="rr.script=recall rr.proto=rdma rr.vers=4.2 rr.files=200 rr.faults=link,nfsd"
 scenario ref-recall 900 c "C client: delegations recalled over the backchannel" "$recall rr.mod=c"
 scenario rs-recall 900 c "Rust client: delegations recalled over the backchannel" "$recall rr.mod=rs"
 scenario rs-device-removal 480 c "Rust client: device deleted and re-added under a mount; connects failing after the QP" \

@@ -2,8 +2,10 @@
 # file open with a delegation, the server writes to it; nfsd sends
 # CB_RECALL on the client's own RDMA connection, the client answers and
 # returns the delegation, and the server's write completes within a
-# second. Then 200 delegations recalled at once, and, with
-# rr.faults=link, one more recall after the server's link was out 20 s.
+# second. Then 200 delegations recalled at once, and for each fault of
+# rr.faults (link: the server's link out 20 s; nfsd: nfsd restarted, so
+# the client makes a new session and sets its backchannel up again), one
+# more recall once the client is back.
 # The server side is recall_req in server.sh.
 # shellcheck shell=sh
 
@@ -121,11 +123,12 @@ bc_counters() {
     [ "$received" -gt 0 ] && [ "$replied" -gt 0 ]
 }
 
-link_loss() {
-    echo go > /mnt/.fault-link || return 1
+# fault NAME: have the server inject fault NAME (server.sh), then write
+# through it: the transport reconnects by itself.
+fault() {
+    echo go > /mnt/.fault-$1 || return 1
     sleep 3
-    # I/O through the outage: the transport reconnects by itself.
-    echo after > /mnt/after-link && sync && [ "$(cat /mnt/after-link)" = after ]
+    echo after > /mnt/after-$1 && sync && [ "$(cat /mnt/after-$1)" = after ]
 }
 
 check client_net net_up 192.0.2.2 2001:db8::2
@@ -133,15 +136,13 @@ check client_transport load_transport "${RR_MOD:-c}"
 if check mount nfs_mount; then
     check recall_one one recall-one
     check recall_many many_files recall-many
-    case " ${RR_FAULTS:-} " in
-    *" link "*)
-        check link_loss link_loss &&
-            check recall_after_link_loss one recall-after-link ;;
-    esac
+    for f in ${RR_FAULTS:-}; do
+        check fault_$f fault $f && check recall_after_$f one recall-after-$f
+    done
     check backchannel_counters bc_counters
     grep -A 3 "xprt:" /proc/self/mountstats
     grep -E "^ *(DELEGRETURN|OPEN):" /proc/self/mountstats
-    check cleanup rm -rf /mnt/recall-one /mnt/recall-many /mnt/recall-after-link /mnt/after-link /mnt/.recall
+    check cleanup rm -rf /mnt/recall-* /mnt/after-* /mnt/.recall
     check umount umount /mnt
 fi
 case ${RR_MOD:-c} in
