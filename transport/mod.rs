@@ -18,7 +18,8 @@
 //! Files are named for their jobs: `class` (registration, setup, the ops
 //! table), `xprt` (the transport and its connection lifecycle), `request`,
 //! `marshal`, `send`, `receive`, `placement` (of a Reply), `connection`
-//! (one RDMA connection) and `frwr` (its MRs). The protocol decisions are
+//! (one RDMA connection), `frwr` (its MRs) and `backchannel` (NFSv4.1
+//! callbacks). The protocol decisions are
 //! safe code calling [`crate::proto`].
 
 mod backchannel;
