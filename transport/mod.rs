@@ -19,8 +19,8 @@
 //! table), `xprt` (the transport and its connection lifecycle), `request`,
 //! `marshal`, `send`, `receive`, `placement` (of a Reply), `connection`
 //! (one RDMA connection), `frwr` (its MRs) and `backchannel` (NFSv4.1
-//! callbacks). The protocol decisions are
-//! safe code calling [`crate::proto`].
+//! callbacks). The protocol decisions are safe code calling
+//! [`crate::proto`].
 
 mod backchannel;
 mod class;
