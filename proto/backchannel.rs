@@ -141,3 +141,92 @@ pub fn client_receive_buffers(forward_in_flight: u32, backward_credits: u32) -> 
 pub fn server_receive_buffers(forward_credits: u32, backward_in_flight: u32) -> u32 {
     forward_credits.saturating_add(backward_in_flight)
 }
+
+/// Backward-direction slots a client offers (`bc_num_slots`, the
+/// `ca_maxrequests` of the CREATE_SESSION back channel attributes): as
+/// many as rpcrdma.ko, which reserves Receives for that many Calls.
+pub const CLIENT_SLOTS: u32 = 16;
+
+/// Smallest version 1 transport header: fixed words and three empty
+/// chunk lists (`RPCRDMA_HDRLEN_MIN`).
+pub const V1_HDRLEN_MIN: u32 = 28;
+
+/// Largest backward-direction RPC message a client accepts and sends
+/// (`bc_maxpayload`, the CREATE_SESSION back channel's
+/// `ca_maxrequestsize` and `ca_maxresponsesize`): both go inline
+/// (§2.5), so within both negotiated inline thresholds, and in one page,
+/// which is what the callback service decodes from and encodes into,
+/// less the transport header.
+pub fn client_max_payload(inline_send: u32, inline_recv: u32, page: u32) -> u32 {
+    inline_send
+        .min(inline_recv)
+        .min(page)
+        .saturating_sub(V1_HDRLEN_MIN)
+}
+
+/// Why a client drops a backward-direction Call. The Requester never
+/// answers a backward Call with RDMA_ERROR: the server's callback times
+/// out, and NFSv4.1 recovers through its session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CallDropped {
+    /// The Call carries chunks (§2.5).
+    WithChunks,
+    /// The RPC message is longer than the backchannel's `max` payload.
+    TooLong {
+        /// Its length.
+        len: usize,
+        /// The largest accepted.
+        max: u32,
+    },
+    /// No callback service listens on this transport.
+    NoService,
+    /// Every backchannel slot holds a Call: the server sent more than
+    /// the slots it was granted.
+    NoSlot,
+}
+
+/// Checks the RPC message of a backward Call (what follows the transport
+/// header) against the backchannel's `max_payload`. The classifier has
+/// already checked that it is RDMA_MSG without chunks, and that it starts
+/// with the XID and msg_type CALL.
+pub fn check_call(payload: &[u8], max_payload: u32) -> Result<(), CallDropped> {
+    if payload.len() > max_payload as usize {
+        return Err(CallDropped::TooLong {
+            len: payload.len(),
+            max: max_payload,
+        });
+    }
+    Ok(())
+}
+
+/// A fixed set of `N` slots (at most 32), claimed and released without a
+/// lock: bit `k` of the mask is set while slot `k` is free.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SlotMask(pub u32);
+
+impl SlotMask {
+    /// All of the first `n` slots free.
+    pub fn all(n: u32) -> Self {
+        Self(
+            1u32.checked_shl(n)
+                .map_or(u32::MAX, |bit| bit.wrapping_sub(1)),
+        )
+    }
+
+    /// The lowest free slot and the mask with it taken, if any is free.
+    pub fn claim(self) -> Option<(u32, Self)> {
+        let k = self.0.trailing_zeros();
+        let bit = 1u32.checked_shl(k)?;
+        Some((k, Self(self.0 & !bit)))
+    }
+
+    /// The mask with slot `k` free again; `None` if `k` is out of range
+    /// or already free (a double release).
+    pub fn release(self, k: u32) -> Option<Self> {
+        let bit = 1u32.checked_shl(k)?;
+        if self.0 & bit != 0 {
+            return None;
+        }
+        Some(Self(self.0 | bit))
+    }
+}

@@ -1184,6 +1184,33 @@ pub fn requester_receive_rules() -> Outcome {
     check(
         shape(&nomsg) == Some(Err(plan::BadReply::BadNomsg)),
         "reply: empty Reply chunk refused for RDMA_NOMSG",
+    )?;
+    // A backward Call is routed before its credits are read: nfsd's grant
+    // of 2 must never reach the forward window.
+    let bcall = Wire::new(&[&[XID, 1, 2, v1::proc::MSG, 0, 0, 0], &RPC_CALL])?;
+    check(
+        matches!(
+            reply::classify(bcall.bytes(), CREDITS),
+            Inbound::BackwardCall(h) if h.fixed.credits == 2
+        ),
+        "backchannel: a backward Call is no Reply",
+    )?;
+    let max = backchannel::client_max_payload(4096, 4096, 4096);
+    check(
+        max == 4068
+            && backchannel::client_max_payload(1024, 65536, 4096) == 996
+            && backchannel::check_call(&[0; 8], max).is_ok()
+            && backchannel::check_call(&[0; 8], 4)
+                == Err(backchannel::CallDropped::TooLong { len: 8, max: 4 }),
+        "backchannel: payload limit",
+    )?;
+    let all = backchannel::SlotMask::all(backchannel::CLIENT_SLOTS);
+    check(
+        all.claim() == Some((0, backchannel::SlotMask(0xfffe)))
+            && backchannel::SlotMask(0).claim().is_none()
+            && all.release(0).is_none()
+            && backchannel::SlotMask(0).release(40).is_none(),
+        "backchannel: slots claimed once",
     )
 }
 

@@ -108,6 +108,12 @@ scenario rs-rdma-v3 600 c "Rust client, NFSv3 over RDMA" "$io rr.mod=rs rr.proto
 scenario rs-rdma6 600 c "Rust client, NFSv4.2 over RDMA on IPv6" "$io rr.mod=rs rr.proto=rdma6 rr.vers=4.2 $small"
 scenario rs-reconnect 600 c "Rust client: nfsd restarted under I/O" \
     "rr.script=reconnect rr.mod=rs rr.proto=rdma rr.vers=4.2 rr.faults=nfsd"
+# Delegation recall over the backchannel (RFC 8167), the C client as the
+# reference: one file, 200 at once, one after a 20 s link loss and one
+# after an nfsd restart (a new session, its backchannel set up again).
+recall="rr.script=recall rr.proto=rdma rr.vers=4.2 rr.files=200 rr.faults=link,nfsd"
+scenario ref-recall 900 c "C client: delegations recalled over the backchannel" "$recall rr.mod=c"
+scenario rs-recall 900 c "Rust client: delegations recalled over the backchannel" "$recall rr.mod=rs"
 scenario rs-device-removal 480 c "Rust client: device deleted and re-added under a mount; connects failing after the QP" \
     "rr.script=device-removal rr.mod=rs rr.proto=rdma rr.vers=4.2"
 # Issue 5, large transfers (tests/vm/chunks.sh): rsize/wsize 1 MiB, a size
@@ -143,7 +149,9 @@ done
 # that carries no Call (tests/vm/hostile.sh). write-huge (a Write list
 # segment of 0x7fffffff bytes) oopses rpcrdma.ko: rpcrdma_rs only. The
 # short-* modes retransmit through reconnects until the mount gives up: no
-# connection may open after that (defect 5). HOSTILE_MODES=a,b picks modes.
+# connection may open after that (defect 5). bcall (issue 12) sends
+# backward Calls the client must drop ahead of each Reply. HOSTILE_MODES=a,b
+# picks modes.
 hmodes=${HOSTILE_MODES:+rr.modes=$HOSTILE_MODES}
 scenario hostile-c 900 none "C client against a hostile server" \
     "rr.script=hostile rr.mod=c $hmodes" "rr.script=hostile"

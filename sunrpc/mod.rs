@@ -5,16 +5,19 @@
 //! for their Reply ([`SendRqst`], [`PinnedRqst`]) with their `xdr_buf`s, its `transport_lock` ([`TransportLock`], an
 //! RAII guard) and the proof that the caller holds `XPRT_LOCKED`
 //! ([`XprtLocked`]), which the connection owner's state requires, and
-//! request slots kept for the transport's life ([`SlotPool`]).
+//! request slots kept for the transport's life ([`SlotPool`]), and the
+//! backchannel's requests ([`BcPool`]).
 //! Like `rdma/`, this is where `unsafe` lives; `transport/` calls it.
 
 mod addr;
+mod backchannel;
 mod rqst;
 mod slots;
 mod wait;
 mod xprt;
 
 pub(crate) use addr::{addr_port, format_addresses, format_port, free_addresses};
+pub(crate) use backchannel::{BcPool, BC_BUF};
 pub(crate) use rqst::{PinnedRqst, SendRqst, XdrBuf};
 pub(crate) use slots::{alloc_slot, buf_alloc, buf_free, free_slot, Slot, SlotOwner, SlotPool};
 pub(crate) use wait::{DelayedWork, HasDelayedWork, WaitQueue};

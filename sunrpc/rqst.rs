@@ -22,7 +22,8 @@ const PAGE: usize = kernel::page::PAGE_SIZE;
 ///
 /// A `&XdrBuf` points to a live `xdr_buf` of a request whose head and
 /// tail lie in kmalloc memory (the request's `rq_buffer`, which
-/// `buf_alloc` allocates), and whose page array covers `page_base +
+/// `buf_alloc` allocates, or for a backchannel request the pages of its
+/// [`super::BcPool`] slot), and whose page array covers `page_base +
 /// page_len` bytes. Its owner does not change it while borrowed, but for
 /// the Reply placement, which owns the receive buffers of a pinned
 /// request.
@@ -179,7 +180,8 @@ impl<'a> SendRqst<'a> {
     /// # Safety
     ///
     /// `rqst` is a request in `send_request` (live, buffers allocated by
-    /// our `buf_alloc`, `XPRT_LOCKED` held) for `'a`.
+    /// our `buf_alloc` or, for a backchannel Reply, by its
+    /// [`super::BcPool`], `XPRT_LOCKED` held) for `'a`.
     pub(crate) unsafe fn from_raw(rqst: *mut sys::rpc_rqst) -> Self {
         Self {
             // SAFETY: The caller's promise.

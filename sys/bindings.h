@@ -4,6 +4,7 @@
  * ib_core verbs and the RDMA connection manager. Input to bindgen only.
  */
 #include <linux/sunrpc/xprt.h>
+#include <linux/sunrpc/bc_xprt.h>
 #include <linux/sunrpc/xprtrdma.h>
 #include <linux/sunrpc/svc_xprt.h>
 #include <linux/sunrpc/rpc_rdma.h>

@@ -3,6 +3,7 @@
  * Out-of-line wrappers for static inlines and KBUILD_MODNAME macros; see
  * helpers.h. Compiled into rpcrdma_rs.ko, so KBUILD_MODNAME names us.
  */
+#include <linux/debugfs.h>
 #include <linux/dynamic_debug.h>
 #include <linux/inet.h>
 #include <linux/jiffies.h>
@@ -12,6 +13,7 @@
 #include <linux/scatterlist.h>
 #include <linux/sunrpc/sched.h>
 #include <linux/sunrpc/addr.h>
+#include <linux/sunrpc/bc_xprt.h>
 #include "helpers.h"
 
 struct rdma_cm_id *rpcrdma_rs_create_id(struct net *net,
@@ -398,6 +400,45 @@ long rpcrdma_rs_wait_until_clear(struct wait_queue_head *wq, const u32 *flag,
 				 unsigned long timeout)
 {
 	return wait_event_timeout(*wq, !READ_ONCE(*flag), timeout);
+}
+
+struct svc_serv *rpcrdma_rs_xprt_bc_serv(struct rpc_xprt *xprt)
+{
+	return READ_ONCE(xprt->bc_serv);
+}
+
+bool rpcrdma_rs_bc_prealloc(struct rpc_rqst *rqst)
+{
+	return bc_prealloc(rqst);
+}
+
+void rpcrdma_rs_bc_mark_in_use(struct rpc_rqst *rqst)
+{
+	set_bit(RPC_BC_PA_IN_USE, &rqst->rq_bc_pa_state);
+}
+
+void rpcrdma_rs_bc_clear_in_use(struct rpc_rqst *rqst)
+{
+	clear_bit(RPC_BC_PA_IN_USE, &rqst->rq_bc_pa_state);
+}
+
+void rpcrdma_rs_bc_slot_count_inc(struct rpc_xprt *xprt)
+{
+	atomic_inc(&xprt->bc_slot_count);
+}
+
+/*
+ * A read-only counter in the transport's sunrpc debugfs directory
+ * (/sys/kernel/debug/sunrpc/rpc_xprt/<id>/), which sunrpc removes, with
+ * everything in it, before it calls the transport's destroy.
+ */
+void rpcrdma_rs_xprt_debugfs_u64(struct rpc_xprt *xprt, const char *name,
+				 u64 *value)
+{
+#if IS_ENABLED(CONFIG_SUNRPC_DEBUG)
+	if (!IS_ERR_OR_NULL(xprt->debugfs))
+		debugfs_create_u64(name, 0400, xprt->debugfs, value);
+#endif
 }
 
 struct net *rpcrdma_rs_init_net(void)

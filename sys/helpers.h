@@ -97,6 +97,14 @@ bool rpcrdma_rs_fault(unsigned int bit);
 long rpcrdma_rs_wait_until_clear(struct wait_queue_head *wq, const u32 *flag,
 				 unsigned long timeout);
 
+struct svc_serv *rpcrdma_rs_xprt_bc_serv(struct rpc_xprt *xprt);
+bool rpcrdma_rs_bc_prealloc(struct rpc_rqst *rqst);
+void rpcrdma_rs_bc_mark_in_use(struct rpc_rqst *rqst);
+void rpcrdma_rs_bc_clear_in_use(struct rpc_rqst *rqst);
+void rpcrdma_rs_bc_slot_count_inc(struct rpc_xprt *xprt);
+void rpcrdma_rs_xprt_debugfs_u64(struct rpc_xprt *xprt, const char *name,
+				 u64 *value);
+
 struct net *rpcrdma_rs_init_net(void);
 int rpcrdma_rs_kunit_addr(struct sockaddr_in *sin, u16 port);
 

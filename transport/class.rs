@@ -5,12 +5,15 @@
 //! `rpc_xprt_ops` table whose entries live in the files named for their
 //! jobs.
 
-use core::ffi::{c_char, c_int, c_uint, c_ushort};
+use core::ffi::{c_char, c_ushort};
 
 use kernel::prelude::*;
 use kernel::sync::atomic::{Acquire, Atomic, Release};
 use kernel::types::Opaque;
 
+use super::backchannel::{
+    op_bc_destroy, op_bc_free_rqst, op_bc_maxpayload, op_bc_num_slots, op_bc_setup,
+};
 use super::marshal::op_send_request;
 use super::xprt::{
     op_close, op_connect, op_destroy, op_inject_disconnect, op_print_stats, op_set_connect_timeout,
@@ -214,41 +217,9 @@ static OPS: sys::rpc_xprt_ops = sys::rpc_xprt_ops {
     bc_setup: Some(op_bc_setup),
     bc_maxpayload: Some(op_bc_maxpayload),
     bc_num_slots: Some(op_bc_num_slots),
-    bc_free_rqst: None,
-    bc_destroy: None,
+    bc_free_rqst: Some(op_bc_free_rqst),
+    bc_destroy: Some(op_bc_destroy),
 };
-
-/// Backchannel setup. The NFSv4.1 client requires the operation to
-/// exist; backward-direction Calls are dropped (and counted) on receipt,
-/// so there is nothing to preallocate.
-///
-/// # Safety
-///
-/// Called by sunrpc with a live transport.
-unsafe extern "C" fn op_bc_setup(_xprt: *mut sys::rpc_xprt, _min_reqs: c_uint) -> c_int {
-    0
-}
-
-/// Largest backward-direction message: one inline buffer less the
-/// smallest transport header, as rpcrdma.ko computes it.
-///
-/// # Safety
-///
-/// Called by sunrpc with a live transport.
-unsafe extern "C" fn op_bc_maxpayload(xprt: *mut sys::rpc_xprt) -> usize {
-    // SAFETY: sunrpc passes a live transport of ours.
-    let rx = unsafe { RdmaXprt::from_raw(xprt) };
-    rx.cfg.inline_read.min(rx.cfg.inline_write) as usize - super::HDRLEN_MIN
-}
-
-/// Backward-direction slots offered in CREATE_SESSION: the minimum.
-///
-/// # Safety
-///
-/// Called by sunrpc with a live transport.
-unsafe extern "C" fn op_bc_num_slots(_xprt: *mut sys::rpc_xprt) -> c_uint {
-    1
-}
 
 /// Entry point called by C.
 ///

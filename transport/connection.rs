@@ -23,6 +23,7 @@ use super::send::SendCtx;
 use super::xprt::RdmaXprt;
 use super::Config;
 use crate::params;
+use crate::proto::backchannel;
 use crate::proto::plan::DeviceLimits;
 use crate::proto::pvt::{self, InlineThresholds, PrivateData};
 use crate::proto::queue::{self, SendSignals};
@@ -32,20 +33,26 @@ use crate::rdma::{
 };
 use crate::sys;
 
-/// Receive buffers: one per credit we ask for, two for backward-direction
-/// Calls (which we drop), a quarter more because a buffer is reposted only
-/// after its Reply's RPC completed, and a new Call may go out (and its
-/// Reply come back) in between, and one batch that waits to be reposted.
+/// Receive buffers: one per credit we ask for, one per backchannel slot
+/// (RFC 8167 §2.2.1: a backward Call must always find one), a quarter
+/// more because a buffer is reposted only after its Reply's RPC
+/// completed, and a new Call may go out (and its Reply come back) in
+/// between, and one batch that waits to be reposted.
 pub(super) fn recvs(cfg: &Config) -> u32 {
-    cfg.slots + cfg.slots / 4 + 2 + queue::recv_batch(cfg.slots)
+    backchannel::client_receive_buffers(cfg.slots + cfg.slots / 4, backchannel::CLIENT_SLOTS)
+        + queue::recv_batch(cfg.slots)
 }
 
 /// Send buffers per connection. Sends complete in order on an RC QP, so
 /// the pool is a ring; twice the slot count makes it run dry only when
-/// Send completions lag a whole window behind.
+/// Send completions lag a whole window behind. [`BC_SENDS`] more are kept
+/// for backchannel Replies: forward Calls never take the last ones.
 pub(super) fn sends(cfg: &Config) -> u32 {
-    cfg.slots * 2
+    cfg.slots * 2 + BC_SENDS
 }
+
+/// Send buffers only backchannel Replies may take: one per slot.
+pub(super) const BC_SENDS: u32 = backchannel::CLIENT_SLOTS;
 
 /// Most MRs one RPC holds: a Read, a Write and a Reply chunk of at most
 /// `RPCRDMA_MAX_HDR_SEGS` segments each.
@@ -265,6 +272,7 @@ impl CmHandler for Shared {
                 let negotiated = pvt::negotiate(self.ours, private.get(..len).unwrap_or(&[]));
                 self.inline_send.store(negotiated.inline.send, Release);
                 self.inline_recv.store(negotiated.inline.recv, Release);
+                self.xprt().bc.connected(negotiated.inline);
                 rdebug!(
                     "connected, inline send {} recv {}\n",
                     negotiated.inline.send,

@@ -33,6 +33,13 @@ pub(super) unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_i
     let rqst = unsafe { SendRqst::from_raw(rqst) };
     // SAFETY: The request is on one of our transports.
     let rx = unsafe { RdmaXprt::from_raw(rqst.xprt().as_ptr()) };
+    // A backchannel Reply first: none of what follows (congestion slot,
+    // retransmission check, chunks, Reply expected) applies to it.
+    if rx.bc.pool.is_reply(&rqst) {
+        // SAFETY: sunrpc sends with XPRT_LOCKED held.
+        let locked = unsafe { XprtLocked::assume(rx.xprt()) };
+        return rx.send_bc_reply(&rqst, &locked);
+    }
     if !rx.connected() {
         return ENOTCONN.to_errno();
     }

@@ -11,15 +11,18 @@
 //! Position Zero Read chunk for other long Calls, a Write chunk for NFS
 //! READ (READLINK, READDIR) data and a Reply chunk for other long Replies.
 //! Every MR is invalidated (by LOCAL_INV, or by the server's Send With
-//! Invalidate) before the RPC completes. Backward-direction Calls are
-//! counted and dropped.
+//! Invalidate) before the RPC completes. Backward-direction Calls (NFSv4.1
+//! callbacks) go to the callback service, and their Replies back inline
+//! (`backchannel`).
 //!
 //! Files are named for their jobs: `class` (registration, setup, the ops
 //! table), `xprt` (the transport and its connection lifecycle), `request`,
 //! `marshal`, `send`, `receive`, `placement` (of a Reply), `connection`
-//! (one RDMA connection) and `frwr` (its MRs). The protocol decisions are
-//! safe code calling [`crate::proto`].
+//! (one RDMA connection), `frwr` (its MRs) and `backchannel` (NFSv4.1
+//! callbacks). The protocol decisions are safe code calling
+//! [`crate::proto`].
 
+mod backchannel;
 mod class;
 mod connection;
 mod marshal;
@@ -78,8 +81,6 @@ impl Config {
         Self::clamped(inline_read, inline_write, slots)
     }
 }
-/// Smallest version 1 transport header (`RPCRDMA_HDRLEN_MIN`).
-pub(crate) const HDRLEN_MIN: usize = 28;
 
 /// Counters, shown by `print_stats` in rpcrdma.ko's column order.
 #[derive(Default)]
@@ -97,8 +98,13 @@ pub(crate) struct Stats {
     pub(crate) bad_reply_count: Counter,
     /// Sends that found no free Send buffer.
     pub(crate) empty_sendctx_q: Counter,
-    /// Backward-direction Calls dropped (no backchannel yet); not a
-    /// mountstats column, reported with `pr_debug`.
+    /// Backward-direction Calls received, dropped ones included. Not a
+    /// mountstats column: in debugfs (`backchannel`).
+    pub(crate) bcall_received: Counter,
+    /// Replies to backward-direction Calls sent.
+    pub(crate) bcall_replied: Counter,
+    /// Backward-direction Calls dropped: with chunks, too long, without a
+    /// callback service or beyond the backchannel's slots.
     pub(crate) bcall_dropped: Counter,
     /// Read list segments sent.
     pub(crate) read_chunk_count: Counter,
@@ -146,6 +152,11 @@ impl Counter {
     pub(crate) fn get(&self) -> u64 {
         self.0.load(Relaxed)
     }
+
+    /// The counter's word, for debugfs to read.
+    pub(crate) fn as_ptr(&self) -> *mut u64 {
+        self.0.as_ptr()
+    }
 }
 
 /// What the transport does with a received message: the protocol's
@@ -156,15 +167,19 @@ pub(crate) fn classify_received<'a>(msg: &'a [u8], stats: &Stats, max_credits: u
         Inbound::Dropped(why) => {
             stats.bad_reply_count.add(1);
             match why {
-                Dropped::BackwardWithChunks => stats.bcall_dropped.add(1),
-                Dropped::Short | Dropped::Version { .. } => {}
+                Dropped::BackwardWithChunks => {
+                    stats.bcall_received.add(1);
+                    stats.bcall_dropped.add(1);
+                    rwarn!("backward call with chunks dropped\n");
+                }
+                Dropped::Short | Dropped::Version { .. } => {
+                    rdebug!("dropping received message: {:?}\n", why);
+                }
             }
-            rdebug!("dropping received message: {:?}\n", why);
         }
-        Inbound::BackwardCall(_) => {
-            stats.bcall_dropped.add(1);
-            rdebug!("backward Call dropped (no backchannel)\n");
-        }
+        // For the backchannel, which counts it; its credit field is
+        // never read: the forward window is not the backchannel's.
+        Inbound::BackwardCall(_) => {}
         // As in rpcrdma.ko, RDMA_ERROR counts as a bad reply too.
         Inbound::Reply {
             body: Err(why),
@@ -233,12 +248,23 @@ mod tests {
         assert!(
             matches!(got, Inbound::Reply { xid: 0xabcd, credits: DEF_SLOTS, body: Ok(b), .. } if b.payload.len() == 8)
         );
-        // A backward Call is dropped and counted.
-        let call = words([0xabcd, 1, 200, 0, 0, 0, 0, 0xabcd, 0]);
+        // A backward Call goes to the backchannel, which counts it: it is
+        // no bad Reply, and its credits (2, as nfsd sends) are not a grant.
+        let call = words([0xabcd, 1, 2, 0, 0, 0, 0, 0xabcd, 0]);
         assert!(matches!(
             classify_received(&call, &stats, DEF_SLOTS),
             Inbound::BackwardCall(_)
         ));
+        assert_eq!(stats.bcall_dropped.get(), 0);
+        assert_eq!(stats.bad_reply_count.get(), 0);
+        // With chunks, it is dropped and counted.
+        // A Write list of one 16-byte segment.
+        let chunked = words([0xabcd, 1, 2, 0, 0, 1, 1, 0x1234, 16, 0, 0, 0, 0, 0xabcd, 0]);
+        assert!(matches!(
+            classify_received(&chunked, &stats, DEF_SLOTS),
+            Inbound::Dropped(Dropped::BackwardWithChunks)
+        ));
+        assert_eq!(stats.bcall_received.get(), 1);
         assert_eq!(stats.bcall_dropped.get(), 1);
         // RDMA_ERROR (ERR_CHUNK) fails the RPC it names with EIO.
         let err = words([0xabcd, 1, 0, 4, 2]);
@@ -250,7 +276,7 @@ mod tests {
                 ..
             }
         ));
-        assert_eq!(stats.bad_reply_count.get(), 1);
+        assert_eq!(stats.bad_reply_count.get(), 2);
         // So do RDMA_MSGP, an unknown procedure and a truncated error.
         for bad in [
             words([0xabcd, 1, 8, 2, 0, 0, 0, 0]),
@@ -266,7 +292,7 @@ mod tests {
                 }
             ));
         }
-        assert_eq!(stats.bad_reply_count.get(), 4);
+        assert_eq!(stats.bad_reply_count.get(), 5);
         // Module parameters are clamped.
         assert_eq!(
             Config::clamped(0, 1 << 20, 1000),
@@ -281,6 +307,6 @@ mod tests {
             classify_received(&msg[..10], &stats, DEF_SLOTS),
             Inbound::Dropped(Dropped::Short)
         ));
-        assert_eq!(stats.bad_reply_count.get(), 5);
+        assert_eq!(stats.bad_reply_count.get(), 6);
     }
 }

@@ -36,10 +36,16 @@ impl RdmaXprt {
         // not back off (as `rpcrdma_reply_handler`).
         self.had_reply.store(true, Relaxed);
         let msg = ctx.msg(len);
-        let Inbound::Reply { xid, credits, body } =
-            classify_received(msg, &self.stats, self.cfg.slots)
-        else {
-            return Handled::Done;
+        // A backward Call is routed before anything reads credits: its
+        // grant is the backchannel's, not the forward window's.
+        let (xid, credits, body) = match classify_received(msg, &self.stats, self.cfg.slots) {
+            Inbound::Reply { xid, credits, body } => (xid, credits, body),
+            Inbound::BackwardCall(call) => {
+                // Copied out: the buffer is reposted at once.
+                self.backward_call(shared, &call);
+                return Handled::Done;
+            }
+            Inbound::Dropped(_) => return Handled::Done,
         };
         // `rq_xid` holds the XID as it is on the wire.
         let xid = xid.to_be();

@@ -10,7 +10,7 @@ use kernel::prelude::*;
 use kernel::sync::atomic::{Acquire, Atomic, Full, Relaxed, Release};
 use kernel::sync::barrier::{smp_mb, Full as Barrier};
 
-use super::connection::{Ep, Shared, SharedRef};
+use super::connection::{Ep, Shared, SharedRef, BC_SENDS};
 use super::receive::{Pending, RecvCtx};
 use crate::rdma::{
     CqEntry, CqHandler, DmaBuf, DmaDir, MappedPages, PageSeg, SendChain, Wc, MAX_MAPPED_PAGES,
@@ -240,7 +240,8 @@ impl Ep {
     /// the Send gathers the first `split` bytes of the buffer, then the
     /// `mapped` pages, then the buffer up to `len`; or `None` if the
     /// message does not fit. A Send with mapped pages is signalled, and
-    /// they are unmapped when it completes.
+    /// they are unmapped when it completes. The last [`BC_SENDS`] free
+    /// buffers are left to backchannel Replies.
     pub(crate) fn send(
         &self,
         before: &SendChain,
@@ -248,12 +249,33 @@ impl Ep {
         mapped: Option<MappedCall>,
         fill: impl FnOnce(&mut [u8]) -> Option<(usize, usize)>,
     ) -> Result<(), SendError> {
+        self.post_send(before, chained, mapped, u64::from(BC_SENDS), fill)
+    }
+
+    /// Sends a backchannel Reply that `fill` writes (see [`Ep::send`]),
+    /// from any free Send buffer, the reserved ones included.
+    pub(crate) fn send_backward(
+        &self,
+        fill: impl FnOnce(&mut [u8]) -> Option<(usize, usize)>,
+    ) -> Result<(), SendError> {
+        self.post_send(&SendChain::new(), 0, None, 0, fill)
+    }
+
+    /// [`Ep::send`], leaving `keep` Send buffers free.
+    fn post_send(
+        &self,
+        before: &SendChain,
+        chained: u32,
+        mapped: Option<MappedCall>,
+        keep: u64,
+        fill: impl FnOnce(&mut [u8]) -> Option<(usize, usize)>,
+    ) -> Result<(), SendError> {
         let n = self.tx.len() as u64;
         let posted = self.sends_posted.load(Relaxed);
         if n == 0 {
             return Err(SendError::Post);
         }
-        if posted.wrapping_sub(self.shared.sends_completed()) >= n {
+        if posted.wrapping_sub(self.shared.sends_completed()) >= n.saturating_sub(keep) {
             return Err(SendError::NoBuffer);
         }
         let seq = posted.wrapping_add(1);

@@ -11,6 +11,7 @@ use kernel::prelude::*;
 use kernel::sync::atomic::{Acquire, Atomic, Full, Relaxed, Release};
 use kernel::types::Opaque;
 
+use super::backchannel::Backchannel;
 use super::class::this_module;
 use super::connection::Ep;
 use super::request::ReqState;
@@ -61,6 +62,8 @@ pub(crate) struct RdmaXprt {
     pub(super) fence_wq: WaitQueue,
     /// The request slots, with their buffers. Initialised in `setup`.
     pub(super) slots: SlotPool<ReqState>,
+    /// The backchannel (valid when zeroed).
+    pub(super) bc: Backchannel,
 }
 
 impl RdmaXprt {
@@ -395,6 +398,9 @@ pub(super) unsafe extern "C" fn op_destroy(xprt: *mut sys::rpc_xprt) {
     }
     // Every request is released by now (each held a reference).
     rx.slots.free_all();
+    // SAFETY: So is every backchannel request (each sunrpc owned held a
+    // reference), and nothing else uses the transport any more.
+    unsafe { rx.bc.pool.free_all() };
     // SAFETY: After the connection is torn down, nothing refers to the
     // transport.
     unsafe {

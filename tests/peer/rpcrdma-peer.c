@@ -41,10 +41,11 @@
 #define MAXPORTS 16
 
 enum mode { MSGP, BADPROC, ERR_TRUNC, ERR_UNKNOWN, ERR_CHUNK, WRITE_HUGE,
-	    ZERO_REPLY_CHUNK, WRONG_XID, OK_NULL, SILENT, NMODES };
+	    ZERO_REPLY_CHUNK, WRONG_XID, OK_NULL, SILENT, BCALL, NMODES };
 static const char *const mode_names[NMODES] = {
 	"msgp", "badproc", "err-trunc", "err-unknown", "err-chunk",
 	"write-huge", "zero-reply-chunk", "wrong-xid", "ok-null", "silent",
+	"bcall",
 };
 
 /* RPC-over-RDMA v1 procedures and errors (RFC 8166 section 4.2). */
@@ -74,6 +75,8 @@ static const struct shape {
 	[WRONG_XID] = { { RDMA_MSG, 0, 0, 0 }, 4, 1 },
 	[OK_NULL] = { { RDMA_MSG, 0, 0, 0 }, 4, 1 },
 	/* SILENT: no reply at all */
+	/* BCALL: as OK_NULL, after backward Calls the client must drop */
+	[BCALL] = { { RDMA_MSG, 0, 0, 0 }, 4, 1 },
 };
 
 struct listener {
@@ -295,6 +298,81 @@ static int skip_chunks(const uint8_t *p, unsigned int len, unsigned int *off,
 	return *off > len ? -1 : 0;
 }
 
+/* Posts the first len bytes of send buffer slot; false if that failed. */
+static int post_send_buf(struct conn *c, unsigned int slot, unsigned int len)
+{
+	struct ibv_sge sge;
+	struct ibv_send_wr wr = { 0 }, *bad;
+
+	sge.addr = (uintptr_t)send_buf(c, slot);
+	sge.length = len;
+	sge.lkey = c->mr->lkey;
+	wr.wr_id = NBUF + slot;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_SEND;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	if (ibv_post_send(c->id->qp, &wr, &bad)) {
+		printf("conn %u post send failed\n", c->n);
+		return 0;
+	}
+	c->sends_out++;
+	return 1;
+}
+
+/*
+ * Mode bcall: backward-direction Calls (RFC 8167) a client must drop
+ * without harm, ahead of each Reply: one with a Write list (backward
+ * messages carry no chunks), one filling the whole inline buffer, and a
+ * CB_NULL, which only a client with a callback service may take (this
+ * peer never grants it a session, so none has).
+ */
+static void send_bcalls(struct conn *c, uint32_t xid)
+{
+	unsigned int k, s, slot, which;
+	uint8_t *r;
+
+	for (which = 0; which < 3; which++) {
+		if (c->sends_out >= NBUF)
+			return;
+		slot = c->next_send++ % NBUF;
+		r = send_buf(c, slot);
+		s = 0;
+		put32(r, &s, ~xid);		/* the backchannel's own XIDs */
+		put32(r, &s, 1);
+		put32(r, &s, 2);		/* nfsd's backchannel credits */
+		put32(r, &s, RDMA_MSG);
+		put32(r, &s, 0);
+		if (which == 0) {		/* a Write list of one segment */
+			put32(r, &s, 1);
+			put32(r, &s, 1);
+			put32(r, &s, 0x1234);
+			put32(r, &s, 16);
+			put32(r, &s, 0);
+			put32(r, &s, 0);
+			put32(r, &s, 0);
+		} else {
+			put32(r, &s, 0);
+		}
+		put32(r, &s, 0);
+		/* RPC Call: xid, CALL, rpcvers 2, NFS4_CALLBACK 0x40000000, 1, CB_NULL */
+		put32(r, &s, ~xid);
+		put32(r, &s, 0);
+		put32(r, &s, 2);
+		put32(r, &s, 0x40000000);
+		put32(r, &s, 1);
+		put32(r, &s, 0);
+		for (k = 0; k < 4; k++)		/* AUTH_NULL credential, verifier */
+			put32(r, &s, 0);
+		if (which == 1)
+			while (s < BUFSZ)
+				put32(r, &s, 0);
+		printf("conn %u mode=%s backward call xid=0x%08x len=%u%s\n", c->n,
+		       mode_names[c->l->mode], ~xid, s, which == 0 ? " write-list" : "");
+		post_send_buf(c, slot, s);
+	}
+}
+
 /* A Call arrived in receive buffer i, len bytes: log it and answer it. */
 static void on_call(struct conn *c, unsigned int i, unsigned int len)
 {
@@ -304,8 +382,6 @@ static void on_call(struct conn *c, unsigned int i, unsigned int len)
 	uint32_t reply_handle = 0, rxid;
 	int have_rpc = 0;
 	uint8_t *r;
-	struct ibv_sge sge;
-	struct ibv_send_wr wr = { 0 }, *bad;
 
 	if (get32(p, len, &off, &xid) || get32(p, len, &off, &vers) ||
 	    get32(p, len, &off, &credits) || get32(p, len, &off, &proc)) {
@@ -328,6 +404,8 @@ static void on_call(struct conn *c, unsigned int i, unsigned int len)
 
 	if (c->l->mode == SILENT)
 		return;
+	if (c->l->mode == BCALL)
+		send_bcalls(c, xid);
 	if (c->sends_out >= NBUF) {
 		printf("conn %u send queue full, no reply to xid=0x%08x\n", c->n, xid);
 		return;
@@ -348,18 +426,7 @@ static void on_call(struct conn *c, unsigned int i, unsigned int len)
 		for (k = 0; k < 5; k++)
 			put32(r, &s, k == 0);
 	}
-	sge.addr = (uintptr_t)r;
-	sge.length = s;
-	sge.lkey = c->mr->lkey;
-	wr.wr_id = NBUF + slot;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = IBV_WR_SEND;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	if (ibv_post_send(c->id->qp, &wr, &bad))
-		printf("conn %u post send failed\n", c->n);
-	else
-		c->sends_out++;
+	post_send_buf(c, slot, s);
 }
 
 static void on_cq(struct conn *c)

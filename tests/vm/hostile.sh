@@ -12,11 +12,17 @@
 # a reconnect still pending when the mount gives up must not open a
 # connection for a transport that is being destroyed (defect 5).
 #
+# bcall answers like ok-null, but sends three backward Calls (RFC 8167)
+# ahead of each Reply: one with a Write list, one filling the inline
+# buffer, and a CB_NULL with no callback service to take it. The client
+# must drop them (rpcrdma_rs: counted and logged) and go on with its
+# forward RPCs as with ok-null.
+#
 # rr.mod (client): c or rs. rr.modes=a,b,...: the modes to try (default all;
 # write-huge only with rs: it oopses rpcrdma.ko in nfs_create_rpc_client).
 # shellcheck shell=sh
 
-ALL_MODES="msgp badproc err-trunc err-unknown err-chunk zero-reply-chunk wrong-xid ok-null write-huge silent"
+ALL_MODES="msgp badproc err-trunc err-unknown err-chunk zero-reply-chunk wrong-xid ok-null write-huge silent bcall"
 # Malformed replies with a readable XID: the RPC must fail with EIO at once.
 FAST_MODES="msgp badproc err-trunc err-unknown err-chunk zero-reply-chunk"
 PEER_BASE_PORT=20100
@@ -155,11 +161,21 @@ no_idle() {
     note "connections: $1 opened, $2 closed, $3 without a call; $4 calls"
     [ "$3" -eq 0 ] || { echo "$3 of $1 connections carried no call"; return 1; }
 }
-# null_answered: the client took the ok-null peer's reply to its NULL ping
+# null_answered MODE: the client took the peer's reply to its NULL ping
 # and went on with another procedure.
 null_answered() {
-    peer_log | grep 'mode=ok-null call ' | grep -q ' proc=[1-9]' ||
-        { peer_log | grep 'mode=ok-null' | tail -n 3; return 1; }
+    peer_log | grep "mode=$1 call " | grep -q ' proc=[1-9]' ||
+        { peer_log | grep "mode=$1" | tail -n 3; return 1; }
+}
+
+# bcalls_dropped: rpcrdma_rs logged the backward Calls it dropped (the
+# C client takes them for Replies to unknown XIDs).
+bcalls_dropped() {
+    [ "${RR_MOD:-c}" = rs ] || return 0
+    peer_log | grep -q 'mode=bcall backward call' || { echo "peer sent no backward call"; return 1; }
+    dmesg | grep -q 'backward call with chunks dropped' &&
+        dmesg | grep -q 'backward call from .* dropped: NoService' ||
+        { dmesg | grep rpcrdma_rs | tail -n 5; return 1; }
 }
 
 debug_on() {
@@ -171,7 +187,7 @@ hostile_client() {
     # rr.modes: read here, so that the shared init (and with it the cached
     # base initramfs) stays as it is.
     RR_MODES=$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^rr\.modes=//p' | tr , ' ')
-    dflt="msgp badproc err-trunc err-unknown err-chunk zero-reply-chunk wrong-xid ok-null"
+    dflt="msgp badproc err-trunc err-unknown err-chunk zero-reply-chunk wrong-xid ok-null bcall"
     case ${RR_MOD:-c} in
     c) modname=rpcrdma ;;
     *) modname=rpcrdma_rs; dflt="$dflt write-huge" ;;
@@ -193,7 +209,11 @@ hostile_client() {
         case " $FAST_MODES " in
         *" $t "*) check "${t}_fails_within_10s" failed_fast ;;
         esac
-        [ "$t" != ok-null ] || check ok-null_null_answered null_answered
+        [ "$t" != ok-null ] || check ok-null_null_answered null_answered ok-null
+        if [ "$t" = bcall ]; then
+            check bcall_forward_rpcs_go_on null_answered bcall
+            check bcall_dropped bcalls_dropped
+        fi
         check "${t}_no_idle_connections" no_idle "$m" "$before"
     done
     check unload_transport unload $modname

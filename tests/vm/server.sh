@@ -89,6 +89,52 @@ populate_dir() {
         cd / && echo "done" >> /export/.populate
 }
 
+# Milliseconds since boot, to the 10 ms of /proc/uptime (busybox date has
+# no %N).
+now_ms() {
+    read -r up _ < /proc/uptime
+    cs=${up#*.}
+    echo $((${up%.*} * 1000 + ${cs#0} * 10))
+}
+
+# Delegations held on files whose name contains $1 (the filename field is
+# the file's last two path components).
+delegations() {
+    cat /proc/fs/nfsd/clients/*/states 2>/dev/null | grep 'type: deleg' | grep -c "$1"
+}
+
+# DELEGRETURNs nfsd has executed: field 8 of the proc4ops line.
+delegreturns() { awk '$1 == "proc4ops" { print $11 }' /proc/net/rpc/nfsd; }
+
+# recall_req REQUEST: the recall scenario (recall.sh) asks for "count NAME"
+# (how many delegations on NAME) or "write NAME COUNT": append to NAME, or
+# to NAME/f1..COUNT all at once, which breaks the client's delegations and
+# makes nfsd send CB_RECALLs; we time it. The answer is appended to
+# /export/.recall as one "done" line.
+recall_req() {
+    set -- $1
+    before=$(delegations "$2") returns=$(delegreturns)
+    case $1 in
+    count) ms=0 ;;
+    write)
+        t0=$(now_ms)
+        if [ "$3" = 1 ]; then
+            echo x >> "/export/$2" || return 1
+        else
+            i=1
+            while [ $i -le "$3" ]; do
+                echo x >> "/export/$2/f$i" &
+                i=$((i + 1))
+            done
+            wait
+        fi
+        ms=$(($(now_ms) - t0)) ;;
+    *) echo "unknown recall request '$*'"; return 1 ;;
+    esac
+    cb=$(grep -h 'callback state' /proc/fs/nfsd/clients/*/info | sed 's/.*: //' | sort -u | tr '\n' ' ')
+    echo "done ms=$ms delegs=$before left=$(delegations "$2") delegreturn=$(($(delegreturns) - returns)) cb=$cb" >> /export/.recall
+}
+
 # profile_watch: start and stop a cpu-clock profile of the whole server
 # when the bench's client asks for it in /export/.profile, and answer there
 # (see server_profile in bench.sh); the report goes to the host directly.
@@ -117,6 +163,10 @@ fault_watch() {
         if req=$(cat /export/.populate 2>/dev/null) && [ -n "$req" ] &&
             [ "${req#*done}" = "$req" ]; then
             check server_populate_dir populate_dir "$req"
+        fi
+        if req=$(cat /export/.recall 2>/dev/null) && [ -n "$req" ] &&
+            [ "${req#*done}" = "$req" ]; then
+            check server_recall_request recall_req "$req"
         fi
         for f in nfsd link; do
             [ -e /export/.fault-$f ] || continue
