@@ -247,10 +247,8 @@ pub(crate) unsafe trait SlotOwner: Sized {
 ///
 /// `rqst` is live.
 unsafe fn backchannel(rqst: NonNull<sys::rpc_rqst>) -> bool {
-    // SAFETY: A live request (caller's promise); `test_bit` is a plain
-    // read too.
-    let state = unsafe { core::ptr::read_volatile(&raw const (*rqst.as_ptr()).rq_bc_pa_state) };
-    state & (1 << sys::RPC_BC_PA_IN_USE) != 0
+    // SAFETY: A live request (caller's promise).
+    unsafe { sys::rpcrdma_rs_bc_prealloc(rqst.as_ptr()) }
 }
 
 /// # Safety
