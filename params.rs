@@ -14,6 +14,15 @@ pub(crate) fn transport() -> (u32, u32, u32) {
     (inline_read, inline_write, slots)
 }
 
+/// `svc_max_requests` and `svc_max_inline`: the server's credits and
+/// inline size.
+pub(crate) fn server() -> (u32, u32) {
+    let (mut requests, mut inline) = (0, 0);
+    // SAFETY: The helper only writes the two integers.
+    unsafe { sys::rpcrdma_rs_svc_params(&mut requests, &mut inline) };
+    (requests, inline)
+}
+
 /// `fault_inject` bit: fail the MR pool allocation at connect, after the
 /// QP exists.
 pub(crate) const FAULT_MR_POOL: u32 = 1;

@@ -35,11 +35,15 @@ const TRANSPORT_IDENT: i32 = transport::IDENT;
 
 struct RpcRdma {
     _client: transport::Registration,
+    _server: sunrpc::SvcClass,
 }
 
 impl kernel::Module for RpcRdma {
     fn init(module: &'static ThisModule) -> Result<Self> {
         let client = transport::Registration::new(module)?;
+        let server = transport::svc::register(module).inspect_err(|e| {
+            pr_err!("rpcrdma_rs: cannot register the server transport \"rdma\" ({e:?}): is rpcrdma.ko loaded?\n")
+        })?;
         let cfg = transport::Config::from_params();
         pr_info!(
             "rpcrdma_rs {VERSION} loaded (transport ident {TRANSPORT_IDENT}, inline read {} write {}, {} slots)\n",
@@ -47,7 +51,10 @@ impl kernel::Module for RpcRdma {
             cfg.inline_write,
             cfg.slots
         );
-        Ok(RpcRdma { _client: client })
+        Ok(RpcRdma {
+            _client: client,
+            _server: server,
+        })
     }
 }
 

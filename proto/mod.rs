@@ -50,6 +50,7 @@ pub mod plan;
 pub mod pvt;
 pub mod queue;
 pub mod reply;
+pub mod responder;
 // Test vectors ship only where they run: on the host and in KUnit builds.
 #[cfg(any(not(CONFIG_RUST), CONFIG_KUNIT = "y"))]
 pub mod selftest;

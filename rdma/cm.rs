@@ -254,6 +254,18 @@ impl<H: CmHandler> CmId<H> {
         })
     }
 
+    /// The local and the peer's address, valid while the id lives.
+    pub(crate) fn addrs(&self) -> (*const sys::sockaddr, *const sys::sockaddr) {
+        // SAFETY: `self.ptr` is live; only the addresses are taken.
+        unsafe {
+            let addr = &raw const (*self.ptr.as_ptr()).route.addr;
+            (
+                (&raw const (*addr).src_addr).cast(),
+                (&raw const (*addr).dst_addr).cast(),
+            )
+        }
+    }
+
     /// The device the address resolved to.
     pub(crate) fn device(&self) -> Result<Device> {
         // SAFETY: `self.ptr` is live.

@@ -19,7 +19,7 @@ use kernel::prelude::*;
 use kernel::sync::Arc;
 
 use super::cm::cm_event_handler;
-use super::{CmEvent, CmHandler, CmId, ConnParam, Cq, Device, Pd, QpCaps};
+use super::{CmEvent, CmHandler, CmId, ConnParam, Cq, Device, Pd, Qp, QpCaps};
 use crate::sys;
 
 /// Private data bytes kept from a connection request: all an IB CM REQ
@@ -137,12 +137,30 @@ impl<L: ListenHandler> Listener<L> {
     }
 }
 
+impl<L: ListenHandler> Listener<L> {
+    /// The bound address (with the port chosen, if it was 0), valid while
+    /// the listener lives.
+    pub(crate) fn src_addr(&self) -> *const sys::sockaddr {
+        // SAFETY: `ptr` is live (type invariant); only the address is taken.
+        unsafe { (&raw const (*self.ptr.as_ptr()).route.addr.src_addr).cast() }
+    }
+}
+
 impl<L: ListenHandler> Drop for Listener<L> {
     fn drop(&mut self) {
         // SAFETY: `ptr` is live and owned; this waits for any running
         // callback of the listener, including connection requests.
         unsafe { sys::rdma_destroy_id(self.ptr.as_ptr()) };
     }
+}
+
+/// What [`ConnRequest::accept`] builds the QP of: a PD, two CQs (maybe
+/// one twice) and the queue sizes.
+pub(crate) struct QpInit<'a> {
+    pub(crate) pd: &'a Arc<Pd>,
+    pub(crate) send_cq: &'a Arc<Cq>,
+    pub(crate) recv_cq: &'a Arc<Cq>,
+    pub(crate) caps: QpCaps,
 }
 
 /// A connection request, valid for the duration of
@@ -250,8 +268,9 @@ impl<'a> ConnRequest<'a> {
     }
 
     /// Accepts the request: the child id's events go to `handler` from now
-    /// on, it gets an RC QP on `pd` and the CQs sized by `caps`, and
-    /// `param` (with our private data) goes to the peer. The peer sees
+    /// on, it gets an RC QP on `pd` and the CQs sized by `caps`,
+    /// `ready` runs with the QP (to post Receives before the peer can
+    /// Send), and `param` (with our private data) goes to the peer. The peer sees
     /// ESTABLISHED, and so does `handler`, after this callback returns.
     /// On error the request is rejected and rdma_cm destroys the child.
     ///
@@ -264,11 +283,9 @@ impl<'a> ConnRequest<'a> {
     pub(crate) unsafe fn accept<H: CmHandler>(
         mut self,
         handler: *const H,
-        pd: &Arc<Pd>,
-        send_cq: &Arc<Cq>,
-        recv_cq: &Arc<Cq>,
-        caps: &QpCaps,
+        qp: QpInit<'_>,
         param: &mut ConnParam<'_>,
+        ready: impl FnOnce(Qp) -> Result,
     ) -> Result<CmId<H>> {
         let raw = self.id.as_ptr();
         // The handler mutex is held, so no event can see the id half way
@@ -284,7 +301,12 @@ impl<'a> ConnRequest<'a> {
         // SAFETY: The id is the child, owned by nobody yet, with handler
         // and context set for `H` above.
         let mut id = ManuallyDrop::new(unsafe { CmId::<H>::adopt(self.id) });
-        if let Err(e) = id.create_qp(pd, send_cq, recv_cq, caps) {
+        if let Err(e) = id.create_qp(qp.pd, qp.send_cq, qp.recv_cq, &qp.caps) {
+            self.settle_rejected(&[]);
+            return Err(e);
+        }
+        if let Err(e) = id.qp().ok_or(ENOTCONN).and_then(ready) {
+            id.destroy_qp();
             self.settle_rejected(&[]);
             return Err(e);
         }

@@ -26,7 +26,7 @@ pub(crate) use cq::{Cq, CqEntry, CqHandler, HasCqEntry, Wc};
 pub(crate) use device::{Device, Pd};
 pub(crate) use dma::{DmaBuf, DmaDir, MappedPages, MAX_MAPPED_PAGES};
 pub(crate) use frwr::{FrwrList, FrwrMr, FrwrOwner, FrwrPool};
-pub(crate) use listen::{ConnRequest, ListenHandler, Listener};
+pub(crate) use listen::{ConnRequest, ListenHandler, Listener, QpInit};
 pub(crate) use mr::{Mr, PageSeg, Registered};
 pub(crate) use qp::{Qp, RecvWr, SendChain};
 pub(crate) use rw::{RwCtx, RwOp};

@@ -53,11 +53,35 @@ impl Qp {
         signalled: bool,
         before: &SendChain,
     ) -> Result {
+        // SAFETY: The caller's promises, passed on.
+        unsafe { self.post_send_inv(cqe, sges, signalled, before, None) }
+    }
+
+    /// As [`Qp::post_send_after`], as a Send With Invalidate of
+    /// `invalidate` when it is given: the peer's NIC invalidates that
+    /// rkey of its own when the Send arrives (RFC 8797 remote
+    /// invalidation).
+    ///
+    /// # Safety
+    ///
+    /// As for [`Qp::post_send_after`].
+    pub(crate) unsafe fn post_send_inv(
+        &self,
+        cqe: *mut sys::ib_cqe,
+        sges: &mut [sys::ib_sge],
+        signalled: bool,
+        before: &SendChain,
+        invalidate: Option<u32>,
+    ) -> Result {
         let before = before.ends();
         let mut wr = sys::ib_send_wr {
             sg_list: sges.as_mut_ptr(),
             num_sge: i32::try_from(sges.len()).map_err(|_| EINVAL)?,
-            opcode: sys::ib_wr_opcode_IB_WR_SEND,
+            opcode: if invalidate.is_some() {
+                sys::ib_wr_opcode_IB_WR_SEND_WITH_INV
+            } else {
+                sys::ib_wr_opcode_IB_WR_SEND
+            },
             send_flags: if signalled {
                 sys::ib_send_flags_IB_SEND_SIGNALED
             } else {
@@ -66,6 +90,9 @@ impl Qp {
             ..Default::default()
         };
         wr.__bindgen_anon_1.wr_cqe = cqe;
+        if let Some(rkey) = invalidate {
+            wr.ex.invalidate_rkey = rkey;
+        }
         let mut bad = core::ptr::null();
         let first = match before {
             Some((first, last)) => {

@@ -18,7 +18,7 @@ use kernel::types::Opaque;
 
 use super::{
     CmEvent, CmHandler, CmId, ConnParam, ConnRequest, Cq, CqEntry, CqHandler, ListenHandler,
-    Listener, Mr, PageSeg, Pd, QpCaps, RwCtx, RwOp, SendChain, Wc,
+    Listener, Mr, PageSeg, Pd, QpCaps, QpInit, RwCtx, RwOp, SendChain, Wc,
 };
 use crate::sys;
 
@@ -250,7 +250,19 @@ impl Server {
         let mut param = ConnParam::new(SERVER_PVT, resources, depth, 6, 0);
         // SAFETY: `events` lives in `self`, which outlives `child` (it is
         // dropped first); the id is stored, so not dropped in this callback.
-        let id = unsafe { req.accept(&self.events, &pd, &cq, &cq, &caps, &mut param)? };
+        let id = unsafe {
+            req.accept(
+                &self.events,
+                QpInit {
+                    pd: &pd,
+                    send_cq: &cq,
+                    recv_cq: &cq,
+                    caps,
+                },
+                &mut param,
+                |_| Ok(()),
+            )?
+        };
         // Requests to one listener are serialised, and a second one is
         // rejected before accepting: `child` is empty, so this cannot
         // fail (and drop the id in its own callback).

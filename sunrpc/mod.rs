@@ -13,6 +13,7 @@ mod addr;
 mod backchannel;
 mod rqst;
 mod slots;
+mod svc;
 mod wait;
 mod xprt;
 
@@ -20,5 +21,9 @@ pub(crate) use addr::{addr_port, format_addresses, format_port, free_addresses};
 pub(crate) use backchannel::{BcPool, BC_BUF};
 pub(crate) use rqst::{PinnedRqst, SendRqst, XdrBuf};
 pub(crate) use slots::{alloc_slot, buf_alloc, buf_free, free_slot, Slot, SlotOwner, SlotPool};
+pub(crate) use svc::{
+    discard, new_object, Ctxt, Net, Serv, SockAddr, SvcClass, SvcObject, SvcRqst, SvcTransport,
+    SvcXprt, XptFlag,
+};
 pub(crate) use wait::{DelayedWork, HasDelayedWork, WaitQueue};
 pub(crate) use xprt::{hz, jiffies, Xprt, XprtLocked};

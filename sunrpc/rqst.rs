@@ -34,7 +34,7 @@ impl XdrBuf {
     /// # Safety
     ///
     /// `buf` satisfies the type invariant for `'a`.
-    unsafe fn from_raw<'a>(buf: *const sys::xdr_buf) -> &'a Self {
+    pub(super) unsafe fn from_raw<'a>(buf: *const sys::xdr_buf) -> &'a Self {
         // SAFETY: Transparent wrapper; the caller's promise.
         unsafe { &*buf.cast::<Self>() }
     }

@@ -14,6 +14,8 @@
 #include <linux/sunrpc/sched.h>
 #include <linux/sunrpc/addr.h>
 #include <linux/sunrpc/bc_xprt.h>
+#include <linux/sunrpc/svc.h>
+#include <linux/sunrpc/svc_xprt.h>
 #include "helpers.h"
 
 struct rdma_cm_id *rpcrdma_rs_create_id(struct net *net,
@@ -467,3 +469,98 @@ int rpcrdma_rs_kunit_addr(struct sockaddr_in *sin, u16 port)
 		return -ENOENT;
 	return 0;
 }
+
+/*
+ * The nfsd server transport: svc_xprt's static inlines and atomic flag
+ * operations, and the server's module parameters.
+ */
+void rpcrdma_rs_svc_xprt_get(struct svc_xprt *xprt)
+{
+	svc_xprt_get(xprt);
+}
+
+void rpcrdma_rs_svc_xprt_set_flag(struct svc_xprt *xprt, unsigned int bit)
+{
+	set_bit(bit, &xprt->xpt_flags);
+}
+
+void rpcrdma_rs_svc_xprt_clear_flag(struct svc_xprt *xprt, unsigned int bit)
+{
+	clear_bit(bit, &xprt->xpt_flags);
+}
+
+bool rpcrdma_rs_svc_xprt_test_flag(const struct svc_xprt *xprt,
+				   unsigned int bit)
+{
+	return test_bit(bit, &xprt->xpt_flags);
+}
+
+void rpcrdma_rs_svc_xprt_set_local(struct svc_xprt *xprt,
+				   const struct sockaddr *sa)
+{
+	svc_xprt_set_local(xprt, sa, svc_addr_len(sa));
+}
+
+/*
+ * The remote port is chosen by rdma_cm, not by the client's RPC layer: it
+ * is set to 0 so that the duplicate reply cache still matches after a
+ * reconnect (as svcrdma does).
+ */
+void rpcrdma_rs_svc_xprt_set_remote(struct svc_xprt *xprt,
+				    const struct sockaddr *sa)
+{
+	xprt->xpt_remotelen = svc_addr_len(sa);
+	memcpy(&xprt->xpt_remote, sa, xprt->xpt_remotelen);
+	snprintf(xprt->xpt_remotebuf, sizeof(xprt->xpt_remotebuf) - 1,
+		 "%pISc", sa);
+	rpc_set_port((struct sockaddr *)&xprt->xpt_remote, 0);
+}
+
+void rpcrdma_rs_svc_rqst_set_secure(struct svc_rqst *rqstp)
+{
+	set_bit(RQ_SECURE, &rqstp->rq_flags);
+}
+
+void *rpcrdma_rs_page_address(struct page *page)
+{
+	return page_address(page);
+}
+
+void rpcrdma_rs_module_get(struct module *mod)
+{
+	__module_get(mod);
+}
+
+/*
+ * Server parameters, the counterparts of svcrdma's sysctls
+ * sunrpc.svc_rdma.max_requests and max_req_size.
+ */
+static unsigned int svc_max_requests = 128;
+static unsigned int svc_max_inline = 4096;
+
+static int param_set_requests(const char *val, const struct kernel_param *kp)
+{
+	return param_set_uint_minmax(val, kp, 4, 16384);
+}
+
+static const struct kernel_param_ops requests_ops = {
+	.set = param_set_requests,
+	.get = param_get_uint,
+};
+
+module_param_cb(svc_max_requests, &requests_ops, &svc_max_requests, 0644);
+MODULE_PARM_DESC(svc_max_requests,
+		 "Server: credits granted per connection (4-16384, default 128)");
+module_param_cb(svc_max_inline, &inline_ops, &svc_max_inline, 0644);
+MODULE_PARM_DESC(svc_max_inline,
+		 "Server: largest Call received and Reply sent inline, bytes (1024-65536, default 4096)");
+
+void rpcrdma_rs_svc_params(unsigned int *max_requests, unsigned int *max_inline)
+{
+	*max_requests = READ_ONCE(svc_max_requests);
+	*max_inline = READ_ONCE(svc_max_inline);
+}
+
+MODULE_ALIAS("svcrdma");
+MODULE_ALIAS("xprtrdma");
+MODULE_ALIAS("rpcrdma6");

@@ -106,6 +106,23 @@ void rpcrdma_rs_xprt_debugfs_u64(struct rpc_xprt *xprt, const char *name,
 				 u64 *value);
 
 struct net *rpcrdma_rs_init_net(void);
+
+/* The nfsd server transport. */
+#include <linux/sunrpc/svc_xprt.h>
+void rpcrdma_rs_svc_xprt_get(struct svc_xprt *xprt);
+void rpcrdma_rs_svc_xprt_set_flag(struct svc_xprt *xprt, unsigned int bit);
+void rpcrdma_rs_svc_xprt_clear_flag(struct svc_xprt *xprt, unsigned int bit);
+bool rpcrdma_rs_svc_xprt_test_flag(const struct svc_xprt *xprt,
+				   unsigned int bit);
+void rpcrdma_rs_svc_xprt_set_local(struct svc_xprt *xprt,
+				   const struct sockaddr *sa);
+void rpcrdma_rs_svc_xprt_set_remote(struct svc_xprt *xprt,
+				    const struct sockaddr *sa);
+void rpcrdma_rs_svc_rqst_set_secure(struct svc_rqst *rqstp);
+void *rpcrdma_rs_page_address(struct page *page);
+void rpcrdma_rs_module_get(struct module *mod);
+void rpcrdma_rs_svc_params(unsigned int *max_requests,
+			   unsigned int *max_inline);
 int rpcrdma_rs_kunit_addr(struct sockaddr_in *sin, u16 port);
 
 #endif

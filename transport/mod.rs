@@ -30,6 +30,7 @@ mod placement;
 mod receive;
 mod request;
 mod send;
+pub(crate) mod svc;
 mod xprt;
 
 use kernel::prelude::*;
@@ -143,6 +144,11 @@ impl Default for Counter {
 }
 
 impl Counter {
+    /// A counter at zero.
+    pub(crate) const fn new() -> Self {
+        Self(Atomic::new(0))
+    }
+
     /// Adds `by`.
     pub(crate) fn add(&self, by: u64) {
         self.0.add(by, Relaxed);

@@ -1,0 +1,753 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The sunrpc server side: an `svc_xprt_class` whose `svc_xprt_ops` call
+//! a safe [`SvcTransport`], the transports' embedded `struct svc_xprt`
+//! ([`SvcXprt`]), and the request an nfsd thread is receiving or
+//! answering ([`SvcRqst`]).
+//!
+//! A server transport object is a `#[repr(C)]` struct that begins with an
+//! [`SvcXprt`] ([`SvcObject`]). It is boxed and initialised here, owned by
+//! sunrpc's reference count (`xpt_ref`) once published, and dropped by
+//! `xpo_free`. Listeners and connections are two types; the ops tell them
+//! apart by `XPT_LISTENER`.
+
+use core::ffi::{c_int, c_uint, c_void};
+use core::marker::PhantomData;
+use core::ptr::NonNull;
+
+use kernel::page::PAGE_SIZE;
+use kernel::prelude::*;
+use kernel::sync::atomic::{Acquire, Atomic, Release};
+use kernel::types::Opaque;
+
+use super::rqst::XdrBuf;
+use crate::rdma::PageSeg;
+use crate::sys;
+
+/// `IPPROTO_MAX`: what svcrdma reports as `rq_prot`, which is neither TCP
+/// nor UDP.
+const IPPROTO_MAX: u32 = 263;
+
+/// The `xpt_flags` bits a transport sets, clears or tests.
+#[derive(Clone, Copy)]
+pub(crate) enum XptFlag {
+    /// A connection request waits on a listener.
+    Conn,
+    /// Close the transport (deferred to an nfsd thread).
+    Close,
+    /// Received messages wait.
+    Data,
+    /// Closed for good.
+    Dead,
+    /// A listening endpoint.
+    Listener,
+    /// The transport does its own flow control (NFSv4 requires it).
+    CongCtrl,
+}
+
+impl XptFlag {
+    fn bit(self) -> c_uint {
+        (match self {
+            Self::Conn => sys::XPT_CONN,
+            Self::Close => sys::XPT_CLOSE,
+            Self::Data => sys::XPT_DATA,
+            Self::Dead => sys::XPT_DEAD,
+            Self::Listener => sys::XPT_LISTENER,
+            Self::CongCtrl => sys::XPT_CONG_CTRL,
+        }) as c_uint
+    }
+}
+
+/// A `struct svc_xprt` embedded first in a transport object.
+///
+/// # Invariants
+///
+/// Once [`SvcXprt::init`] ran, the `svc_xprt` is initialised and lives as
+/// long as the object around it; every method other than `init` is only
+/// used after that.
+#[repr(transparent)]
+pub(crate) struct SvcXprt(Opaque<sys::svc_xprt>);
+
+// SAFETY: sunrpc uses an `svc_xprt` from any thread; its flags are atomic
+// and its other fields are written under its own locks.
+unsafe impl Send for SvcXprt {}
+// SAFETY: As above.
+unsafe impl Sync for SvcXprt {}
+
+impl SvcXprt {
+    /// An uninitialised `svc_xprt`, for [`new_object`] to initialise.
+    pub(crate) fn new() -> Self {
+        Self(Opaque::zeroed())
+    }
+
+    fn as_ptr(&self) -> *mut sys::svc_xprt {
+        self.0.get()
+    }
+
+    /// # Safety
+    ///
+    /// `ptr` is an initialised `svc_xprt` that stays alive for `'a`.
+    unsafe fn from_raw<'a>(ptr: *mut sys::svc_xprt) -> &'a Self {
+        // SAFETY: Transparent wrapper; the caller's promise.
+        unsafe { &*ptr.cast::<Self>() }
+    }
+
+    /// Sets `flag`.
+    pub(crate) fn set(&self, flag: XptFlag) {
+        // SAFETY: Initialised (type invariant); an atomic bit operation.
+        unsafe { sys::rpcrdma_rs_svc_xprt_set_flag(self.as_ptr(), flag.bit()) }
+    }
+
+    /// Clears `flag`.
+    pub(crate) fn clear(&self, flag: XptFlag) {
+        // SAFETY: As for `set`.
+        unsafe { sys::rpcrdma_rs_svc_xprt_clear_flag(self.as_ptr(), flag.bit()) }
+    }
+
+    /// Whether `flag` is set.
+    pub(crate) fn test(&self, flag: XptFlag) -> bool {
+        // SAFETY: As for `set`.
+        unsafe { sys::rpcrdma_rs_svc_xprt_test_flag(self.as_ptr(), flag.bit()) }
+    }
+
+    /// Closing or closed (`svc_xprt_is_dead`).
+    pub(crate) fn is_dead(&self) -> bool {
+        self.test(XptFlag::Dead) || self.test(XptFlag::Close)
+    }
+
+    /// Has an nfsd thread look at the transport, if it is ready for one.
+    pub(crate) fn enqueue(&self) {
+        // SAFETY: Initialised (type invariant).
+        unsafe { sys::svc_xprt_enqueue(self.as_ptr()) }
+    }
+
+    /// Releases `XPT_BUSY` after taking one message, so that another
+    /// thread may take the next (`svc_xprt_received`).
+    pub(crate) fn received(&self) {
+        // SAFETY: Initialised (type invariant); sunrpc checks XPT_BUSY.
+        unsafe { sys::svc_xprt_received(self.as_ptr()) }
+    }
+
+    /// Marks the transport for closing by an nfsd thread: the only way to
+    /// close from completion and CM handlers.
+    pub(crate) fn deferred_close(&self) {
+        // SAFETY: Initialised (type invariant).
+        unsafe { sys::svc_xprt_deferred_close(self.as_ptr()) }
+    }
+
+    /// The local address, from `sa`.
+    ///
+    /// # Safety
+    ///
+    /// `sa` is a valid IPv4 or IPv6 socket address.
+    pub(crate) unsafe fn set_local(&self, sa: *const sys::sockaddr) {
+        // SAFETY: Initialised (type invariant); `sa` valid (caller).
+        unsafe { sys::rpcrdma_rs_svc_xprt_set_local(self.as_ptr(), sa) }
+    }
+
+    /// The peer's address, from `sa`, with port 0.
+    ///
+    /// # Safety
+    ///
+    /// As for [`SvcXprt::set_local`].
+    pub(crate) unsafe fn set_remote(&self, sa: *const sys::sockaddr) {
+        // SAFETY: Initialised (type invariant); `sa` valid (caller).
+        unsafe { sys::rpcrdma_rs_svc_xprt_set_remote(self.as_ptr(), sa) }
+    }
+
+    /// The network namespace.
+    pub(crate) fn net(&self) -> Net {
+        // SAFETY: Initialised (type invariant): `xpt_net` holds a
+        // reference for the transport's life.
+        Net(unsafe { (*self.as_ptr()).xpt_net })
+    }
+
+    /// The service the transport belongs to.
+    pub(crate) fn serv(&self) -> Serv {
+        // SAFETY: Initialised (type invariant); never changes.
+        Serv(unsafe { (*self.as_ptr()).xpt_server })
+    }
+}
+
+/// A socket address from sunrpc, copied.
+pub(crate) struct SockAddr(sys::__kernel_sockaddr_storage);
+
+impl SockAddr {
+    /// `AF_INET`, `AF_INET6`, ...
+    pub(crate) fn family(&self) -> u16 {
+        // SAFETY: Both members of the union are plain data over the same
+        // bytes; the family is the first field of every socket address.
+        unsafe { self.0.__bindgen_anon_1.__bindgen_anon_1.ss_family }
+    }
+
+    pub(crate) fn as_ptr(&self) -> *const sys::sockaddr {
+        (&raw const self.0).cast()
+    }
+}
+
+/// A network namespace, passed through to rdma_cm.
+#[derive(Clone, Copy)]
+pub(crate) struct Net(*mut sys::net);
+
+impl Net {
+    pub(crate) fn as_ptr(self) -> *mut sys::net {
+        self.0
+    }
+}
+
+/// An RPC service (`struct svc_serv`), passed through to new transports.
+#[derive(Clone, Copy)]
+pub(crate) struct Serv(*mut sys::svc_serv);
+
+/// A transport object: `#[repr(C)]`, with an [`SvcXprt`] first.
+///
+/// # Safety
+///
+/// `Self` is `#[repr(C)]` and its first field is the [`SvcXprt`] that
+/// [`SvcObject::xprt`] returns.
+pub(crate) unsafe trait SvcObject: Sized + Send + Sync {
+    /// The embedded `svc_xprt`.
+    fn xprt(&self) -> &SvcXprt;
+}
+
+/// The class registered by [`SvcClass::register`], for `svc_xprt_init`.
+static CLASS: Atomic<*mut sys::svc_xprt_class> = Atomic::new(core::ptr::null_mut());
+
+/// Allocates a transport object and initialises its `svc_xprt` for
+/// `serv` in `net`: one reference, `XPT_BUSY` set (sunrpc clears it when
+/// it takes the transport), flow controlled, and a `listener` or not.
+pub(crate) fn new_object<T: SvcObject>(
+    init: impl PinInit<T, Error>,
+    serv: Serv,
+    net: Net,
+    listener: bool,
+) -> Result<Pin<KBox<T>>> {
+    let class = CLASS.load(Acquire);
+    if class.is_null() {
+        return Err(ENODEV);
+    }
+    let obj = KBox::pin_init(init, GFP_KERNEL)?;
+    // SAFETY: The box is at its final address and not shared yet; the
+    // class is registered (it is cleared only after unregistering, when
+    // no transport can be created); `serv` and `net` came from sunrpc.
+    unsafe { sys::svc_xprt_init(net.0, class, obj.xprt().as_ptr(), serv.0) };
+    // INVARIANT: initialised.
+    obj.xprt().set(XptFlag::CongCtrl);
+    if listener {
+        // `xpo_free` tells the two kinds apart by this flag.
+        obj.xprt().set(XptFlag::Listener);
+    }
+    Ok(obj)
+}
+
+/// Hands a transport object to sunrpc, which frees it through `xpo_free`
+/// when its last reference goes.
+pub(crate) fn publish<T: SvcObject>(obj: Pin<KBox<T>>) -> NonNull<sys::svc_xprt> {
+    // SAFETY: Ownership moves to sunrpc's reference count; `xpo_free`
+    // rebuilds the box with the same type (see `op_free`).
+    let raw = KBox::into_raw(unsafe { Pin::into_inner_unchecked(obj) });
+    // SAFETY: `raw` is valid; `SvcObject` puts the `svc_xprt` first.
+    NonNull::from(unsafe { (*raw).xprt() }).cast()
+}
+
+/// Drops a connection that sunrpc never took: through `svc_xprt_put`,
+/// which releases what `svc_xprt_init` took (and a module reference,
+/// taken here for it).
+pub(crate) fn discard<T: SvcObject>(obj: Pin<KBox<T>>) {
+    let raw = publish(obj);
+    // SAFETY: Our own module, which is loaded while we run.
+    unsafe { sys::rpcrdma_rs_module_get(this_module()) };
+    // SAFETY: The only reference, taken by `svc_xprt_init`.
+    unsafe { sys::svc_xprt_put(raw.as_ptr()) };
+}
+
+fn this_module() -> *mut sys::module {
+    <crate::RpcRdma as kernel::ModuleMetadata>::THIS_MODULE
+        .as_ptr()
+        .cast()
+}
+
+/// Opaque per-request transport context (`rq_xprt_ctxt`): a number the
+/// transport chooses, never zero.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Ctxt(core::num::NonZeroUsize);
+
+impl Ctxt {
+    pub(crate) fn new(n: usize) -> Option<Self> {
+        core::num::NonZeroUsize::new(n).map(Self)
+    }
+
+    pub(crate) fn get(self) -> usize {
+        self.0.get()
+    }
+
+    fn from_ptr(p: *mut c_void) -> Option<Self> {
+        Self::new(p as usize)
+    }
+
+    fn as_ptr(self) -> *mut c_void {
+        self.0.get() as *mut c_void
+    }
+}
+
+/// An nfsd thread's request, borrowed for one `xpo_recvfrom`,
+/// `xpo_sendto` or `xpo_result_payload` call.
+///
+/// # Invariants
+///
+/// `ptr` is the live `svc_rqst` of the calling thread, which nobody else
+/// touches during the call; its `rq_pages` holds `rq_maxpages` allocated
+/// pages.
+pub(crate) struct SvcRqst<'a> {
+    ptr: NonNull<sys::svc_rqst>,
+    _call: PhantomData<&'a mut sys::svc_rqst>,
+}
+
+impl SvcRqst<'_> {
+    fn raw(&self) -> &sys::svc_rqst {
+        // SAFETY: Live and ours for the call (type invariant).
+        unsafe { self.ptr.as_ref() }
+    }
+
+    fn raw_mut(&mut self) -> &mut sys::svc_rqst {
+        // SAFETY: Live and ours alone for the call (type invariant).
+        unsafe { self.ptr.as_mut() }
+    }
+
+    /// The transport context set by [`SvcRqst::set_ctxt`], if any.
+    pub(crate) fn ctxt(&self) -> Option<Ctxt> {
+        Ctxt::from_ptr(self.raw().rq_xprt_ctxt)
+    }
+
+    /// Sets (or clears) the context that `xpo_release_ctxt` gets back.
+    pub(crate) fn set_ctxt(&mut self, ctxt: Option<Ctxt>) {
+        self.raw_mut().rq_xprt_ctxt = ctxt.map_or(core::ptr::null_mut(), Ctxt::as_ptr);
+    }
+
+    /// Bytes the Call pages hold.
+    pub(crate) fn arg_room(&self) -> usize {
+        (self.raw().rq_maxpages as usize).saturating_mul(PAGE_SIZE)
+    }
+
+    /// The Call is `len` bytes at `base`, outside the request's pages
+    /// (a Receive buffer).
+    ///
+    /// # Safety
+    ///
+    /// `base` must stay valid for `len` bytes, unchanged, until the
+    /// transport context of this request is released.
+    pub(crate) unsafe fn set_arg_inline(&mut self, base: *const u8, len: usize) {
+        let arg = &mut self.raw_mut().rq_arg;
+        arg.head[0].iov_base = base.cast_mut().cast();
+        arg.head[0].iov_len = len;
+        arg.tail[0].iov_base = core::ptr::null_mut();
+        arg.tail[0].iov_len = 0;
+        arg.page_len = 0;
+        arg.page_base = 0;
+        arg.buflen = len as u32;
+        arg.len = len as u32;
+    }
+
+    /// The Call is the first `len` bytes of the request's pages (which
+    /// [`SvcRqst::arg_write`] and RDMA Reads filled): the first page as
+    /// the head, the rest as the page list.
+    pub(crate) fn set_arg_pages(&mut self, len: usize) -> Result {
+        if len > self.arg_room() {
+            return Err(EMSGSIZE);
+        }
+        let head = len.min(PAGE_SIZE);
+        let first = self.arg_page(0)?;
+        let r = self.raw_mut();
+        // SAFETY: `rq_pages` has `rq_maxpages` > 1 entries (type invariant).
+        let rest = unsafe { r.rq_pages.add(1) };
+        let arg = &mut r.rq_arg;
+        // SAFETY: An allocated page (type invariant), directly mapped.
+        arg.head[0].iov_base = unsafe { sys::rpcrdma_rs_page_address(first) };
+        arg.head[0].iov_len = head;
+        arg.pages = rest;
+        arg.page_base = 0;
+        arg.page_len = (len - head) as u32;
+        arg.tail[0].iov_base = core::ptr::null_mut();
+        arg.tail[0].iov_len = 0;
+        arg.buflen = len as u32;
+        arg.len = len as u32;
+        Ok(())
+    }
+
+    fn arg_page(&self, i: usize) -> Result<*mut sys::page> {
+        let r = self.raw();
+        if i >= r.rq_maxpages as usize {
+            return Err(EMSGSIZE);
+        }
+        // SAFETY: In bounds of `rq_pages` (type invariant).
+        let page = unsafe { *r.rq_pages.add(i) };
+        if page.is_null() {
+            return Err(ENOMEM);
+        }
+        Ok(page)
+    }
+
+    /// Copies `src` into the request's pages at byte `dest`.
+    pub(crate) fn arg_write(&mut self, dest: usize, src: &[u8]) -> Result {
+        self.arg_fill(dest, src.len(), |off, dst| {
+            dst.copy_from_slice(&src[off..off + dst.len()])
+        })
+    }
+
+    /// Zeroes `len` bytes of the request's pages at byte `dest`.
+    pub(crate) fn arg_zero(&mut self, dest: usize, len: usize) -> Result {
+        self.arg_fill(dest, len, |_, dst| dst.fill(0))
+    }
+
+    fn arg_fill(&mut self, dest: usize, len: usize, mut f: impl FnMut(usize, &mut [u8])) -> Result {
+        let end = dest.checked_add(len).ok_or(EMSGSIZE)?;
+        if end > self.arg_room() {
+            return Err(EMSGSIZE);
+        }
+        let mut done = 0;
+        while done < len {
+            let pos = dest + done;
+            let page = self.arg_page(pos / PAGE_SIZE)?;
+            let off = pos % PAGE_SIZE;
+            let n = (PAGE_SIZE - off).min(len - done);
+            // SAFETY: The page is allocated and directly mapped, and ours
+            // for the call (type invariant); `off + n` is within it.
+            let dst = unsafe {
+                let base = sys::rpcrdma_rs_page_address(page).cast::<u8>();
+                core::slice::from_raw_parts_mut(base.add(off), n)
+            };
+            f(done, dst);
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// Appends to `out` the page pieces of `len` bytes at byte `dest` of
+    /// the request's pages, for an RDMA Read into them.
+    pub(crate) fn arg_page_segs(&self, out: &mut KVec<PageSeg>, dest: usize, len: usize) -> Result {
+        let end = dest.checked_add(len).ok_or(EMSGSIZE)?;
+        if end > self.arg_room() {
+            return Err(EMSGSIZE);
+        }
+        let mut pos = dest;
+        while pos < end {
+            let off = pos % PAGE_SIZE;
+            let n = (PAGE_SIZE - off).min(end - pos);
+            out.push(
+                PageSeg {
+                    page: self.arg_page(pos / PAGE_SIZE)?,
+                    offset: off as u32,
+                    len: n as u32,
+                },
+                GFP_KERNEL,
+            )?;
+            pos += n;
+        }
+        Ok(())
+    }
+
+    /// The Reply nfsd built.
+    pub(crate) fn res(&self) -> &XdrBuf {
+        // SAFETY: `rq_res` is live for the call (type invariant); its head
+        // and tail lie in the directly mapped pages of `rq_respages`, its
+        // page list covers `page_base + page_len` bytes, and nobody
+        // changes it while the transport sends it.
+        unsafe { XdrBuf::from_raw(&raw const self.raw().rq_res) }
+    }
+
+    /// A Call was received: its addresses are the transport's, it came
+    /// over RDMA (`rq_prot` is neither TCP nor UDP), and the peer's port
+    /// is irrelevant (`RQ_SECURE`).
+    pub(crate) fn received_on(&mut self, xprt: &SvcXprt) {
+        self.raw_mut().rq_prot = IPPROTO_MAX;
+        // SAFETY: Both live; the request is ours for the call.
+        unsafe {
+            sys::svc_xprt_copy_addrs(self.ptr.as_ptr(), xprt.as_ptr());
+            sys::rpcrdma_rs_svc_rqst_set_secure(self.ptr.as_ptr());
+        }
+    }
+
+    /// No reply pages are in use yet (a zero count makes releasing them
+    /// a no-op if receiving fails).
+    pub(crate) fn reset_reply_pages(&mut self) {
+        let r = self.raw_mut();
+        r.rq_next_page = r.rq_respages;
+    }
+}
+
+/// The server transport, as the `svc_xprt_ops` see it.
+pub(crate) trait SvcTransport: 'static {
+    /// A listening endpoint.
+    type Listener: SvcObject;
+    /// A connection.
+    type Conn: SvcObject;
+
+    /// `xpo_create`: a listener on `addr` (IPv4 or IPv6).
+    fn create(serv: Serv, net: Net, addr: &SockAddr) -> Result<Pin<KBox<Self::Listener>>>;
+    /// `xpo_accept`: the next connection the listener took, if any.
+    fn accept(listener: &Self::Listener) -> Option<Pin<KBox<Self::Conn>>>;
+    /// `xpo_has_wspace`.
+    fn has_wspace(conn: &Self::Conn) -> bool;
+    /// `xpo_recvfrom`: the length of a Call now in `rq_arg`, or 0.
+    fn recvfrom(conn: &Self::Conn, rqst: &mut SvcRqst<'_>) -> i32;
+    /// `xpo_sendto`.
+    fn sendto(conn: &Self::Conn, rqst: &mut SvcRqst<'_>) -> i32;
+    /// `xpo_result_payload`: `len` bytes at `offset` of the Reply are a
+    /// data item that may go in a Write chunk.
+    fn result_payload(conn: &Self::Conn, rqst: &mut SvcRqst<'_>, offset: u32, len: u32) -> i32;
+    /// `xpo_release_ctxt`: the context a request held (maybe from a
+    /// deferred request, after its thread moved on).
+    fn release_ctxt(conn: &Self::Conn, ctxt: Ctxt);
+    /// `xpo_detach` of a connection: disconnect and wake waiters.
+    fn detach(conn: &Self::Conn);
+    /// `xpo_detach` of a listener.
+    fn detach_listener(listener: &Self::Listener);
+}
+
+/// A registered `svc_xprt_class`; unregistered on drop.
+///
+/// # Invariants
+///
+/// `class` is registered with sunrpc while this value exists, and
+/// [`CLASS`] points to it.
+pub(crate) struct SvcClass {
+    class: Pin<KBox<Opaque<sys::svc_xprt_class>>>,
+}
+
+// SAFETY: Once registered the class is only read by sunrpc, under its own
+// lock.
+unsafe impl Send for SvcClass {}
+// SAFETY: `&SvcClass` allows nothing.
+unsafe impl Sync for SvcClass {}
+
+impl SvcClass {
+    /// Registers class `name` for `T`; fails with `EEXIST` when another
+    /// module (rpcrdma.ko) has it.
+    pub(crate) fn register<T: SvcTransport>(
+        name: &'static CStr,
+        module: &'static ThisModule,
+        ident: i32,
+        max_payload: u32,
+    ) -> Result<Self> {
+        let class = KBox::pin(
+            Opaque::new(sys::svc_xprt_class {
+                xcl_name: name.as_char_ptr().cast(),
+                xcl_owner: module.as_ptr().cast(),
+                xcl_ops: ops::<T>(),
+                xcl_max_payload: max_payload,
+                xcl_ident: ident,
+                ..Default::default()
+            }),
+            GFP_KERNEL,
+        )?;
+        // SAFETY: The class is pinned in the heap and stays registered
+        // until `drop`; its list head is initialised by sunrpc.
+        kernel::error::to_result(unsafe { sys::svc_reg_xprt_class(class.get()) })?;
+        // INVARIANT: registered; published for `new_object`.
+        CLASS.store(class.get(), Release);
+        Ok(Self { class })
+    }
+}
+
+impl Drop for SvcClass {
+    fn drop(&mut self) {
+        // SAFETY: Registered in `register`. Every transport holds a module
+        // reference, so none exists any more.
+        unsafe { sys::svc_unreg_xprt_class(self.class.get()) };
+        CLASS.store(core::ptr::null_mut(), Release);
+    }
+}
+
+fn ops<T: SvcTransport>() -> &'static sys::svc_xprt_ops {
+    struct Table<T>(PhantomData<T>);
+    impl<T: SvcTransport> Table<T> {
+        const OPS: sys::svc_xprt_ops = sys::svc_xprt_ops {
+            xpo_create: Some(op_create::<T>),
+            xpo_accept: Some(op_accept::<T>),
+            xpo_has_wspace: Some(op_has_wspace::<T>),
+            xpo_recvfrom: Some(op_recvfrom::<T>),
+            xpo_sendto: Some(op_sendto::<T>),
+            xpo_result_payload: Some(op_result_payload::<T>),
+            xpo_release_ctxt: Some(op_release_ctxt::<T>),
+            xpo_detach: Some(op_detach::<T>),
+            xpo_free: Some(op_free::<T>),
+            xpo_kill_temp_xprt: Some(op_kill_temp_xprt),
+            xpo_handshake: None,
+        };
+    }
+    &Table::<T>::OPS
+}
+
+/// # Safety
+///
+/// `xprt` is a live connection of class `T` (not a listener).
+unsafe fn conn<'a, T: SvcTransport>(xprt: *mut sys::svc_xprt) -> &'a T::Conn {
+    // SAFETY: `SvcObject` puts the `svc_xprt` first in a `T::Conn`
+    // (`new_object`/`publish`), alive while sunrpc calls us with it.
+    unsafe { &*xprt.cast::<T::Conn>() }
+}
+
+/// # Safety
+///
+/// `rqstp` is the calling nfsd thread's request, on a connection of
+/// class `T`.
+unsafe fn rqst_conn<'a, T: SvcTransport>(rqstp: *mut sys::svc_rqst) -> (&'a T::Conn, SvcRqst<'a>) {
+    // SAFETY: The caller's promise; the request holds the transport.
+    let conn = unsafe { conn::<T>((*rqstp).rq_xprt) };
+    // INVARIANT: the thread's own request, for this call.
+    let rqst = SvcRqst {
+        // SAFETY: sunrpc never passes a null request.
+        ptr: unsafe { NonNull::new_unchecked(rqstp) },
+        _call: PhantomData,
+    };
+    (conn, rqst)
+}
+
+/// `xpo_create`.
+///
+/// # Safety
+///
+/// Called by sunrpc with a live service and namespace and a socket
+/// address of `len` bytes.
+unsafe extern "C" fn op_create<T: SvcTransport>(
+    serv: *mut sys::svc_serv,
+    net: *mut sys::net,
+    sa: *mut sys::sockaddr,
+    len: c_int,
+    _flags: c_int,
+) -> *mut sys::svc_xprt {
+    let mut addr = SockAddr(sys::__kernel_sockaddr_storage::default());
+    let len = usize::try_from(len).unwrap_or(0);
+    if len > core::mem::size_of_val(&addr) || len < core::mem::size_of::<sys::sockaddr>() {
+        return EINVAL.to_ptr();
+    }
+    // SAFETY: `sa` holds `len` bytes, which fit in `addr`.
+    unsafe { core::ptr::copy_nonoverlapping(sa.cast::<u8>(), (&raw mut addr.0).cast::<u8>(), len) };
+    match T::create(Serv(serv), Net(net), &addr) {
+        Ok(listener) => publish(listener).as_ptr(),
+        Err(e) => e.to_ptr(),
+    }
+}
+
+/// `xpo_accept`.
+///
+/// # Safety
+///
+/// Called by sunrpc with a live listener of class `T`.
+unsafe extern "C" fn op_accept<T: SvcTransport>(xprt: *mut sys::svc_xprt) -> *mut sys::svc_xprt {
+    // SAFETY: A listener of class `T`, alive for the call.
+    let listener = unsafe { &*xprt.cast::<T::Listener>() };
+    match T::accept(listener) {
+        Some(conn) => publish(conn).as_ptr(),
+        None => core::ptr::null_mut(),
+    }
+}
+
+/// `xpo_has_wspace`.
+///
+/// # Safety
+///
+/// Called by sunrpc with a live transport of class `T`.
+unsafe extern "C" fn op_has_wspace<T: SvcTransport>(xprt: *mut sys::svc_xprt) -> c_int {
+    // SAFETY: Live for the call.
+    let x = unsafe { SvcXprt::from_raw(xprt) };
+    if x.test(XptFlag::Listener) {
+        return 1;
+    }
+    // SAFETY: Not a listener, so a connection.
+    c_int::from(T::has_wspace(unsafe { conn::<T>(xprt) }))
+}
+
+/// `xpo_recvfrom`.
+///
+/// # Safety
+///
+/// Called by an nfsd thread with its request on a connection of class `T`.
+unsafe extern "C" fn op_recvfrom<T: SvcTransport>(rqstp: *mut sys::svc_rqst) -> c_int {
+    // SAFETY: The caller's promise.
+    let (conn, mut rqst) = unsafe { rqst_conn::<T>(rqstp) };
+    T::recvfrom(conn, &mut rqst)
+}
+
+/// `xpo_sendto`.
+///
+/// # Safety
+///
+/// As for [`op_recvfrom`].
+unsafe extern "C" fn op_sendto<T: SvcTransport>(rqstp: *mut sys::svc_rqst) -> c_int {
+    // SAFETY: The caller's promise.
+    let (conn, mut rqst) = unsafe { rqst_conn::<T>(rqstp) };
+    T::sendto(conn, &mut rqst)
+}
+
+/// `xpo_result_payload`.
+///
+/// # Safety
+///
+/// As for [`op_recvfrom`].
+unsafe extern "C" fn op_result_payload<T: SvcTransport>(
+    rqstp: *mut sys::svc_rqst,
+    offset: c_uint,
+    len: c_uint,
+) -> c_int {
+    // SAFETY: The caller's promise.
+    let (conn, mut rqst) = unsafe { rqst_conn::<T>(rqstp) };
+    T::result_payload(conn, &mut rqst, offset, len)
+}
+
+/// `xpo_release_ctxt`.
+///
+/// # Safety
+///
+/// Called by sunrpc with a live connection of class `T` and a context
+/// that a request on it held.
+unsafe extern "C" fn op_release_ctxt<T: SvcTransport>(xprt: *mut sys::svc_xprt, ctxt: *mut c_void) {
+    if let Some(ctxt) = Ctxt::from_ptr(ctxt) {
+        // SAFETY: Only connections receive, so only they have contexts.
+        T::release_ctxt(unsafe { conn::<T>(xprt) }, ctxt);
+    }
+}
+
+/// `xpo_detach`.
+///
+/// # Safety
+///
+/// Called by sunrpc with a live transport of class `T`.
+unsafe extern "C" fn op_detach<T: SvcTransport>(xprt: *mut sys::svc_xprt) {
+    // SAFETY: Live for the call.
+    if unsafe { SvcXprt::from_raw(xprt) }.test(XptFlag::Listener) {
+        // SAFETY: A listener of class `T`.
+        T::detach_listener(unsafe { &*xprt.cast::<T::Listener>() });
+    } else {
+        // SAFETY: A connection of class `T`.
+        T::detach(unsafe { conn::<T>(xprt) });
+    }
+}
+
+/// `xpo_free`: the last reference went; drop the object.
+///
+/// # Safety
+///
+/// Called by sunrpc once, with a transport of class `T` published by
+/// [`publish`], which nothing uses any more.
+unsafe extern "C" fn op_free<T: SvcTransport>(xprt: *mut sys::svc_xprt) {
+    // SAFETY: Live until dropped below.
+    let listener = unsafe { SvcXprt::from_raw(xprt) }.test(XptFlag::Listener);
+    // SAFETY: `publish` leaked a box of this type, which nothing else
+    // holds now (the caller's promise).
+    unsafe {
+        if listener {
+            drop(KBox::from_raw(xprt.cast::<T::Listener>()));
+        } else {
+            drop(KBox::from_raw(xprt.cast::<T::Conn>()));
+        }
+    }
+}
+
+/// `xpo_kill_temp_xprt`: nothing to do before closing a connection
+/// (svcrdma has no more); sunrpc calls it unconditionally.
+///
+/// # Safety
+///
+/// None: the argument is not used.
+unsafe extern "C" fn op_kill_temp_xprt(_xprt: *mut sys::svc_xprt) {}

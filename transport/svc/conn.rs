@@ -1,0 +1,701 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! One client connection of the server: the `svc_xprt` nfsd sees, the CM
+//! id with its QP, and the Receive and Send buffers.
+//!
+//! A connection is built and accepted in the listener's CM callback
+//! (`listener`), with its Receives posted before `rdma_accept`, then
+//! handed to nfsd through the listener's accept queue. Receive
+//! completions queue the buffer and wake an nfsd thread once the
+//! connection is established; every other kind of work runs in nfsd
+//! threads (`recv`, `send`). Errors in completion and CM handlers only
+//! mark the transport for closing, which an nfsd thread carries out.
+
+use core::cell::UnsafeCell;
+use core::ptr::NonNull;
+
+use kernel::prelude::*;
+use kernel::sync::atomic::{Acquire, Atomic, Relaxed, Release};
+use kernel::sync::{new_condvar, new_spinlock, CondVar, SetOnce, SpinLock};
+
+use super::{Counter, SvcConfig, TOTALS};
+use crate::proto::pvt::{self, InlineThresholds, PrivateData};
+use crate::rdma::{
+    CmEvent, CmHandler, CmId, ConnParam, ConnRequest, Cq, CqEntry, CqHandler, Device, DmaBuf,
+    DmaDir, Pd, Qp, QpCaps, QpInit, RecvWr, SendChain, Wc,
+};
+use crate::sunrpc::{new_object, Net, Serv, SvcObject, SvcXprt};
+use crate::sys;
+
+/// Per-connection counters, summed into [`TOTALS`] as they count.
+pub(crate) struct ConnStats {
+    /// Calls received and handed to nfsd.
+    pub(crate) calls: Counter,
+    /// Replies sent.
+    pub(crate) replies: Counter,
+    /// Read chunks pulled, Write chunks and Reply chunks pushed.
+    pub(crate) read_chunks: Counter,
+    pub(crate) write_chunks: Counter,
+    pub(crate) reply_chunks: Counter,
+    /// Bytes moved by RDMA Read and by RDMA Write.
+    pub(crate) read_bytes: Counter,
+    pub(crate) write_bytes: Counter,
+    /// RDMA_ERRORs sent, and messages dropped without an answer.
+    pub(crate) errors_sent: Counter,
+    pub(crate) dropped: Counter,
+    /// Replies sent with Send With Invalidate.
+    pub(crate) remote_inv: Counter,
+}
+
+impl ConnStats {
+    pub(crate) const fn new() -> Self {
+        Self {
+            calls: Counter::new(),
+            replies: Counter::new(),
+            read_chunks: Counter::new(),
+            write_chunks: Counter::new(),
+            reply_chunks: Counter::new(),
+            read_bytes: Counter::new(),
+            write_bytes: Counter::new(),
+            errors_sent: Counter::new(),
+            dropped: Counter::new(),
+            remote_inv: Counter::new(),
+        }
+    }
+}
+
+/// A Receive buffer and its work request.
+///
+/// # Invariants
+///
+/// `conn` is the connection owning the [`Ep`] this context lives in; it
+/// outlives the context. The buffer belongs to the device while posted,
+/// to the receive queue or an nfsd request while received, and is
+/// reposted only by [`SvcConn::repost`].
+pub(super) struct RecvCtx {
+    cqe: CqEntry<RecvCtx>,
+    wr: RecvWr,
+    pub(super) buf: DmaBuf,
+    conn: NonNull<SvcConn>,
+    pub(super) idx: u32,
+    /// Bytes received.
+    pub(super) len: Atomic<u32>,
+    /// The result payload nfsd reported for the Call in this buffer:
+    /// offset << 32 | length, or [`NO_PAYLOAD`].
+    pub(super) payload: Atomic<u64>,
+}
+
+/// [`RecvCtx::payload`] when nfsd reported none.
+pub(super) const NO_PAYLOAD: u64 = u64::MAX;
+
+crate::impl_has_cq_entry!(RecvCtx, 0, cqe);
+
+// SAFETY: Shared state is atomic; `conn` only gives `&SvcConn`, which is
+// `Sync`; the buffer is handed over by completion ordering.
+unsafe impl Send for RecvCtx {}
+// SAFETY: As above.
+unsafe impl Sync for RecvCtx {}
+
+impl RecvCtx {
+    fn conn(&self) -> &SvcConn {
+        // SAFETY: The owner outlives its contexts (type invariant).
+        unsafe { self.conn.as_ref() }
+    }
+}
+
+impl CqHandler for RecvCtx {
+    fn done(&self, wc: &Wc<'_>) {
+        let conn = self.conn();
+        if !wc.ok() {
+            if !wc.flushed() {
+                rwarn!("server: Receive failed, status {}\n", wc.status());
+            }
+            conn.close();
+            return;
+        }
+        self.len.store(wc.byte_len() as u32, Relaxed);
+        {
+            let mut ready = conn.ready.lock();
+            ready.push(self.idx);
+            // Set under the lock that `recvfrom` clears it under, so a
+            // Receive is never left queued with XPT_DATA clear.
+            conn.xprt.set(crate::sunrpc::XptFlag::Data);
+        }
+        // Before ESTABLISHED the QP cannot Send a reply yet; the CM
+        // handler enqueues the transport then.
+        if conn.established.load(Acquire) {
+            conn.xprt.enqueue();
+        }
+    }
+}
+
+/// A Send buffer.
+///
+/// # Invariants
+///
+/// As for [`RecvCtx`]; `buf` is only accessed by whoever took the
+/// context off the free list (a [`SendSlot`]), until its Send completes.
+pub(super) struct SendCtx {
+    cqe: CqEntry<SendCtx>,
+    buf: UnsafeCell<DmaBuf>,
+    conn: NonNull<SvcConn>,
+    idx: u32,
+}
+
+crate::impl_has_cq_entry!(SendCtx, 0, cqe);
+
+// SAFETY: `buf` has one user at a time (type invariant); `conn` only
+// gives `&SvcConn`.
+unsafe impl Send for SendCtx {}
+// SAFETY: As above.
+unsafe impl Sync for SendCtx {}
+
+impl CqHandler for SendCtx {
+    fn done(&self, wc: &Wc<'_>) {
+        // SAFETY: The owner outlives its contexts (type invariant).
+        let conn = unsafe { self.conn.as_ref() };
+        if !wc.ok() {
+            if !wc.flushed() {
+                rwarn!("server: Send failed, status {}\n", wc.status());
+            }
+            conn.close();
+        }
+        conn.put_send(self.idx, 1);
+    }
+}
+
+/// A Send buffer taken off the free list, with room reserved on the Send
+/// Queue for its Send. Back on the list when dropped unposted.
+pub(super) struct SendSlot<'a> {
+    ctx: &'a SendCtx,
+    posted: bool,
+}
+
+impl<'a> SendSlot<'a> {
+    /// The buffer, ours until posted.
+    pub(super) fn buf(&mut self) -> &mut DmaBuf {
+        // SAFETY: Taken off the free list, so ours alone (type invariant
+        // of `SendCtx`); `&mut self` makes the borrow unique.
+        unsafe { &mut *self.ctx.buf.get() }
+    }
+
+    /// Posts a Send of the first `len` bytes, after `before`, with Send
+    /// With Invalidate of `invalidate` if given. The buffer returns to the
+    /// free list when the Send completes.
+    pub(super) fn post(
+        mut self,
+        len: usize,
+        before: &SendChain,
+        invalidate: Option<u32>,
+    ) -> Result {
+        let conn = self.conn();
+        let qp = conn.qp().ok_or(ENOTCONN)?;
+        let lkey = conn.lkey;
+        let buf = self.buf();
+        buf.sync_for_device(len);
+        let mut sge = [buf.sge(0, len, lkey)];
+        // SAFETY: The context, and `conn` which owns it, live until the
+        // QP is drained; the buffer is not touched until the completion
+        // puts it back on the free list. The `before` chain's owner keeps
+        // it alive until it completes.
+        unsafe { qp.post_send_inv(self.ctx.cqe.as_ptr(), &mut sge, true, before, invalidate)? };
+        self.posted = true;
+        Ok(())
+    }
+
+    fn conn(&self) -> &'a SvcConn {
+        // SAFETY: The owner outlives its contexts (type invariant).
+        unsafe { self.ctx.conn.as_ref() }
+    }
+}
+
+impl Drop for SendSlot<'_> {
+    fn drop(&mut self) {
+        // Once posted, the completion gives the buffer back.
+        if !self.posted {
+            self.conn().put_send(self.ctx.idx, 1);
+        }
+    }
+}
+
+/// Free Send buffers and Send Queue room.
+pub(super) struct SqState {
+    free: KVec<u32>,
+    /// Work requests that may still be posted.
+    room: u32,
+    /// Closing: nobody may wait any more.
+    closed: bool,
+}
+
+/// The buffers of a connection, built once the connection is at its final
+/// address.
+pub(super) struct Ep {
+    pub(super) recvs: KVec<RecvCtx>,
+    sends: KVec<SendCtx>,
+}
+
+/// A client connection.
+///
+/// # Invariants
+///
+/// `xprt` comes first (`repr(C)`, [`SvcObject`]). `id` is set once the
+/// request was accepted, `ep` before that; the contexts of `ep` only run
+/// while the QP exists, which [`PinnedDrop`] drains before anything is
+/// freed.
+#[repr(C)]
+#[pin_data(PinnedDrop)]
+pub(crate) struct SvcConn {
+    xprt: SvcXprt,
+    pub(super) cfg: SvcConfig,
+    id: SetOnce<CmId<SvcConn>>,
+    ep: SetOnce<Ep>,
+    dev: Device,
+    lkey: u32,
+    qp: Atomic<*mut sys::ib_qp>,
+    /// Receive buffers waiting for an nfsd thread.
+    #[pin]
+    pub(super) ready: SpinLock<ReadyQueue>,
+    #[pin]
+    sq: SpinLock<SqState>,
+    #[pin]
+    sq_cv: CondVar,
+    sq_waiters: Atomic<u32>,
+    established: Atomic<bool>,
+    /// Largest Send the client can receive (RFC 8797), and our buffers.
+    pub(super) inline_send: u32,
+    /// The client accepts Send With Invalidate.
+    pub(super) remote_inv: bool,
+    pub(super) stats: ConnStats,
+}
+
+// SAFETY: `SvcConn` is `repr(C)` with its `SvcXprt` first.
+unsafe impl SvcObject for SvcConn {
+    fn xprt(&self) -> &SvcXprt {
+        &self.xprt
+    }
+}
+
+// SAFETY: Raw pointers are to the QP (used from any thread) and to
+// contexts; everything mutable is atomic or locked.
+unsafe impl Send for SvcConn {}
+// SAFETY: As above.
+unsafe impl Sync for SvcConn {}
+
+/// A ring of Receive buffer numbers, as long as the number of buffers.
+pub(super) struct ReadyQueue {
+    ring: KVec<u32>,
+    head: usize,
+    len: usize,
+}
+
+impl ReadyQueue {
+    fn new(cap: usize) -> Result<Self> {
+        Ok(Self {
+            ring: KVec::from_elem(0, cap, GFP_KERNEL)?,
+            head: 0,
+            len: 0,
+        })
+    }
+
+    fn push(&mut self, idx: u32) {
+        let cap = self.ring.len();
+        // A buffer is queued at most once, so there is always room.
+        if self.len < cap {
+            self.ring[(self.head + self.len) % cap] = idx;
+            self.len += 1;
+        }
+    }
+
+    pub(super) fn pop(&mut self) -> Option<u32> {
+        if self.len == 0 {
+            return None;
+        }
+        let idx = self.ring[self.head];
+        self.head = (self.head + 1) % self.ring.len();
+        self.len -= 1;
+        Some(idx)
+    }
+}
+
+impl CmHandler for SvcConn {
+    fn event(&self, event: CmEvent) {
+        match event {
+            CmEvent::Established { .. } => {
+                self.established.store(true, Release);
+                self.xprt.enqueue();
+            }
+            CmEvent::Disconnected | CmEvent::DeviceRemoval => {
+                rdebug!("server: connection lost ({:?})\n", event);
+                self.close();
+            }
+            CmEvent::Other(_) | CmEvent::AddrChange => {}
+            _ => self.close(),
+        }
+    }
+}
+
+impl SvcConn {
+    /// Builds and accepts the connection `req` asks for, on behalf of a
+    /// listener of `serv` in `net`: returns it ready for nfsd, or `None`
+    /// when it was rejected.
+    pub(super) fn accept(req: ConnRequest<'_>, serv: Serv, net: Net) -> Option<Pin<KBox<Self>>> {
+        let cfg = SvcConfig::from_params();
+        let ours = InlineThresholds {
+            send: cfg.inline,
+            recv: cfg.inline,
+        };
+        let peer = pvt::negotiate(ours, req.private());
+        let setup = (|| -> Result<_> {
+            let dev = req.device()?;
+            let pd = Pd::new(&dev)?;
+            let nrecv = recv_count(&cfg);
+            let nsend = send_count(&cfg);
+            let rw = rw_ctxs(&cfg);
+            let lkey = pd.local_dma_lkey();
+            let send_cq = Cq::new(&dev, (nsend + rw * 2).min(dev.max_cqe()))?;
+            let recv_cq = Cq::new(&dev, nrecv.min(dev.max_cqe()))?;
+            let conn = new_object(
+                try_pin_init!(Self {
+                    xprt: SvcXprt::new(),
+                    cfg,
+                    id: SetOnce::new(),
+                    ep: SetOnce::new(),
+                    dev,
+                    lkey,
+                    qp: Atomic::new(core::ptr::null_mut()),
+                    ready <- new_spinlock!(ReadyQueue::new(nrecv as usize)?, "rpcrdma_rs_svc_ready"),
+                    sq <- new_spinlock!(
+                        SqState {
+                            free: KVec::with_capacity(nsend as usize, GFP_KERNEL)?,
+                            room: nsend + rw,
+                            closed: false,
+                        },
+                        "rpcrdma_rs_svc_sq"
+                    ),
+                    sq_cv <- new_condvar!("rpcrdma_rs_svc_sq"),
+                    sq_waiters: Atomic::new(0),
+                    established: Atomic::new(false),
+                    inline_send: peer.inline.send,
+                    remote_inv: peer.peer_remote_invalidate,
+                    stats: ConnStats::new(),
+                }? Error),
+                serv,
+                net,
+                false,
+            )?;
+            Ok((conn, pd, send_cq, recv_cq, nrecv, nsend, rw))
+        })();
+        let (conn, pd, send_cq, recv_cq, nrecv, nsend, rw) = match setup {
+            Ok(parts) => parts,
+            Err(e) => {
+                rwarn!("server: cannot set up a connection: {:?}\n", e);
+                return None;
+            }
+        };
+        if let Err(e) = conn.build_ep(nrecv, nsend) {
+            rwarn!("server: no memory for connection buffers: {:?}\n", e);
+            crate::sunrpc::discard(conn);
+            return None;
+        }
+        let caps = QpCaps {
+            send_wr: nsend + 1,
+            recv_wr: nrecv,
+            send_sge: 1,
+            rdma_ctxs: rw,
+        };
+        let msg = PrivateData {
+            remote_invalidate: false,
+            send_size: conn.cfg.inline,
+            recv_size: conn.cfg.inline,
+        }
+        .encode();
+        // We issue RDMA Reads: as many at once as the client takes, and
+        // the device allows. svcrdma refuses a client that takes none.
+        let depth = req
+            .initiator_depth()
+            .min(conn.dev.max_qp_rd_atom().min(255) as u8);
+        if depth == 0 {
+            rwarn!("server: client accepts no RDMA Reads; refused\n");
+            crate::sunrpc::discard(conn);
+            return None;
+        }
+        let mut param = ConnParam::new(&msg, 0, depth, 7, 7);
+        // SAFETY: The handler is the connection, which owns the id and so
+        // outlives it; the id is stored in the connection and not dropped
+        // in this callback (only in `xpo_free`, or by `discard` below,
+        // which runs when `accept` failed and rdma_cm destroys the child).
+        let id = unsafe {
+            let qp = QpInit {
+                pd: &pd,
+                send_cq: &send_cq,
+                recv_cq: &recv_cq,
+                caps,
+            };
+            req.accept(&*conn, qp, &mut param, |qp| conn.post_all(qp))
+        };
+        let id = match id {
+            Ok(id) => id,
+            Err(e) => {
+                rwarn!("server: accept failed: {:?}\n", e);
+                crate::sunrpc::discard(conn);
+                return None;
+            }
+        };
+        let (src, dst) = id.addrs();
+        // SAFETY: The id's addresses are valid socket addresses.
+        unsafe {
+            conn.xprt.set_local(src);
+            conn.xprt.set_remote(dst);
+        }
+        // Cannot fail: set only here.
+        let _ = conn.id.populate(id);
+        rdebug!(
+            "server: connection accepted, credits {}, inline send {}, remote invalidation {}\n",
+            conn.cfg.credits,
+            conn.inline_send,
+            conn.remote_inv
+        );
+        Some(conn)
+    }
+
+    fn build_ep(&self, nrecv: u32, nsend: u32) -> Result {
+        let this = NonNull::from(self);
+        let mut recvs = KVec::with_capacity(nrecv as usize, GFP_KERNEL)?;
+        for idx in 0..nrecv {
+            let buf = DmaBuf::new(&self.dev, self.cfg.inline as usize, DmaDir::FromDevice)?;
+            let wr = RecvWr::new(&buf, self.lkey);
+            // INVARIANT: owned by this connection's `ep`.
+            recvs.push(
+                RecvCtx {
+                    cqe: CqEntry::new(),
+                    wr,
+                    buf,
+                    conn: this,
+                    idx,
+                    len: Atomic::new(0),
+                    payload: Atomic::new(NO_PAYLOAD),
+                },
+                GFP_KERNEL,
+            )?;
+        }
+        let mut sends = KVec::with_capacity(nsend as usize, GFP_KERNEL)?;
+        let send_len = self.cfg.inline.min(self.inline_send.max(pvt::MIN_SIZE)) as usize;
+        for idx in 0..nsend {
+            let buf = DmaBuf::new(&self.dev, send_len, DmaDir::ToDevice)?;
+            // INVARIANT: as above; on the free list below.
+            sends.push(
+                SendCtx {
+                    cqe: CqEntry::new(),
+                    buf: UnsafeCell::new(buf),
+                    conn: this,
+                    idx,
+                },
+                GFP_KERNEL,
+            )?;
+        }
+        {
+            let mut sq = self.sq.lock();
+            for idx in 0..nsend {
+                sq.free.push(idx, GFP_KERNEL)?;
+            }
+        }
+        if !self.ep.populate(Ep { recvs, sends }) {
+            return Err(EBUSY);
+        }
+        Ok(())
+    }
+
+    pub(super) fn ep(&self) -> Option<&Ep> {
+        self.ep.as_ref()
+    }
+
+    pub(super) fn id(&self) -> Option<&CmId<SvcConn>> {
+        self.id.as_ref()
+    }
+
+    pub(super) fn qp(&self) -> Option<Qp> {
+        // SAFETY: Set before the first post, to the QP that lives until
+        // the connection is dropped.
+        unsafe { Qp::from_ptr(self.qp.load(Acquire)) }
+    }
+
+    /// Posts every Receive, before the connection is accepted.
+    fn post_all(&self, qp: Qp) -> Result {
+        self.qp.store(qp.as_ptr(), Release);
+        let ep = self.ep().ok_or(ENOMEM)?;
+        for ctx in ep.recvs.iter() {
+            self.post_recv(ctx)?;
+        }
+        Ok(())
+    }
+
+    fn post_recv(&self, ctx: &RecvCtx) -> Result {
+        let qp = self.qp().ok_or(ENOTCONN)?;
+        ctx.payload.store(NO_PAYLOAD, Relaxed);
+        // SAFETY: The buffer is ours (not posted, not held by a request:
+        // the callers own it); the context stays at its address, in `ep`,
+        // until the QP is drained.
+        unsafe {
+            let wr = ctx.wr.link(ctx.cqe.as_ptr(), core::ptr::null_mut());
+            qp.post_recv_chain(wr)
+        }
+    }
+
+    /// Gives Receive buffer `idx` back to the device: its Call was
+    /// answered, dropped or refused.
+    pub(super) fn repost(&self, idx: u32) {
+        let Some(ctx) = self.ep().and_then(|ep| ep.recvs.get(idx as usize)) else {
+            return;
+        };
+        if self.xprt.is_dead() {
+            return;
+        }
+        if let Err(e) = self.post_recv(ctx) {
+            rdebug!("server: cannot repost a Receive: {:?}\n", e);
+            self.close();
+        }
+    }
+
+    /// Takes a Send buffer and room for its Send, waiting for them if
+    /// need be; fails once the connection closes.
+    pub(super) fn get_send(&self) -> Result<SendSlot<'_>> {
+        let ep = self.ep().ok_or(ENOTCONN)?;
+        let need = 1;
+        let mut sq = self.sq.lock();
+        loop {
+            if sq.closed {
+                return Err(ENOTCONN);
+            }
+            if sq.room >= need {
+                if let Some(idx) = sq.free.pop() {
+                    sq.room -= need;
+                    drop(sq);
+                    let ctx = ep.sends.get(idx as usize).ok_or(EINVAL)?;
+                    return Ok(SendSlot { ctx, posted: false });
+                }
+            }
+            self.sq_waiters.fetch_add(1, Relaxed);
+            self.sq_cv.wait(&mut sq);
+            self.sq_waiters.fetch_sub(1, Relaxed);
+        }
+    }
+
+    /// Takes room for `wrs` work requests (RDMA Reads or Writes), waiting
+    /// for it.
+    pub(super) fn get_wrs(&self, wrs: u32) -> Result {
+        let mut sq = self.sq.lock();
+        if wrs > rw_ctxs(&self.cfg) {
+            return Err(E2BIG);
+        }
+        loop {
+            if sq.closed {
+                return Err(ENOTCONN);
+            }
+            if sq.room >= wrs {
+                sq.room -= wrs;
+                return Ok(());
+            }
+            self.sq_waiters.fetch_add(1, Relaxed);
+            self.sq_cv.wait(&mut sq);
+            self.sq_waiters.fetch_sub(1, Relaxed);
+        }
+    }
+
+    /// Gives back room for `wrs` work requests that completed.
+    pub(super) fn put_wrs(&self, wrs: u32) {
+        if wrs == 0 {
+            return;
+        }
+        let mut sq = self.sq.lock();
+        sq.room = sq.room.saturating_add(wrs);
+        drop(sq);
+        self.sq_cv.notify_all();
+    }
+
+    fn put_send(&self, idx: u32, wrs: u32) {
+        let mut sq = self.sq.lock();
+        // Room for every buffer was reserved at connect.
+        let _ = sq.free.push(idx, GFP_ATOMIC);
+        sq.room = sq.room.saturating_add(wrs);
+        drop(sq);
+        self.sq_cv.notify_all();
+    }
+
+    /// Whether no thread waits for Send Queue room.
+    pub(super) fn has_wspace(&self) -> bool {
+        self.sq_waiters.load(Relaxed) == 0
+    }
+
+    /// Marks the connection for closing by an nfsd thread, and wakes the
+    /// threads waiting for Send Queue room so that they give up.
+    pub(super) fn close(&self) {
+        self.xprt.deferred_close();
+        self.wake_waiters();
+    }
+
+    /// `xpo_detach`: disconnect, and wake whoever waits.
+    pub(super) fn detach(&self) {
+        if let Some(id) = self.id() {
+            id.disconnect();
+        }
+        self.wake_waiters();
+    }
+
+    fn wake_waiters(&self) {
+        self.sq.lock().closed = true;
+        self.sq_cv.notify_all();
+    }
+
+    /// Counts `n` in one of our counters and in the module's total.
+    pub(super) fn count(&self, which: impl Fn(&ConnStats) -> &Counter, n: u64) {
+        which(&self.stats).add(n);
+        which(&TOTALS).add(n);
+    }
+
+    pub(super) fn xprt(&self) -> &SvcXprt {
+        &self.xprt
+    }
+}
+
+#[pinned_drop]
+impl PinnedDrop for SvcConn {
+    fn drop(self: Pin<&mut Self>) {
+        // Flush every posted work request and wait for its completion,
+        // so that no handler runs once the contexts go.
+        if let Some(id) = self.id() {
+            id.drain_qp();
+        }
+        let s = &self.stats;
+        rdebug!(
+            "server: connection freed: calls {} replies {} read chunks {} write chunks {} reply chunks {} errors {} dropped {}\n",
+            s.calls.get(),
+            s.replies.get(),
+            s.read_chunks.get(),
+            s.write_chunks.get(),
+            s.reply_chunks.get(),
+            s.errors_sent.get(),
+            s.dropped.get()
+        );
+        // Fields drop next, in declaration order: the id (destroying the
+        // QP, then the CQs and the PD it holds) before the buffers.
+    }
+}
+
+/// Receive buffers: two per credit, as svcrdma posts (a Receive is
+/// reposted only once its Call was answered and released, and the client
+/// may send its next Call as soon as the Reply arrives), and a few more.
+fn recv_count(cfg: &SvcConfig) -> u32 {
+    cfg.credits.saturating_mul(2).saturating_add(8)
+}
+
+/// Send buffers: Replies in flight at once. A Send completes once the
+/// client's NIC acknowledged it, so a few dozen keep every nfsd thread
+/// going.
+fn send_count(cfg: &SvcConfig) -> u32 {
+    cfg.credits.clamp(16, 64)
+}
+
+/// rdma_rw contexts (RDMA Read and Write operations) at once.
+fn rw_ctxs(cfg: &SvcConfig) -> u32 {
+    cfg.credits.clamp(16, 128)
+}

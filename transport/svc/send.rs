@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `xpo_sendto` and its helpers: a Reply planned by the protocol core,
+//! its result payload RDMA-Written into the client's Write chunk, its
+//! body sent inline or RDMA-Written into the Reply chunk, and the Send
+//! that carries the transport header (With Invalidate when the client
+//! allows it and one rkey covers the Call). Also the RDMA_ERROR answers.
+
+use kernel::prelude::*;
+use kernel::sync::atomic::Relaxed;
+
+use super::conn::{SvcConn, NO_PAYLOAD};
+use super::io;
+use super::recv::{idx_of, LIMITS};
+use crate::proto::responder::{self, Call, Received, ReplyPlan, ReplyShape};
+use crate::proto::v1::{self, RdmaError};
+use crate::rdma::{PageSeg, RwCtx, RwOp, SendChain};
+use crate::sunrpc::{Ctxt, SvcRqst};
+
+pub(super) fn sendto(conn: &SvcConn, rqst: &mut SvcRqst<'_>) -> i32 {
+    let Some(ctxt) = rqst.ctxt() else {
+        return ENOTCONN.to_errno();
+    };
+    if conn.xprt().is_dead() {
+        return ENOTCONN.to_errno();
+    }
+    let Some(ctx) = conn.ep().and_then(|ep| ep.recvs.get(idx_of(ctxt) as usize)) else {
+        return ENOTCONN.to_errno();
+    };
+    let len = (ctx.len.load(Relaxed) as usize).min(ctx.buf.len());
+    // The buffer was checked when it arrived, and nobody wrote it since.
+    let Ok(Received::Call(call)) = responder::receive(&ctx.buf.as_slice()[..len], &LIMITS) else {
+        conn.close();
+        return ENOTCONN.to_errno();
+    };
+    let payload = ctx.payload.load(Relaxed);
+    let shape = ReplyShape {
+        len: rqst.res().len(),
+        payload: (payload != NO_PAYLOAD).then_some(((payload >> 32) as u32, payload as u32)),
+    };
+    let inline_max = conn.inline_send.min(conn.cfg.inline);
+    let plan = match responder::plan_reply(&call.chunks, shape, inline_max) {
+        Ok(plan) => plan,
+        Err(e) => {
+            rwarn!(
+                "server: no room for a Reply of {} bytes, xid {:#x}\n",
+                shape.len,
+                call.xid
+            );
+            error(conn, call.xid, v1::VERSION, e);
+            return 0;
+        }
+    };
+    match reply(conn, rqst, &call, &plan) {
+        Ok(()) => 0,
+        Err(e) => {
+            rdebug!("server: cannot send a Reply: {:?}\n", e);
+            conn.close();
+            ENOTCONN.to_errno()
+        }
+    }
+}
+
+fn reply(conn: &SvcConn, rqst: &SvcRqst<'_>, call: &Call<'_>, plan: &ReplyPlan<'_>) -> Result {
+    let res = rqst.res();
+    let id = conn.id().ok_or(ENOTCONN)?;
+    let mut segs = KVec::<PageSeg>::new();
+    let mut ctxs = KVec::<RwCtx>::new();
+    let mut bytes = 0u64;
+    for w in plan.writes() {
+        res.page_segs(&mut segs, w.src, w.len)?;
+        // SAFETY: The Reply's pages stay allocated and unchanged until
+        // `ctxs` is dropped, after `io::run_with` waited for the Writes,
+        // before this function returns to sunrpc; the QP lives as long as
+        // the connection.
+        let ctx = unsafe { RwCtx::new(id, &segs, w.offset, w.handle, RwOp::Write)? };
+        ctxs.push(ctx, GFP_KERNEL)?;
+        bytes += u64::from(w.len);
+    }
+    let mut slot = conn.get_send()?;
+    let buf = slot.buf().as_mut_slice();
+    let mut pos = plan
+        .encode_header(buf, call.xid, conn.cfg.credits)
+        .map_err(|_| EMSGSIZE)?;
+    for r in plan.inline_ranges() {
+        let n = (r.end - r.start) as usize;
+        let dst = buf.get_mut(pos..pos + n).ok_or(EMSGSIZE)?;
+        res.read(r.start, dst)?;
+        pos += n;
+    }
+    let invalidate = responder::invalidate_handle(&call.chunks, conn.remote_inv);
+    io::run_with(conn, &mut ctxs, || {
+        slot.post(pos, &SendChain::new(), invalidate)
+    })?;
+    conn.count(|s| &s.replies, 1);
+    conn.count(|s| &s.write_bytes, bytes);
+    if plan.payload_len() > 0 {
+        conn.count(|s| &s.write_chunks, 1);
+    }
+    if plan.nomsg() {
+        conn.count(|s| &s.reply_chunks, 1);
+    }
+    if invalidate.is_some() {
+        conn.count(|s| &s.remote_inv, 1);
+    }
+    Ok(())
+}
+
+/// Answers `xid` with RDMA_ERROR (RFC 8166 §4.5), in header version `vers`.
+pub(super) fn error(conn: &SvcConn, xid: u32, vers: u32, err: RdmaError) {
+    conn.count(|s| &s.errors_sent, 1);
+    let Ok(mut slot) = conn.get_send() else {
+        return;
+    };
+    let len = responder::encode_error(slot.buf().as_mut_slice(), xid, vers, conn.cfg.credits, err);
+    let Ok(len) = len else {
+        return;
+    };
+    if slot.post(len, &SendChain::new(), None).is_err() {
+        conn.close();
+    }
+}
+
+/// `xpo_result_payload`: remember where nfsd put the data item that may
+/// go in the Write chunk. Only the first goes there (the Linux client
+/// offers one Write chunk, for the one READ of a COMPOUND).
+pub(super) fn result_payload(conn: &SvcConn, rqst: &SvcRqst<'_>, offset: u32, len: u32) -> i32 {
+    let Some(ctx) = rqst
+        .ctxt()
+        .and_then(|c| conn.ep().and_then(|ep| ep.recvs.get(idx_of(c) as usize)))
+    else {
+        return 0;
+    };
+    if len > 0 {
+        let word = (u64::from(offset) << 32) | u64::from(len);
+        let _ = ctx.payload.cmpxchg(NO_PAYLOAD, word, Relaxed);
+    }
+    0
+}
+
+/// `xpo_release_ctxt`: the request is done with its Receive buffer.
+pub(super) fn release(conn: &SvcConn, ctxt: Ctxt) {
+    conn.repost(idx_of(ctxt));
+}
