@@ -6,7 +6,7 @@
 //! `xpo_accept`.
 
 use kernel::prelude::*;
-use kernel::sync::{new_spinlock, SetOnce, SpinLock};
+use kernel::sync::{new_mutex, Mutex, SetOnce};
 
 use super::conn::SvcConn;
 use crate::rdma::{CmEvent, ConnRequest, ListenHandler, Listener};
@@ -44,7 +44,7 @@ pub(crate) struct SvcListener {
     xprt: SvcXprt,
     id: SetOnce<Listener<SvcListener>>,
     #[pin]
-    accept_q: SpinLock<KVec<Queued>>,
+    accept_q: Mutex<KVec<Queued>>,
 }
 
 // SAFETY: `SvcListener` is `repr(C)` with its `SvcXprt` first.
@@ -64,7 +64,7 @@ impl SvcListener {
             try_pin_init!(Self {
                 xprt: SvcXprt::new(),
                 id: SetOnce::new(),
-                accept_q <- new_spinlock!(KVec::new(), "rpcrdma_rs_svc_accept"),
+                accept_q <- new_mutex!(KVec::new(), "rpcrdma_rs_svc_accept"),
             }? Error),
             serv,
             net,
