@@ -1,0 +1,789 @@
+//! What a Responder (the RPC server) does with RPC-over-RDMA version 1:
+//! which received messages become Calls, how a Call is put back together
+//! from its inline part and its Read chunks, and how a Reply is split
+//! between RDMA Writes and the Send (RFC 8166 §3.4, §3.5, §4.5).
+//!
+//! The rules follow rpcrdma.ko's `svc_rdma_recvfrom.c`, `svc_rdma_rw.c`,
+//! `svc_rdma_pcl.c` and `svc_rdma_sendto.c`, where that is what nfsd and
+//! its clients expect, and are stricter where the C trusts the peer:
+//!
+//! - Too short for the fixed words: dropped (C answers ERR_CHUNK echoing
+//!   whatever the receive buffer held before).
+//! - `rdma_vers` other than 1: ERR_VERS 1..1, echoing the header's version.
+//! - RDMA_DONE, RDMA_ERROR: dropped. RDMA_MSGP, unknown procedures,
+//!   malformed or oversized chunk lists, misplaced Read chunks, a Write or
+//!   Reply chunk with no segment: ERR_CHUNK.
+//! - RDMA_NOMSG must carry a Position Zero Read chunk and nothing inline
+//!   (C reads whatever follows the header as the Call when there is no
+//!   Position Zero Read chunk, and ignores inline bytes when there is one);
+//!   RDMA_MSG must not (C then ignores the inline message). Both: ERR_CHUNK.
+//! - RDMA_MSG whose inline part is too short for an RPC header, or whose
+//!   direction is neither CALL nor REPLY: dropped, as `svc_process` does.
+//!   A REPLY without chunks is a backchannel Reply (RFC 8167); with chunks,
+//!   dropped.
+//!
+//! Nothing here allocates: the Call's pieces and the Reply's Writes are
+//! iterators over the borrowed chunk lists.
+
+use core::ops::Range;
+
+use super::chunk::{
+    ChunkLists, ReadChunk, ReadChunks, ReadSegment, Segment, WriteChunk, WriteList,
+};
+use super::error::{DecodeError, EncodeError};
+use super::header::{FixedHeader, MsgType, RpcPrefix};
+use super::limits::Limits;
+use super::v1::{self, RdmaError};
+use super::xdr::{self, Reader, Writer};
+
+/// What a Responder does with one received message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Received<'a> {
+    /// A forward Call: pull its Read chunks, then hand it to the RPC layer.
+    Call(Call<'a>),
+    /// RDMA_MSG without chunks whose RPC message is a REPLY: the answer to
+    /// a backchannel Call (RFC 8167 §2.6). Drop it if there is no
+    /// backchannel.
+    BackchannelReply {
+        /// `rdma_xid`, equal to the RPC XID.
+        xid: u32,
+        /// `rdma_credit`: the client's backward grant.
+        credits: u32,
+        /// The RPC Reply message.
+        payload: &'a [u8],
+    },
+}
+
+/// A forward Call as received: the transport header decoded and checked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Call<'a> {
+    /// `rdma_xid`, echoed in the Reply's transport header.
+    pub xid: u32,
+    /// `rdma_credit`: the raw credit request.
+    pub credits: u32,
+    /// RDMA_NOMSG: the Call is the Position Zero Read chunk (Long Call).
+    pub nomsg: bool,
+    /// The chunk lists, borrowing the receive buffer.
+    pub chunks: ChunkLists<'a>,
+    /// The (reduced) RPC message following the header; empty for NOMSG.
+    pub inline: &'a [u8],
+}
+
+/// Why a message becomes no Call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// Answer with RDMA_ERROR (see [`encode_error`]).
+    Error {
+        /// `rdma_xid` to answer to.
+        xid: u32,
+        /// `rdma_vers` to put in the answer: the received one, as
+        /// rpcrdma.ko echoes it.
+        vers: u32,
+        /// ERR_VERS 1..1 or ERR_CHUNK.
+        error: RdmaError,
+        /// The check that failed, for counters and logs.
+        cause: Cause,
+    },
+    /// Drop silently; count it.
+    Drop(DropReason),
+}
+
+/// Why a message is answered with RDMA_ERROR.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cause {
+    /// The header decoder refused it.
+    Header(DecodeError),
+    /// A Write chunk or the Reply chunk has no segment (rpcrdma.ko's
+    /// `xdr_check_write_chunk` refuses these too).
+    EmptyWriteChunk,
+    /// RDMA_NOMSG without a Position Zero Read chunk.
+    NomsgWithoutCall,
+    /// RDMA_NOMSG with bytes after the header.
+    NomsgWithInline,
+    /// RDMA_MSG with a Position Zero Read chunk.
+    MsgWithPositionZero,
+}
+
+/// Why a message is dropped without an answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DropReason {
+    /// Shorter than xid, vers, credit and proc: nothing to answer to.
+    Short,
+    /// RDMA_DONE (RFC 8166 §4.6.2).
+    Done,
+    /// RDMA_ERROR: an error is never answered.
+    Error,
+    /// RDMA_MSG whose inline part is shorter than an RPC header.
+    ShortRpc,
+    /// The RPC message's direction is neither CALL nor REPLY.
+    BadDirection {
+        /// The received word.
+        value: u32,
+    },
+    /// A REPLY carrying chunks (RFC 8167 §2.6).
+    BackwardWithChunks,
+}
+
+/// Decodes and checks a received message; see the module documentation
+/// for the rules.
+pub fn receive<'a>(buf: &'a [u8], limits: &Limits) -> Result<Received<'a>, Refusal> {
+    let (fixed, proc) =
+        FixedHeader::decode(&mut Reader::new(buf)).map_err(|_| Refusal::Drop(DropReason::Short))?;
+    let error = |error, cause| Refusal::Error {
+        xid: fixed.xid,
+        vers: fixed.vers,
+        error,
+        cause,
+    };
+    let chunk = |cause| error(RdmaError::Chunk, cause);
+    if fixed.vers != v1::VERSION {
+        let vers = RdmaError::Vers {
+            low: v1::VERSION,
+            high: v1::VERSION,
+        };
+        return Err(error(
+            vers,
+            Cause::Header(DecodeError::BadVersion { vers: fixed.vers }),
+        ));
+    }
+    match proc {
+        v1::proc::DONE => return Err(Refusal::Drop(DropReason::Done)),
+        v1::proc::ERROR => return Err(Refusal::Drop(DropReason::Error)),
+        _ => {}
+    }
+    let header = v1::decode(buf, limits).map_err(|e| match e {
+        DecodeError::ShortPayload => Refusal::Drop(DropReason::ShortRpc),
+        DecodeError::BadMsgType { value } => Refusal::Drop(DropReason::BadDirection { value }),
+        e => chunk(Cause::Header(e)),
+    })?;
+    let (nomsg, chunks) = match header.body {
+        v1::Body::Msg(chunks) => (false, chunks),
+        v1::Body::Nomsg(chunks) => (true, chunks),
+        // Filtered above; refuse rather than trust it.
+        v1::Body::Error(_) => return Err(Refusal::Drop(DropReason::Error)),
+    };
+    let empty = |c: WriteChunk<'_>| c.is_empty();
+    if chunks.writes.chunks().any(empty) || chunks.reply.is_some_and(empty) {
+        return Err(chunk(Cause::EmptyWriteChunk));
+    }
+    let pzrc = chunks.reads.position_zero().is_some();
+    if nomsg {
+        if !pzrc {
+            return Err(chunk(Cause::NomsgWithoutCall));
+        }
+        if !header.payload.is_empty() {
+            return Err(chunk(Cause::NomsgWithInline));
+        }
+    } else {
+        if pzrc {
+            return Err(chunk(Cause::MsgWithPositionZero));
+        }
+        // v1::decode has parsed it already; this cannot fail.
+        let rpc =
+            RpcPrefix::parse(header.payload, fixed.xid).map_err(|e| chunk(Cause::Header(e)))?;
+        if rpc.msg_type == MsgType::Reply {
+            if !chunks.is_empty() {
+                return Err(Refusal::Drop(DropReason::BackwardWithChunks));
+            }
+            return Ok(Received::BackchannelReply {
+                xid: fixed.xid,
+                credits: fixed.credits,
+                payload: header.payload,
+            });
+        }
+    }
+    Ok(Received::Call(Call {
+        xid: fixed.xid,
+        credits: fixed.credits,
+        nomsg,
+        chunks,
+        inline: if nomsg { &[] } else { header.payload },
+    }))
+}
+
+/// Encodes an RDMA_ERROR answer (RFC 8166 §4.5) and returns its length.
+pub fn encode_error(
+    buf: &mut [u8],
+    xid: u32,
+    vers: u32,
+    credits: u32,
+    error: RdmaError,
+) -> Result<usize, EncodeError> {
+    let fixed = FixedHeader { xid, vers, credits };
+    v1::encode(buf, &fixed, &v1::Message::Error(error))
+}
+
+/// The handle to invalidate with Send With Invalidate (RFC 8797 §4.2),
+/// if the client advertised that it accepts it: the only distinct handle
+/// in the Call's header (Read, Write and Reply chunks alike, as
+/// `svc_rdma_get_inv_rkey`). A handle of 0 is never chosen, since C uses
+/// 0 for "none".
+pub fn invalidate_handle(chunks: &ChunkLists<'_>, peer_remote_inv: bool) -> Option<u32> {
+    if !peer_remote_inv {
+        return None;
+    }
+    chunks.sole_handle().filter(|&h| h != 0)
+}
+
+// ---------------------------------------------------------------------
+// Assembling the Call
+// ---------------------------------------------------------------------
+
+/// One contiguous part of the assembled RPC Call message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Piece {
+    /// Copy `call.inline[src]` to `dest`.
+    Inline {
+        /// Byte range of [`Call::inline`].
+        src: Range<usize>,
+        /// Offset in the assembled message.
+        dest: u32,
+    },
+    /// RDMA Read `length` bytes at `handle`/`offset` into `dest`.
+    Read {
+        /// The segment's handle.
+        handle: u32,
+        /// Bytes to read (never zero).
+        length: u32,
+        /// Remote offset of the first byte.
+        offset: u64,
+        /// Offset in the assembled message.
+        dest: u32,
+    },
+    /// Zero `len` bytes at `dest`: XDR roundup of a Read chunk whose
+    /// length is not a multiple of 4 (RFC 8166 §3.4.5.2).
+    Zero {
+        /// Offset in the assembled message.
+        dest: u32,
+        /// 1 to 3.
+        len: u32,
+    },
+}
+
+impl Piece {
+    /// Bytes the piece fills.
+    pub fn len(&self) -> u32 {
+        match self {
+            Self::Inline { src, .. } => {
+                u32::try_from(src.end.saturating_sub(src.start)).unwrap_or(u32::MAX)
+            }
+            Self::Read { length, .. } => *length,
+            Self::Zero { len, .. } => *len,
+        }
+    }
+
+    /// Whether the piece fills nothing (never, for pieces from
+    /// [`Assembly`]).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Offset in the assembled message.
+    pub fn dest(&self) -> u32 {
+        match self {
+            Self::Inline { dest, .. } | Self::Read { dest, .. } | Self::Zero { dest, .. } => *dest,
+        }
+    }
+}
+
+/// Consumes a run of segments a given number of bytes at a time.
+#[derive(Clone, Debug)]
+struct Cursor<I> {
+    segs: I,
+    cur: Segment,
+    used: u32,
+}
+
+impl<I: Iterator<Item = Segment>> Cursor<I> {
+    fn new(segs: I) -> Self {
+        Self {
+            segs,
+            cur: Segment::default(),
+            used: 0,
+        }
+    }
+
+    /// The next `1..=max` bytes (`max` > 0) as a segment, skipping empty
+    /// segments; `None` once the segments are used up.
+    fn take(&mut self, max: u32) -> Option<Segment> {
+        while self.used >= self.cur.length {
+            self.cur = self.segs.next()?;
+            self.used = 0;
+        }
+        let len = self.cur.length.saturating_sub(self.used).min(max);
+        let seg = Segment {
+            handle: self.cur.handle,
+            length: len,
+            offset: self.cur.offset.saturating_add(u64::from(self.used)),
+        };
+        self.used = self.used.saturating_add(len);
+        Some(seg)
+    }
+}
+
+type ReadCursor<'a> =
+    Cursor<core::iter::Map<super::chunk::ReadSegments<'a>, fn(ReadSegment) -> Segment>>;
+
+fn read_cursor(chunk: ReadChunk<'_>) -> ReadCursor<'_> {
+    Cursor::new(chunk.segments().map(plain as fn(ReadSegment) -> Segment))
+}
+
+fn plain(r: ReadSegment) -> Segment {
+    r.segment
+}
+
+/// What the chunks are inserted into: the inline message, or for a Long
+/// Call the Position Zero Read chunk.
+#[derive(Clone, Debug)]
+enum Base<'a> {
+    Inline { len: usize, used: usize },
+    Chunk(ReadCursor<'a>),
+}
+
+/// The pieces of a Call message, in increasing and contiguous `dest`
+/// order (see [`assemble`]).
+#[derive(Clone, Debug)]
+pub struct Assembly<'a> {
+    base: Base<'a>,
+    /// Read chunks still to insert.
+    chunks: ReadChunks<'a>,
+    /// The next chunk, waiting for `dest` to reach its position.
+    next: Option<ReadChunk<'a>>,
+    /// The chunk being inserted.
+    inserting: Option<ReadCursor<'a>>,
+    /// Roundup to add after it.
+    pad: u32,
+    dest: u32,
+    total: u32,
+}
+
+impl<'a> Assembly<'a> {
+    /// Length of the assembled RPC message.
+    pub fn total_len(&self) -> u32 {
+        self.total
+    }
+
+    fn emit(&mut self, piece: Piece) -> Result<Option<Piece>, RdmaError> {
+        self.dest = self.dest.checked_add(piece.len()).ok_or(RdmaError::Chunk)?;
+        Ok(Some(piece))
+    }
+
+    /// Up to `max` (> 0) bytes of the base; `None` when it is used up.
+    fn take_base(&mut self, max: u32) -> Result<Option<Piece>, RdmaError> {
+        let dest = self.dest;
+        let piece = match &mut self.base {
+            Base::Inline { len, used } => {
+                let n = len
+                    .saturating_sub(*used)
+                    .min(usize::try_from(max).unwrap_or(usize::MAX));
+                if n == 0 {
+                    return Ok(None);
+                }
+                let start = *used;
+                *used = start.saturating_add(n);
+                Piece::Inline {
+                    src: start..*used,
+                    dest,
+                }
+            }
+            Base::Chunk(cursor) => match cursor.take(max) {
+                Some(s) => Piece::Read {
+                    handle: s.handle,
+                    length: s.length,
+                    offset: s.offset,
+                    dest,
+                },
+                None => return Ok(None),
+            },
+        };
+        self.emit(piece)
+    }
+
+    fn step(&mut self) -> Result<Option<Piece>, RdmaError> {
+        loop {
+            if let Some(cursor) = &mut self.inserting {
+                if let Some(s) = cursor.take(u32::MAX) {
+                    let dest = self.dest;
+                    return self.emit(Piece::Read {
+                        handle: s.handle,
+                        length: s.length,
+                        offset: s.offset,
+                        dest,
+                    });
+                }
+                self.inserting = None;
+                if self.pad != 0 {
+                    let len = core::mem::take(&mut self.pad);
+                    let dest = self.dest;
+                    return self.emit(Piece::Zero { dest, len });
+                }
+            }
+            if self.next.is_none() {
+                self.next = self.chunks.next();
+            }
+            let Some(chunk) = self.next else {
+                return self.take_base(u32::MAX);
+            };
+            // Positions count the unreduced stream, which is what has
+            // been assembled so far.
+            match chunk.position().checked_sub(self.dest) {
+                Some(0) => {
+                    self.next = None;
+                    let len = u32::try_from(chunk.total_length()).map_err(|_| RdmaError::Chunk)?;
+                    self.pad = len.wrapping_neg() & 3;
+                    self.inserting = Some(read_cursor(chunk));
+                }
+                Some(gap) => return self.take_base(gap)?.ok_or(RdmaError::Chunk).map(Some),
+                // The previous chunk ran past this one's position.
+                None => return Err(RdmaError::Chunk),
+            }
+        }
+    }
+}
+
+impl Iterator for Assembly<'_> {
+    type Item = Piece;
+
+    fn next(&mut self) -> Option<Piece> {
+        self.step().ok().flatten()
+    }
+}
+
+/// Lays out the RPC message of `call` as the server's receive pages hold
+/// it: the inline bytes (or, for RDMA_NOMSG, the Position Zero Read
+/// chunk) with every other Read chunk's data inserted at its position,
+/// each followed by the zeros of its XDR roundup when its length is not
+/// a multiple of 4 (RFC 8166 §3.4.5.2; rpcrdma.ko pads a single Read chunk
+/// this way, last or not, and nfsd's decoders rely on it).
+///
+/// Fails with ERR_CHUNK when a position falls outside the message, or
+/// the message is longer than `max_len` (C: `-EINVAL` once the pages run
+/// out, answered with ERR_CHUNK and a disconnect).
+pub fn assemble<'a>(call: &Call<'a>, max_len: u32) -> Result<Assembly<'a>, RdmaError> {
+    let mut chunks = call.chunks.reads.chunks();
+    let pzrc = call.chunks.reads.position_zero();
+    let base = match (call.nomsg, pzrc) {
+        (true, Some(pzrc)) => {
+            chunks.next();
+            Base::Chunk(read_cursor(pzrc))
+        }
+        (false, None) => Base::Inline {
+            len: call.inline.len(),
+            used: 0,
+        },
+        _ => return Err(RdmaError::Chunk),
+    };
+    let mut assembly = Assembly {
+        base,
+        chunks,
+        next: None,
+        inserting: None,
+        pad: 0,
+        dest: 0,
+        total: 0,
+    };
+    // A dry run validates everything, so that iteration cannot fail.
+    let mut dry = assembly.clone();
+    while dry.step()?.is_some() {
+        if dry.dest > max_len {
+            return Err(RdmaError::Chunk);
+        }
+    }
+    assembly.total = dry.dest;
+    Ok(assembly)
+}
+
+// ---------------------------------------------------------------------
+// Planning the Reply
+// ---------------------------------------------------------------------
+
+/// The RPC Reply the upper layer built in `rq_res`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReplyShape {
+    /// Length of the whole Reply.
+    pub len: u32,
+    /// The result payload (`xpo_result_payload`): offset and length in
+    /// the Reply. It goes into the first Write chunk, if there is one.
+    pub payload: Option<(u32, u32)>,
+}
+
+/// One RDMA Write to post: `len` bytes of the Reply at `src` to the
+/// client's `handle`/`offset`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RdmaWrite {
+    /// Offset in the Reply (`rq_res`).
+    pub src: u32,
+    /// Bytes (never zero).
+    pub len: u32,
+    /// The client's handle.
+    pub handle: u32,
+    /// The client's offset.
+    pub offset: u64,
+}
+
+/// How a Reply is sent: which bytes go by RDMA Write, which inline, and
+/// the transport header that describes them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReplyPlan<'a> {
+    writes: WriteList<'a>,
+    reply: Option<WriteChunk<'a>>,
+    /// The payload placed in Write chunk 0, if any.
+    payload: Option<(u32, u32)>,
+    /// Reply ranges not sent by Write chunk: before and after the payload.
+    body: [(u32, u32); 2],
+    nomsg: bool,
+    header_len: u32,
+}
+
+/// Bytes of a version 1 Reply header echoing `writes` and, if `reply` is
+/// given, a Reply chunk of that many segments.
+fn header_len(writes: &WriteList<'_>, reply: Option<usize>) -> Option<u32> {
+    const FIXED_AND_READS: usize = 5 * xdr::UNIT;
+    const SEG: usize = 16;
+    let list = writes.chunks().try_fold(xdr::UNIT, |acc, c| {
+        c.len()
+            .checked_mul(SEG)?
+            .checked_add(2 * xdr::UNIT)?
+            .checked_add(acc)
+    })?;
+    let reply = match reply {
+        None => xdr::UNIT,
+        Some(n) => n.checked_mul(SEG)?.checked_add(2 * xdr::UNIT)?,
+    };
+    u32::try_from(FIXED_AND_READS.checked_add(list)?.checked_add(reply)?).ok()
+}
+
+/// Plans the Reply to a Call that offered `call_chunks`, for a Send of at
+/// most `inline_max` bytes (the smaller of the client's receive size,
+/// RFC 8797, and the server's send buffer).
+///
+/// - The payload goes into Write chunk 0, filling its segments in order
+///   (ERR_CHUNK if it is longer, as `svc_rdma_result_payload`'s
+///   `-E2BIG`); without a Write chunk it stays in the body. Other Write
+///   chunks are echoed unused.
+/// - The body is the Reply minus the payload and its XDR pad
+///   (`pcl_chunk_end_offset`). It goes inline (RDMA_MSG) when the header
+///   and the body fit `inline_max`, else into the Reply chunk
+///   (RDMA_NOMSG). rpcrdma.ko uses the Reply chunk whenever one is
+///   offered, and ignores the client's receive size.
+/// - Neither possible: ERR_CHUNK, as rpcrdma.ko answers a Reply larger
+///   than its Reply chunk or too large to pull up (`svc_rdma_sendto`'s
+///   `send_err`).
+pub fn plan_reply<'a>(
+    call_chunks: &ChunkLists<'a>,
+    shape: ReplyShape,
+    inline_max: u32,
+) -> Result<ReplyPlan<'a>, RdmaError> {
+    let chunk0 = call_chunks.writes.chunks().next();
+    let payload = match (shape.payload, chunk0) {
+        (Some((off, len)), Some(chunk)) if len != 0 => {
+            let end = off.checked_add(len).filter(|&e| e <= shape.len);
+            if end.is_none() || u64::from(len) > chunk.total_length() {
+                return Err(RdmaError::Chunk);
+            }
+            Some((off, len))
+        }
+        _ => None,
+    };
+    let body = match payload {
+        Some((off, len)) => {
+            let end = u64::from(off)
+                .saturating_add(u64::from(len))
+                .saturating_add(3)
+                & !3;
+            let resume = u32::try_from(end).unwrap_or(u32::MAX).min(shape.len);
+            [(0, off), (resume, shape.len)]
+        }
+        None => [(0, shape.len), (shape.len, shape.len)],
+    };
+    let body_len = body
+        .iter()
+        .map(|&(s, e)| u64::from(e.saturating_sub(s)))
+        .sum::<u64>();
+    let writes = call_chunks.writes;
+    let msg_hdr = header_len(&writes, None).ok_or(RdmaError::Chunk)?;
+    let mut plan = ReplyPlan {
+        writes,
+        reply: None,
+        payload,
+        body,
+        nomsg: false,
+        header_len: msg_hdr,
+    };
+    if u64::from(msg_hdr).saturating_add(body_len) <= u64::from(inline_max) {
+        return Ok(plan);
+    }
+    let reply = call_chunks.reply.ok_or(RdmaError::Chunk)?;
+    let nomsg_hdr = header_len(&writes, Some(reply.len())).ok_or(RdmaError::Chunk)?;
+    if body_len > reply.total_length() || nomsg_hdr > inline_max {
+        return Err(RdmaError::Chunk);
+    }
+    plan.reply = Some(reply);
+    plan.nomsg = true;
+    plan.header_len = nomsg_hdr;
+    Ok(plan)
+}
+
+impl<'a> ReplyPlan<'a> {
+    /// RDMA_NOMSG: the body goes by Reply chunk, the Send carries only
+    /// the header.
+    pub fn nomsg(&self) -> bool {
+        self.nomsg
+    }
+
+    /// Bytes [`encode_header`](Self::encode_header) writes.
+    pub fn header_len(&self) -> u32 {
+        self.header_len
+    }
+
+    /// Bytes of the body: the Reply without the payload placed in a Write
+    /// chunk.
+    pub fn body_len(&self) -> u32 {
+        self.body
+            .iter()
+            .map(|&(s, e)| e.saturating_sub(s))
+            .fold(0, u32::saturating_add)
+    }
+
+    /// Bytes of the payload placed in Write chunk 0.
+    pub fn payload_len(&self) -> u32 {
+        self.payload.map_or(0, |(_, len)| len)
+    }
+
+    /// The body's ranges of the Reply, in order, empty ones left out.
+    pub fn body_ranges(&self) -> impl Iterator<Item = Range<u32>> + 'static {
+        self.body
+            .into_iter()
+            .filter(|&(s, e)| s < e)
+            .map(|(s, e)| s..e)
+    }
+
+    /// The ranges of the Reply to copy after the header into the Send:
+    /// the body for RDMA_MSG, nothing for RDMA_NOMSG.
+    pub fn inline_ranges(&self) -> impl Iterator<Item = Range<u32>> + 'static {
+        let nomsg = self.nomsg;
+        self.body_ranges().filter(move |_| !nomsg)
+    }
+
+    /// The RDMA Writes to post before the Send: the payload into Write
+    /// chunk 0, then, for RDMA_NOMSG, the body into the Reply chunk.
+    pub fn writes(&self) -> Writes<'a> {
+        let none = [(0, 0); 2];
+        let payload = self
+            .payload
+            .map_or(none, |(off, len)| [(off, off.saturating_add(len)), (0, 0)]);
+        let chunk0 = self.writes.chunks().next();
+        Writes {
+            payload: Fill::new(payload, chunk0),
+            body: Fill::new(if self.nomsg { self.body } else { none }, self.reply),
+        }
+    }
+
+    /// Encodes the Reply's transport header into `buf` and returns its
+    /// length: `{xid, 1, credits, MSG or NOMSG}`, no Read list, every
+    /// offered Write chunk echoed with the lengths written (zero for
+    /// unused segments and chunks, as `svc_rdma_encode_write_list`), and
+    /// the Reply chunk with the lengths written for RDMA_NOMSG, absent
+    /// otherwise.
+    pub fn encode_header(
+        &self,
+        buf: &mut [u8],
+        xid: u32,
+        credits: u32,
+    ) -> Result<usize, EncodeError> {
+        let fixed = FixedHeader {
+            xid,
+            vers: v1::VERSION,
+            credits,
+        };
+        let mut w = Writer::new(buf);
+        let proc = if self.nomsg {
+            v1::proc::NOMSG
+        } else {
+            v1::proc::MSG
+        };
+        fixed.encode(&mut w, proc)?;
+        w.bool(false)?;
+        let mut remaining = self.payload_len();
+        for chunk in self.writes.chunks() {
+            w.bool(true)?;
+            echo(&mut w, &chunk, &mut remaining)?;
+        }
+        w.bool(false)?;
+        match self.reply.filter(|_| self.nomsg) {
+            Some(reply) => {
+                w.bool(true)?;
+                echo(&mut w, &reply, &mut self.body_len())
+            }
+            None => w.bool(false),
+        }?;
+        Ok(w.len())
+    }
+}
+
+/// Appends a segment array with each length cut to what `remaining`
+/// bytes fill, in order.
+fn echo(
+    w: &mut Writer<'_>,
+    chunk: &WriteChunk<'_>,
+    remaining: &mut u32,
+) -> Result<(), EncodeError> {
+    w.count(chunk.len())?;
+    for seg in chunk.segments() {
+        let len = seg.length.min(*remaining);
+        *remaining = remaining.saturating_sub(len);
+        w.u32(seg.handle)?;
+        w.u32(len)?;
+        w.u64(seg.offset)?;
+    }
+    Ok(())
+}
+
+/// Streams up to two source ranges into a chunk's segments.
+#[derive(Clone, Debug)]
+struct Fill<'a> {
+    ranges: [(u32, u32); 2],
+    cursor: Option<Cursor<super::chunk::Segments<'a>>>,
+}
+
+impl<'a> Fill<'a> {
+    fn new(ranges: [(u32, u32); 2], chunk: Option<WriteChunk<'a>>) -> Self {
+        Self {
+            ranges,
+            cursor: chunk.map(|c| Cursor::new(c.segments())),
+        }
+    }
+}
+
+impl Iterator for Fill<'_> {
+    type Item = RdmaWrite;
+
+    fn next(&mut self) -> Option<RdmaWrite> {
+        let cursor = self.cursor.as_mut()?;
+        let range = self.ranges.iter_mut().find(|r| r.0 < r.1)?;
+        let seg = cursor.take(range.1.saturating_sub(range.0))?;
+        let write = RdmaWrite {
+            src: range.0,
+            len: seg.length,
+            handle: seg.handle,
+            offset: seg.offset,
+        };
+        range.0 = range.0.saturating_add(seg.length);
+        Some(write)
+    }
+}
+
+/// The RDMA Writes of a [`ReplyPlan`], in posting order.
+#[derive(Clone, Debug)]
+pub struct Writes<'a> {
+    payload: Fill<'a>,
+    body: Fill<'a>,
+}
+
+impl Iterator for Writes<'_> {
+    type Item = RdmaWrite;
+
+    fn next(&mut self) -> Option<RdmaWrite> {
+        self.payload.next().or_else(|| self.body.next())
+    }
+}
