@@ -17,7 +17,9 @@ fuzz_target!(|data: &[u8]| {
     let len = word(4) & 0x1f_ffff;
     let inline_max = u32::from(u16::from_be_bytes([knobs[8], knobs[9]]));
     let payload = (knobs[10] & 1 != 0).then(|| {
-        let off = (len / 256).saturating_mul(u32::from(knobs[11] & 0xf)).min(len);
+        let off = (len / 256)
+            .saturating_mul(u32::from(knobs[11] & 0xf))
+            .min(len);
         (off, (len - off) / 2 + u32::from(knobs[11] >> 4))
     });
     let Ok(Received::Call(call)) = receive(msg, &Limits::DEFAULT) else {
@@ -42,7 +44,10 @@ fuzz_target!(|data: &[u8]| {
         assert!(w.len > 0 && w.src.checked_add(w.len).is_some_and(|end| end <= len));
         sent += u64::from(w.len);
     }
-    let inline: u64 = plan.inline_ranges().map(|r| u64::from(r.end - r.start)).sum();
+    let inline: u64 = plan
+        .inline_ranges()
+        .map(|r| u64::from(r.end - r.start))
+        .sum();
     let body: u64 = plan.body_ranges().map(|r| u64::from(r.end - r.start)).sum();
     assert_eq!(body, u64::from(plan.body_len()));
     let by_write = if plan.nomsg() { body } else { 0 };
