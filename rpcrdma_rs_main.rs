@@ -130,6 +130,16 @@ mod proto_tests {
     fn send_economy() {
         assert_eq!(selftest::send_economy(), Ok(()));
     }
+
+    #[test]
+    fn responder_receive_rules() {
+        assert_eq!(selftest::responder_receive_rules(), Ok(()));
+    }
+
+    #[test]
+    fn responder_reply_rules() {
+        assert_eq!(selftest::responder_reply_rules(), Ok(()));
+    }
 }
 
 /// The listener and rdma_rw on a local soft-RoCE device (loopback): run

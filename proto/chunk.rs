@@ -335,7 +335,7 @@ impl<'a> ChunkLists<'a> {
     /// Checks Read chunk positions the way rpcrdma.ko's
     /// `pcl_check_read_chunk_positions` does: positions count the unreduced
     /// Payload stream (RFC 8166 §3.4.5), so after removing the lengths of
-    /// the chunks before it, each chunk must land within the inline payload
+    /// the chunks before it (rounded up to XDR units), each chunk must land within the inline payload
     /// of `inline_len` bytes, or within the Position Zero Read chunk when
     /// there is one; and no chunk may overlap the next.
     pub(crate) fn check_positions(&self, inline_len: usize) -> Result<(), DecodeError> {
@@ -355,7 +355,10 @@ impl<'a> ChunkLists<'a> {
                 return Err(DecodeError::PositionBeyondPayload);
             }
             let length = chunk.total_length();
-            reduced = reduced.saturating_add(length);
+            // The chunk took its XDR roundup out of the stream with it
+            // (RFC 8166 §3.4.4.4); rpcrdma.ko subtracts the bare length,
+            // which refuses a chunk placed right after an unaligned one.
+            reduced = reduced.saturating_add(length.saturating_add(3) & !3);
             prev_end = position.saturating_add(length);
         }
         Ok(())

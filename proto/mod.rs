@@ -19,6 +19,8 @@
 //!   the credit window.
 //! - [`queue`]: Send signalling and Receive batching.
 //! - [`reply`]: what a Requester does with a received message.
+//! - [`responder`]: what a Responder does with a received Call, how it
+//!   assembles the Call and how it sends the Reply.
 //! - [`selftest`]: known-answer checks shared by `cargo test` and KUnit.
 //!
 //! # From the transport

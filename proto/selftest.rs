@@ -1338,3 +1338,304 @@ pub fn send_economy() -> Outcome {
         "send: signalled before the queue fills with unsignalled work",
     )
 }
+
+/// What a Responder does with what it receives (`responder::receive`):
+/// which messages are dropped, which answered with ERR_VERS or ERR_CHUNK,
+/// which are backchannel Replies; and how a Call with Read chunks is
+/// assembled.
+pub fn responder_receive_rules() -> Outcome {
+    use super::responder::{self, Cause, DropReason, Piece, Received, Refusal};
+    let limits = Limits::DEFAULT;
+    let refusal = |parts: &[&[u32]]| -> Result<Option<Refusal>, SelftestFailure> {
+        let wire = Wire::new(parts)?;
+        Ok(responder::receive(wire.bytes(), &limits).err())
+    };
+    let chunk = |cause| {
+        Some(Refusal::Error {
+            xid: XID,
+            vers: 1,
+            error: v1::RdmaError::Chunk,
+            cause,
+        })
+    };
+    check(
+        refusal(&[&[XID, 1, CREDITS]])? == Some(Refusal::Drop(DropReason::Short)),
+        "responder: too short is dropped",
+    )?;
+    check(
+        refusal(&[&[XID, 2, CREDITS, 0]])?
+            == Some(Refusal::Error {
+                xid: XID,
+                vers: 2,
+                error: v1::RdmaError::Vers { low: 1, high: 1 },
+                cause: Cause::Header(DecodeError::BadVersion { vers: 2 }),
+            }),
+        "responder: ERR_VERS 1..1 echoing the version",
+    )?;
+    check(
+        refusal(&[&[XID, 1, CREDITS, v1::proc::DONE]])? == Some(Refusal::Drop(DropReason::Done))
+            && refusal(&[&[XID, 1, CREDITS, v1::proc::ERROR, 2]])?
+                == Some(Refusal::Drop(DropReason::Error)),
+        "responder: RDMA_DONE and RDMA_ERROR dropped",
+    )?;
+    check(
+        refusal(&[&[XID, 1, CREDITS, v1::proc::MSGP, 0, 0, 0, 0, 0]])?
+            == chunk(Cause::Header(DecodeError::MsgpNotSupported))
+            && refusal(&[&[XID, 1, CREDITS, 9, 0, 0, 0]])?
+                == chunk(Cause::Header(DecodeError::UnknownProc { proc: 9 })),
+        "responder: RDMA_MSGP and unknown procedures get ERR_CHUNK",
+    )?;
+    check(
+        refusal(&[&[XID, 1, CREDITS, v1::proc::MSG, 0, 0]])?
+            == chunk(Cause::Header(DecodeError::Truncated)),
+        "responder: truncated lists get ERR_CHUNK",
+    )?;
+    check(
+        refusal(&[&[XID, 1, CREDITS, v1::proc::MSG, 0, 1, 0, 0, 0], &RPC_CALL])?
+            == chunk(Cause::EmptyWriteChunk),
+        "responder: an empty Write chunk gets ERR_CHUNK",
+    )?;
+    check(
+        refusal(&[&[XID, 1, CREDITS, v1::proc::NOMSG, 0, 0, 1, 1], &hloo(H1)])?
+            == chunk(Cause::NomsgWithoutCall)
+            && refusal(&[
+                &[XID, 1, CREDITS, v1::proc::NOMSG, 1],
+                &phloo(0, H1),
+                &[0, 0, 0, 0],
+            ])? == chunk(Cause::NomsgWithInline),
+        "responder: RDMA_NOMSG needs a Position Zero chunk alone",
+    )?;
+    check(
+        refusal(&[
+            &[XID, 1, CREDITS, v1::proc::MSG, 1],
+            &phloo(0, H1),
+            &[0, 0, 0],
+            &RPC_CALL,
+        ])? == chunk(Cause::MsgWithPositionZero),
+        "responder: RDMA_MSG with a Position Zero chunk gets ERR_CHUNK",
+    )?;
+    check(
+        refusal(&[&[XID, 1, CREDITS, v1::proc::MSG, 0, 0, 0, XID]])?
+            == Some(Refusal::Drop(DropReason::ShortRpc))
+            && refusal(&[&[XID, 1, CREDITS, v1::proc::MSG, 0, 0, 0, XID, 5]])?
+                == Some(Refusal::Drop(DropReason::BadDirection { value: 5 })),
+        "responder: a short or undirected RPC message is dropped",
+    )?;
+    let bc = Wire::new(&[&[XID, 1, 2, v1::proc::MSG, 0, 0, 0], &RPC_REPLY])?;
+    check(
+        matches!(
+            responder::receive(bc.bytes(), &limits),
+            Ok(Received::BackchannelReply { xid: XID, credits: 2, payload }) if payload.len() == 8
+        ) && refusal(&[
+            &[XID, 1, 2, v1::proc::MSG, 0, 0, 1, 1],
+            &hloo(H2),
+            &RPC_REPLY,
+        ])? == Some(Refusal::Drop(DropReason::BackwardWithChunks)),
+        "responder: a Reply without chunks is for the backchannel",
+    )?;
+    // A WRITE-like Call: 12 inline bytes, 5 bytes read at 8 (padded), the
+    // last 4 inline bytes after them.
+    let x = Segment {
+        handle: 7,
+        length: 5,
+        offset: 0x100,
+    };
+    let write = Wire::new(&[
+        &[XID, 1, CREDITS, v1::proc::MSG, 1],
+        &phloo(8, x),
+        &[0, 0, 0],
+        &RPC_CALL,
+        &[0xabcd],
+    ])?;
+    let Ok(Received::Call(call)) = responder::receive(write.bytes(), &limits) else {
+        return check(false, "responder: a Call with a Read chunk");
+    };
+    let assembly = responder::assemble(&call, 4096).map_err(|_| SelftestFailure("assemble"))?;
+    check(assembly.total_len() == 20, "responder: assembled length")?;
+    let want = [
+        Piece::Inline { src: 0..8, dest: 0 },
+        Piece::Read {
+            handle: 7,
+            length: 5,
+            offset: 0x100,
+            dest: 8,
+        },
+        Piece::Zero { dest: 13, len: 3 },
+        Piece::Inline {
+            src: 8..12,
+            dest: 16,
+        },
+    ];
+    let mut pieces = assembly;
+    check(
+        want.iter().all(|w| pieces.next().as_ref() == Some(w)) && pieces.next().is_none(),
+        "responder: pieces of a Call with a padded Read chunk",
+    )?;
+    check(
+        responder::assemble(&call, 19).is_err(),
+        "responder: a Call longer than the pages refused",
+    )?;
+    // A Long Call: the Position Zero chunk in two segments.
+    let long = Wire::new(&[
+        &[XID, 1, CREDITS, v1::proc::NOMSG, 1],
+        &phloo(0, H1),
+        &[1],
+        &phloo(0, H2),
+        &[0, 0, 0],
+    ])?;
+    let Ok(Received::Call(call)) = responder::receive(long.bytes(), &limits) else {
+        return check(false, "responder: a Long Call");
+    };
+    let assembly = responder::assemble(&call, 1 << 20).map_err(|_| SelftestFailure("long"))?;
+    check(
+        call.nomsg && assembly.total_len() == 12288 && assembly.count() == 2,
+        "responder: a Long Call is its Position Zero chunk",
+    )
+}
+
+/// How a Responder sends a Reply (`responder::plan_reply`): inline when
+/// header and body fit the client's receive size, else by Reply chunk;
+/// the payload into Write chunk 0; the header echoing what was written;
+/// and which handle Send With Invalidate may take.
+pub fn responder_reply_rules() -> Outcome {
+    use super::responder::{self, RdmaWrite, Received, ReplyShape};
+    let limits = Limits::DEFAULT;
+    // A READ-like Call: one Write chunk of H1 (8192) and H2 (4096), and a
+    // Reply chunk of H3.
+    let wire = Wire::new(&[
+        &[XID, 1, CREDITS, v1::proc::MSG, 0, 1, 2],
+        &hloo(H1),
+        &hloo(H2),
+        &[0, 1, 1],
+        &hloo(H3),
+        &RPC_CALL,
+    ])?;
+    let Ok(Received::Call(call)) = responder::receive(wire.bytes(), &limits) else {
+        return check(false, "reply: the Call decodes");
+    };
+    let plan =
+        |len, payload, max| responder::plan_reply(&call.chunks, ReplyShape { len, payload }, max);
+    // 120 bytes of RPC header, 10001 bytes of data (+3 pad), 8 after.
+    let p = plan(10132, Some((120, 10001)), 1024).map_err(|_| SelftestFailure("plan"))?;
+    let mut writes = p.writes();
+    check(
+        !p.nomsg()
+            && p.body_len() == 128
+            && writes.next()
+                == Some(RdmaWrite {
+                    src: 120,
+                    len: 8192,
+                    handle: H1.handle,
+                    offset: H1.offset,
+                })
+            && writes.next()
+                == Some(RdmaWrite {
+                    src: 8312,
+                    len: 1809,
+                    handle: H2.handle,
+                    offset: H2.offset,
+                })
+            && writes.next().is_none(),
+        "reply: the payload fills the Write chunk in order",
+    )?;
+    let mut ranges = p.inline_ranges();
+    check(
+        ranges.next() == Some(0..120)
+            && ranges.next() == Some(10124..10132)
+            && ranges.next().is_none(),
+        "reply: the body goes inline without the payload's pad",
+    )?;
+    let mut buf = [0u8; 128];
+    let n = p
+        .encode_header(&mut buf, XID, CREDITS)
+        .map_err(|_| SelftestFailure("encode"))?;
+    let written = |s: Segment, length| Segment { length, ..s };
+    let want = Wire::new(&[
+        &[XID, 1, CREDITS, v1::proc::MSG, 0, 1, 2],
+        &hloo(H1),
+        &hloo(written(H2, 1809)),
+        &[0, 0],
+    ])?;
+    check(
+        buf.get(..n) == Some(want.bytes()) && n == p.header_len() as usize,
+        "reply: the header echoes the Write chunk with lengths written",
+    )?;
+    check(
+        plan(20000, Some((0, 12289)), 1024) == Err(v1::RdmaError::Chunk),
+        "reply: a payload larger than the Write chunk refused",
+    )?;
+    // Header 20 + 44 + 4 = 68: 956 bytes of body fit 1024 exactly.
+    let fits = plan(956, None, 1024).map_err(|_| SelftestFailure("fits"))?;
+    let over = plan(957, None, 1024).map_err(|_| SelftestFailure("over"))?;
+    check(
+        !fits.nomsg() && over.nomsg() && over.inline_ranges().next().is_none(),
+        "reply: inline when it fits, else the Reply chunk",
+    )?;
+    let mut writes = over.writes();
+    check(
+        writes.next()
+            == Some(RdmaWrite {
+                src: 0,
+                len: 957,
+                handle: H3.handle,
+                offset: H3.offset,
+            })
+            && writes.next().is_none(),
+        "reply: the body into the Reply chunk",
+    )?;
+    let n = over
+        .encode_header(&mut buf, XID, CREDITS)
+        .map_err(|_| SelftestFailure("encode nomsg"))?;
+    let want = Wire::new(&[
+        &[XID, 1, CREDITS, v1::proc::NOMSG, 0, 1, 2],
+        &hloo(written(H1, 0)),
+        &hloo(written(H2, 0)),
+        &[0, 1, 1],
+        &hloo(written(H3, 957)),
+    ])?;
+    check(
+        buf.get(..n) == Some(want.bytes()),
+        "reply: RDMA_NOMSG header, Write chunk unused",
+    )?;
+    let none = Wire::new(&[&[XID, 1, CREDITS, v1::proc::MSG, 0, 0, 0], &RPC_CALL])?;
+    let Ok(Received::Call(short)) = responder::receive(none.bytes(), &limits) else {
+        return check(false, "reply: a Call without chunks");
+    };
+    check(
+        responder::plan_reply(
+            &short.chunks,
+            ReplyShape {
+                len: 997,
+                payload: None,
+            },
+            1024,
+        ) == Err(v1::RdmaError::Chunk),
+        "reply: too long for inline without a Reply chunk refused",
+    )?;
+    let n = responder::encode_error(
+        &mut buf,
+        XID,
+        2,
+        CREDITS,
+        v1::RdmaError::Vers { low: 1, high: 1 },
+    )
+    .map_err(|_| SelftestFailure("encode error"))?;
+    let want = Wire::new(&[&[XID, 2, CREDITS, v1::proc::ERROR, 1, 1, 1]])?;
+    check(buf.get(..n) == Some(want.bytes()), "reply: ERR_VERS")?;
+    let one = Wire::new(&[
+        &[XID, 1, CREDITS, v1::proc::MSG, 0, 1, 1],
+        &hloo(H1),
+        &[0, 1, 1],
+        &hloo(H1),
+        &RPC_CALL,
+    ])?;
+    let Ok(Received::Call(one)) = responder::receive(one.bytes(), &limits) else {
+        return check(false, "reply: a Call with one handle");
+    };
+    check(
+        responder::invalidate_handle(&one.chunks, true) == Some(H1.handle)
+            && responder::invalidate_handle(&one.chunks, false).is_none()
+            && responder::invalidate_handle(&call.chunks, true).is_none(),
+        "reply: Send With Invalidate only for a sole handle the client allows",
+    )
+}

@@ -55,3 +55,13 @@ fn requester_receive_rules() {
 fn send_economy() {
     assert_eq!(selftest::send_economy(), Ok(()));
 }
+
+#[test]
+fn responder_receive_rules() {
+    assert_eq!(selftest::responder_receive_rules(), Ok(()));
+}
+
+#[test]
+fn responder_reply_rules() {
+    assert_eq!(selftest::responder_reply_rules(), Ok(()));
+}

@@ -1,0 +1,963 @@
+//! The Responder's rules (`responder`): which messages become Calls, how a
+//! Call is assembled from its Read chunks, and how a Reply is planned.
+
+// Test code: panicking is how a test fails, and the inputs are ours.
+#![allow(
+    clippy::arithmetic_side_effects,
+    clippy::cast_possible_truncation,
+    clippy::indexing_slicing,
+    clippy::panic,
+    clippy::unwrap_used
+)]
+
+use std::collections::HashMap;
+
+use rpcrdma_proto::chunk::{ChunkLists, Segment};
+use rpcrdma_proto::error::DecodeError;
+use rpcrdma_proto::limits::Limits;
+use rpcrdma_proto::responder::{
+    assemble, encode_error, invalidate_handle, plan_reply, receive, Call, Cause, DropReason, Piece,
+    Received, Refusal, ReplyShape,
+};
+use rpcrdma_proto::v1::{self, RdmaError};
+
+const XID: u32 = 0x1234_5678;
+const CR: u32 = 64;
+
+fn words(w: &[u32]) -> Vec<u8> {
+    w.iter().flat_map(|w| w.to_be_bytes()).collect()
+}
+
+fn seg(s: Segment) -> [u32; 4] {
+    [s.handle, s.length, (s.offset >> 32) as u32, s.offset as u32]
+}
+
+fn s(handle: u32, length: u32, offset: u64) -> Segment {
+    Segment {
+        handle,
+        length,
+        offset,
+    }
+}
+
+/// A header: fixed words, then `reads` (position, segment), `writes`,
+/// `reply`, then the inline bytes.
+fn msg(
+    proc: u32,
+    reads: &[(u32, Segment)],
+    writes: &[&[Segment]],
+    reply: Option<&[Segment]>,
+    inline: &[u8],
+) -> Vec<u8> {
+    let mut w = vec![XID, 1, CR, proc];
+    for (p, sg) in reads {
+        w.push(1);
+        w.push(*p);
+        w.extend(seg(*sg));
+    }
+    w.push(0);
+    for c in writes {
+        w.push(1);
+        w.push(c.len() as u32);
+        c.iter().for_each(|sg| w.extend(seg(*sg)));
+    }
+    w.push(0);
+    match reply {
+        Some(c) => {
+            w.push(1);
+            w.push(c.len() as u32);
+            c.iter().for_each(|sg| w.extend(seg(*sg)));
+        }
+        None => w.push(0),
+    }
+    let mut b = words(&w);
+    b.extend_from_slice(inline);
+    b
+}
+
+/// An RPC Call message start, padded to `len` bytes.
+fn rpc(dir: u32, len: usize) -> Vec<u8> {
+    let mut b = words(&[XID, dir]);
+    b.resize(len.max(8), 0xa5);
+    b
+}
+
+fn call(buf: &[u8]) -> Call<'_> {
+    match receive(buf, &Limits::DEFAULT) {
+        Ok(Received::Call(c)) => c,
+        other => panic!("{other:?}"),
+    }
+}
+
+fn chunk_err(buf: &[u8]) -> Cause {
+    match receive(buf, &Limits::DEFAULT) {
+        Err(Refusal::Error {
+            xid: XID,
+            vers: 1,
+            error: RdmaError::Chunk,
+            cause,
+        }) => cause,
+        other => panic!("{other:?}"),
+    }
+}
+
+fn dropped(buf: &[u8]) -> DropReason {
+    match receive(buf, &Limits::DEFAULT) {
+        Err(Refusal::Drop(r)) => r,
+        other => panic!("{other:?}"),
+    }
+}
+
+const A: Segment = Segment {
+    handle: 0xa,
+    length: 4096,
+    offset: 0x1000,
+};
+
+#[test]
+fn short_messages_are_dropped() {
+    let full = words(&[XID, 1, CR, 0]);
+    for n in 0..16 {
+        assert_eq!(dropped(&full[..n]), DropReason::Short, "{n}");
+    }
+}
+
+#[test]
+fn other_versions_get_err_vers_echoing_theirs() {
+    for vers in [0, 2, 7, u32::MAX] {
+        let buf = words(&[XID, vers, CR, 0, 0, 0, 0, XID, 0]);
+        assert_eq!(
+            receive(&buf, &Limits::DEFAULT),
+            Err(Refusal::Error {
+                xid: XID,
+                vers,
+                error: RdmaError::Vers { low: 1, high: 1 },
+                cause: Cause::Header(DecodeError::BadVersion { vers }),
+            })
+        );
+    }
+    // Even a version 2 header too short for anything past the fixed words.
+    assert!(matches!(
+        receive(&words(&[XID, 2, CR, 0]), &Limits::DEFAULT),
+        Err(Refusal::Error {
+            error: RdmaError::Vers { .. },
+            ..
+        })
+    ));
+}
+
+#[test]
+fn done_and_error_are_dropped() {
+    assert_eq!(dropped(&words(&[XID, 1, CR, 3])), DropReason::Done);
+    assert_eq!(dropped(&words(&[XID, 1, CR, 4, 2])), DropReason::Error);
+    assert_eq!(
+        dropped(&words(&[XID, 1, CR, 4, 1, 1, 1])),
+        DropReason::Error
+    );
+    // Malformed errors too: an error is never answered.
+    assert_eq!(dropped(&words(&[XID, 1, CR, 4])), DropReason::Error);
+    assert_eq!(dropped(&words(&[XID, 1, CR, 4, 99])), DropReason::Error);
+}
+
+#[test]
+fn msgp_and_unknown_procedures_get_err_chunk() {
+    assert_eq!(
+        chunk_err(&words(&[XID, 1, CR, 2, 0, 0, 0, 0, 0])),
+        Cause::Header(DecodeError::MsgpNotSupported)
+    );
+    for proc in [5, 6, 0x8000_0000, u32::MAX] {
+        assert_eq!(
+            chunk_err(&words(&[XID, 1, CR, proc, 0, 0, 0])),
+            Cause::Header(DecodeError::UnknownProc { proc })
+        );
+    }
+}
+
+#[test]
+fn malformed_lists_get_err_chunk() {
+    let good = msg(0, &[(8, A)], &[&[A]], Some(&[A]), &rpc(0, 8));
+    // Every truncation inside the lists.
+    let hdr_len = good.len() - 8;
+    for n in 16..hdr_len {
+        assert_eq!(
+            chunk_err(&good[..n]),
+            Cause::Header(DecodeError::Truncated),
+            "{n}"
+        );
+    }
+    assert_eq!(
+        chunk_err(&words(&[XID, 1, CR, 0, 2, 0, 0, XID, 0])),
+        Cause::Header(DecodeError::BadDiscriminator { value: 2 })
+    );
+    assert_eq!(
+        chunk_err(&msg(0, &[(6, A)], &[], None, &rpc(0, 8))),
+        Cause::Header(DecodeError::MisalignedPosition { position: 6 })
+    );
+    assert_eq!(
+        chunk_err(&msg(0, &[(16, A)], &[], None, &rpc(0, 12))),
+        Cause::Header(DecodeError::PositionBeyondPayload)
+    );
+    assert_eq!(
+        chunk_err(&msg(0, &[(8, A), (4, A)], &[], None, &rpc(0, 8))),
+        Cause::Header(DecodeError::PositionOutOfOrder)
+    );
+    // The first chunk (4096 bytes at 8) runs over the second at 12.
+    assert_eq!(
+        chunk_err(&msg(0, &[(8, A), (12, A)], &[], None, &rpc(0, 16))),
+        Cause::Header(DecodeError::OverlappingReadChunks)
+    );
+    let big = s(1, 17 << 20, 0);
+    assert_eq!(
+        chunk_err(&msg(0, &[], &[&[big]], None, &rpc(0, 8))),
+        Cause::Header(DecodeError::TooManyBytes)
+    );
+    let many = [A; 17];
+    let many: Vec<&[Segment]> = many.iter().map(std::slice::from_ref).collect();
+    assert_eq!(
+        chunk_err(&msg(0, &[], &many, None, &rpc(0, 8))),
+        Cause::Header(DecodeError::TooManyChunks)
+    );
+    let tight = Limits {
+        max_segments_per_chunk: 2,
+        ..Limits::DEFAULT
+    };
+    let buf = msg(0, &[], &[], Some(&[A, A, A]), &rpc(0, 8));
+    assert!(matches!(
+        receive(&buf, &tight),
+        Err(Refusal::Error {
+            cause: Cause::Header(DecodeError::TooManySegments),
+            ..
+        })
+    ));
+    assert!(matches!(
+        receive(&buf, &Limits::DEFAULT),
+        Ok(Received::Call(_))
+    ));
+}
+
+#[test]
+fn empty_write_and_reply_chunks_get_err_chunk() {
+    assert_eq!(
+        chunk_err(&msg(0, &[], &[&[A], &[]], None, &rpc(0, 8))),
+        Cause::EmptyWriteChunk
+    );
+    assert_eq!(
+        chunk_err(&msg(0, &[], &[], Some(&[]), &rpc(0, 8))),
+        Cause::EmptyWriteChunk
+    );
+    // A chunk of empty segments is unused, not empty: accepted.
+    call(&msg(0, &[], &[&[s(1, 0, 0)]], None, &rpc(0, 8)));
+}
+
+#[test]
+fn nomsg_needs_a_position_zero_chunk_and_nothing_inline() {
+    assert_eq!(
+        chunk_err(&msg(1, &[], &[], None, &[])),
+        Cause::Header(DecodeError::NomsgWithoutChunks)
+    );
+    assert_eq!(
+        chunk_err(&msg(1, &[], &[], Some(&[A]), &[])),
+        Cause::NomsgWithoutCall
+    );
+    assert_eq!(
+        chunk_err(&msg(1, &[], &[&[A]], None, &[])),
+        Cause::NomsgWithoutCall
+    );
+    assert_eq!(
+        chunk_err(&msg(1, &[(8, A)], &[], None, &[])),
+        Cause::Header(DecodeError::PositionBeyondPayload)
+    );
+    assert_eq!(
+        chunk_err(&msg(1, &[(0, A)], &[], None, &[0, 0, 0, 0])),
+        Cause::NomsgWithInline
+    );
+    let buf = msg(
+        1,
+        &[(0, A), (0, s(0xb, 100, 0)), (64, A)],
+        &[&[A]],
+        Some(&[A]),
+        &[],
+    );
+    let c = call(&buf);
+    assert!(c.nomsg);
+    assert!(c.inline.is_empty());
+    assert_eq!(c.chunks.reads.chunk_count(), 2);
+    assert_eq!((c.xid, c.credits), (XID, CR));
+}
+
+#[test]
+fn msg_must_not_carry_position_zero() {
+    assert_eq!(
+        chunk_err(&msg(0, &[(0, A)], &[], None, &rpc(0, 8))),
+        Cause::MsgWithPositionZero
+    );
+}
+
+#[test]
+fn short_or_undirected_rpc_messages_are_dropped() {
+    for n in [0, 4, 7] {
+        let buf = msg(0, &[], &[], None, &rpc(0, 8)[..n]);
+        assert_eq!(dropped(&buf), DropReason::ShortRpc, "{n}");
+    }
+    assert_eq!(
+        dropped(&msg(0, &[], &[], None, &words(&[XID, 2]))),
+        DropReason::BadDirection { value: 2 }
+    );
+    assert_eq!(
+        chunk_err(&msg(0, &[], &[], None, &words(&[XID + 1, 0]))),
+        Cause::Header(DecodeError::XidMismatch)
+    );
+}
+
+#[test]
+fn replies_go_to_the_backchannel() {
+    let body = rpc(1, 40);
+    let buf = msg(0, &[], &[], None, &body);
+    assert_eq!(
+        receive(&buf, &Limits::DEFAULT),
+        Ok(Received::BackchannelReply {
+            xid: XID,
+            credits: CR,
+            payload: &body[..],
+        })
+    );
+    for buf in [
+        msg(0, &[], &[&[A]], None, &body),
+        msg(0, &[], &[], Some(&[A]), &body),
+        msg(0, &[(8, A)], &[], None, &body),
+    ] {
+        assert_eq!(dropped(&buf), DropReason::BackwardWithChunks);
+    }
+}
+
+#[test]
+fn a_full_call_decodes() {
+    let inline = rpc(0, 120);
+    let w = s(0xc, 8192, 0x2000);
+    let r = s(0xd, 1024, 0x3000);
+    let buf = msg(0, &[(100, A)], &[&[w, w]], Some(&[r]), &inline);
+    let c = call(&buf);
+    assert!(!c.nomsg);
+    assert_eq!(c.inline, &inline[..]);
+    assert_eq!(c.chunks.writes.chunk_count(), 1);
+    assert_eq!(c.chunks.reply.unwrap().total_length(), 1024);
+}
+
+// ---------------------------------------------------------------------
+// Assembly
+// ---------------------------------------------------------------------
+
+/// The client's memory: bytes a function of handle and offset.
+fn remote(handle: u32, offset: u64) -> u8 {
+    (u64::from(handle) * 131 + offset * 7 + (offset >> 8)) as u8
+}
+
+/// Runs the pieces, checking order and contiguity.
+fn run(c: &Call<'_>, max: u32) -> Result<Vec<u8>, RdmaError> {
+    let a = assemble(c, max)?;
+    let total = a.total_len();
+    let mut out = Vec::new();
+    for p in a {
+        assert_eq!(p.dest() as usize, out.len(), "{p:?}");
+        assert!(!p.is_empty(), "{p:?}");
+        match p {
+            Piece::Inline { src, .. } => out.extend_from_slice(&c.inline[src]),
+            Piece::Read {
+                handle,
+                length,
+                offset,
+                ..
+            } => out.extend((0..u64::from(length)).map(|i| remote(handle, offset + i))),
+            Piece::Zero { len, .. } => {
+                assert!((1..4).contains(&len));
+                out.extend(std::iter::repeat(0).take(len as usize));
+            }
+        }
+    }
+    assert_eq!(out.len(), total as usize);
+    Ok(out)
+}
+
+fn data(sg: Segment) -> Vec<u8> {
+    (0..u64::from(sg.length))
+        .map(|i| remote(sg.handle, sg.offset + i))
+        .collect()
+}
+
+#[test]
+fn no_chunks_is_the_inline_message() {
+    let inline = rpc(0, 100);
+    let buf = msg(0, &[], &[], None, &inline);
+    assert_eq!(run(&call(&buf), 100).unwrap(), inline);
+    assert_eq!(run(&call(&buf), 99), Err(RdmaError::Chunk));
+}
+
+#[test]
+fn one_read_chunk_is_inserted_and_padded() {
+    // WRITE-like: 40 bytes of header, 4097 bytes of data, 8 bytes after.
+    let inline = rpc(0, 48);
+    let x = s(0x11, 4000, 0x10_0000);
+    let y = s(0x12, 97, 0x20_0000);
+    let buf = msg(0, &[(40, x), (40, y)], &[], None, &inline);
+    let got = run(&call(&buf), 1 << 20).unwrap();
+    let mut want = inline[..40].to_vec();
+    want.extend(data(x));
+    want.extend(data(y));
+    want.extend([0, 0, 0]);
+    want.extend(&inline[40..]);
+    assert_eq!(got, want);
+    assert_eq!(got.len(), 48 + 4100);
+    // The pad comes at the very end too: nfsd decodes the roundup.
+    let buf = msg(0, &[(48, y)], &[], None, &inline);
+    let got = run(&call(&buf), 1 << 20).unwrap();
+    assert_eq!(got.len(), 48 + 100);
+    assert_eq!(&got[145..], &[0, 0, 0]);
+    // Exactly at the limit, and one byte under.
+    assert!(run(&call(&buf), 148).is_ok());
+    assert_eq!(run(&call(&buf), 147), Err(RdmaError::Chunk));
+}
+
+#[test]
+fn a_chunk_may_follow_an_unaligned_one_at_the_end() {
+    // 8 inline bytes, a 5-byte chunk at 8 (padded to 16), a chunk at 16.
+    let inline = rpc(0, 8);
+    let x = s(1, 5, 0);
+    let y = s(2, 8, 0);
+    let buf = msg(0, &[(8, x), (16, y)], &[], None, &inline);
+    let got = run(&call(&buf), 100).unwrap();
+    let mut want = inline.clone();
+    want.extend(data(x));
+    want.extend([0, 0, 0]);
+    want.extend(data(y));
+    assert_eq!(got, want);
+}
+
+#[test]
+fn the_client_may_send_the_roundup_in_the_chunk() {
+    let inline = rpc(0, 12);
+    let x = s(1, 5, 0);
+    let pad = s(3, 3, 0);
+    let buf = msg(0, &[(8, x), (8, pad)], &[], None, &inline);
+    let got = run(&call(&buf), 100).unwrap();
+    assert_eq!(got.len(), 20);
+    assert_eq!(&got[13..16], &data(pad)[..]);
+}
+
+#[test]
+fn empty_segments_add_no_piece() {
+    let inline = rpc(0, 8);
+    let buf = msg(
+        0,
+        &[(8, s(1, 0, 0)), (8, s(2, 8, 0)), (8, s(3, 0, 0))],
+        &[],
+        None,
+        &inline,
+    );
+    let c = call(&buf);
+    assert_eq!(assemble(&c, 100).unwrap().count(), 2);
+    assert_eq!(run(&c, 100).unwrap().len(), 16);
+}
+
+#[test]
+fn a_long_call_is_its_position_zero_chunk() {
+    let p1 = s(0x21, 30, 0x5000);
+    let p2 = s(0x22, 70, 0x9000);
+    let buf = msg(1, &[(0, p1), (0, p2)], &[], None, &[]);
+    let mut want = data(p1);
+    want.extend(data(p2));
+    assert_eq!(run(&call(&buf), 100).unwrap(), want);
+    assert_eq!(run(&call(&buf), 99), Err(RdmaError::Chunk));
+    // With a data chunk at 48 of the unreduced stream: the Position Zero
+    // chunk is split there, its second segment read in two parts.
+    let d = s(0x23, 10, 0x7000);
+    let buf = msg(1, &[(0, p1), (0, p2), (48, d)], &[], None, &[]);
+    let c = call(&buf);
+    let pieces: Vec<Piece> = assemble(&c, 200).unwrap().collect();
+    assert_eq!(
+        pieces,
+        vec![
+            Piece::Read {
+                handle: 0x21,
+                length: 30,
+                offset: 0x5000,
+                dest: 0
+            },
+            Piece::Read {
+                handle: 0x22,
+                length: 18,
+                offset: 0x9000,
+                dest: 30
+            },
+            Piece::Read {
+                handle: 0x23,
+                length: 10,
+                offset: 0x7000,
+                dest: 48
+            },
+            Piece::Zero { dest: 58, len: 2 },
+            Piece::Read {
+                handle: 0x22,
+                length: 52,
+                offset: 0x9000 + 18,
+                dest: 60
+            },
+        ]
+    );
+}
+
+#[test]
+fn positions_outside_the_message_fail_assembly() {
+    // 4 bytes at 8 leave 4 inline bytes: a chunk at 16 is the last
+    // possible, one at 20 is refused on receipt.
+    let inline = rpc(0, 12);
+    let buf = msg(0, &[(8, s(1, 4, 0)), (16, s(2, 4, 0))], &[], None, &inline);
+    assert_eq!(run(&call(&buf), 100).unwrap().len(), 20);
+    let buf = msg(0, &[(8, s(1, 4, 0)), (20, s(2, 4, 0))], &[], None, &inline);
+    assert_eq!(
+        chunk_err(&buf),
+        Cause::Header(DecodeError::PositionBeyondPayload)
+    );
+    // A hand-made Call that breaks the receive rules.
+    let inline = rpc(0, 8);
+    let buf = msg(0, &[(8, s(1, 4, 0))], &[], None, &inline);
+    let mut c = call(&buf);
+    c.nomsg = true;
+    assert!(assemble(&c, 100).is_err());
+    let buf = msg(1, &[(0, s(1, 4, 0))], &[], None, &[]);
+    let mut c = call(&buf);
+    c.nomsg = false;
+    assert!(assemble(&c, 100).is_err());
+}
+
+/// A tiny deterministic generator for the property loops.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+/// Splits `len` bytes into 1 to 4 segments (some empty) of `handle`
+/// starting at `offset`, so that the client's memory holds `want` there.
+fn split(rng: &mut Rng, handle: u32, len: u32) -> Vec<Segment> {
+    let n = 1 + rng.below(4) as u32;
+    let mut out = Vec::new();
+    let mut left = len;
+    let mut off = 0x1_0000u64 * u64::from(handle);
+    for i in 0..n {
+        let l = if i + 1 == n {
+            left
+        } else {
+            rng.below(u64::from(left) + 1) as u32
+        };
+        out.push(s(handle, l, off));
+        off += u64::from(l) + 64;
+        left -= l;
+    }
+    out
+}
+
+#[test]
+fn random_calls_assemble_to_the_unreduced_stream() {
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    for round in 0..2000 {
+        let nomsg = round % 3 == 0;
+        // The reduced stream: inline bytes, or the Position Zero chunk.
+        let base_len = 8 + 4 * rng.below(20) as usize;
+        let mut reads = Vec::new();
+        let base: Vec<u8> = if nomsg {
+            let segs = split(&mut rng, 1, base_len as u32);
+            let b: Vec<u8> = segs.iter().flat_map(|&sg| data(sg)).collect();
+            reads.extend(segs.into_iter().map(|sg| (0, sg)));
+            b
+        } else {
+            let mut b = rpc(0, base_len);
+            for (i, x) in b.iter_mut().enumerate().skip(8) {
+                *x = i as u8;
+            }
+            b
+        };
+        // Chunks at increasing aligned offsets of the reduced stream.
+        let mut want = Vec::new();
+        // (Past 0 for a Long Call: a chunk at 0 would join the Call's.)
+        let mut at = if nomsg { 4 } else { 8 };
+        let mut taken = 0;
+        for k in 0..rng.below(4) {
+            at += 4 * rng.below(((base_len - at) / 4 + 1) as u64) as usize;
+            let len = 1 + rng.below(300) as u32;
+            want.extend_from_slice(&base[taken..at]);
+            taken = at;
+            let position = want.len() as u32;
+            let segs = split(&mut rng, 2 + k as u32, len);
+            for sg in segs {
+                want.extend(data(sg));
+                reads.push((position, sg));
+            }
+            while want.len() % 4 != 0 {
+                want.push(0);
+            }
+        }
+        want.extend_from_slice(&base[taken..]);
+        let buf = if nomsg {
+            msg(1, &reads, &[], None, &[])
+        } else {
+            msg(0, &reads, &[], None, &base)
+        };
+        let c = call(&buf);
+        assert_eq!(run(&c, u32::MAX).unwrap(), want, "round {round}");
+        let len = want.len() as u32;
+        assert!(run(&c, len).is_ok());
+        assert_eq!(run(&c, len - 1), Err(RdmaError::Chunk));
+    }
+}
+
+// ---------------------------------------------------------------------
+// Reply planning
+// ---------------------------------------------------------------------
+
+fn lists(buf: &[u8]) -> ChunkLists<'_> {
+    call(buf).chunks
+}
+
+fn shape(len: u32, payload: Option<(u32, u32)>) -> ReplyShape {
+    ReplyShape { len, payload }
+}
+
+#[test]
+fn a_short_reply_goes_inline() {
+    let buf = msg(0, &[], &[], None, &rpc(0, 8));
+    let p = plan_reply(&lists(&buf), shape(100, None), 1024).unwrap();
+    assert!(!p.nomsg());
+    assert_eq!(p.header_len(), 28);
+    assert_eq!(p.writes().count(), 0);
+    assert_eq!(p.inline_ranges().collect::<Vec<_>>(), vec![0..100]);
+    let mut hdr = [0u8; 28];
+    assert_eq!(p.encode_header(&mut hdr, XID, 7), Ok(28));
+    assert_eq!(&hdr[..], &words(&[XID, 1, 7, 0, 0, 0, 0])[..]);
+    assert!(p.encode_header(&mut hdr[..27], XID, 7).is_err());
+}
+
+#[test]
+fn inline_fits_exactly_or_takes_the_reply_chunk() {
+    let r = s(0x77, 4096, 0x4000);
+    let buf = msg(0, &[], &[], Some(&[r]), &rpc(0, 8));
+    let l = lists(&buf);
+    // 28 bytes of header + 996 = 1024.
+    let p = plan_reply(&l, shape(996, None), 1024).unwrap();
+    assert!(!p.nomsg());
+    assert_eq!(p.header_len(), 28);
+    let p = plan_reply(&l, shape(997, None), 1024).unwrap();
+    assert!(p.nomsg());
+    assert_eq!(p.header_len(), 16 + 4 + 4 + 8 + 16);
+    assert_eq!(p.inline_ranges().count(), 0);
+    assert_eq!(
+        p.writes().collect::<Vec<_>>(),
+        vec![rpcrdma_proto::responder::RdmaWrite {
+            src: 0,
+            len: 997,
+            handle: 0x77,
+            offset: 0x4000
+        }]
+    );
+    let mut hdr = [0u8; 64];
+    let n = p.encode_header(&mut hdr, XID, 9).unwrap();
+    assert_eq!(n as u32, p.header_len());
+    assert_eq!(
+        &hdr[..n],
+        &words(&[XID, 1, 9, 1, 0, 0, 1, 1, 0x77, 997, 0, 0x4000])[..]
+    );
+    // Without a Reply chunk there is no way to send it.
+    let buf = msg(0, &[], &[], None, &rpc(0, 8));
+    assert_eq!(
+        plan_reply(&lists(&buf), shape(997, None), 1024),
+        Err(RdmaError::Chunk)
+    );
+    // A Reply chunk too small.
+    assert_eq!(
+        plan_reply(&l, shape(4097, None), 1024),
+        Err(RdmaError::Chunk)
+    );
+    assert!(plan_reply(&l, shape(4096, None), 1024).is_ok());
+}
+
+#[test]
+fn the_payload_fills_write_chunk_segments_in_order() {
+    let w1 = s(0x51, 1000, 0x1_0000);
+    let w2 = s(0x52, 0, 0x2_0000);
+    let w3 = s(0x53, 8192, 0x3_0000);
+    let unused = s(0x54, 4096, 0x4_0000);
+    let buf = msg(0, &[], &[&[w1, w2, w3], &[unused]], None, &rpc(0, 8));
+    let l = lists(&buf);
+    // 100 bytes of header, 3001 bytes of payload + 3 pad, 20 bytes after.
+    let p = plan_reply(&l, shape(3124, Some((100, 3001))), 1024).unwrap();
+    assert!(!p.nomsg());
+    assert_eq!(p.payload_len(), 3001);
+    assert_eq!(p.body_len(), 120);
+    assert_eq!(
+        p.inline_ranges().collect::<Vec<_>>(),
+        vec![0..100, 3104..3124]
+    );
+    let writes: Vec<_> = p
+        .writes()
+        .map(|w| (w.src, w.len, w.handle, w.offset))
+        .collect();
+    assert_eq!(
+        writes,
+        vec![(100, 1000, 0x51, 0x1_0000), (1100, 2001, 0x53, 0x3_0000)]
+    );
+    let mut hdr = [0u8; 256];
+    let n = p.encode_header(&mut hdr, XID, 1).unwrap();
+    assert_eq!(n as u32, p.header_len());
+    let mut want = vec![XID, 1, 1, 0, 0];
+    want.extend([1, 3]);
+    want.extend(seg(w1));
+    want.extend(seg(s(0x52, 0, 0x2_0000)));
+    want.extend(seg(s(0x53, 2001, 0x3_0000)));
+    want.extend([1, 1]);
+    want.extend(seg(s(0x54, 0, 0x4_0000)));
+    want.extend([0, 0]);
+    assert_eq!(&hdr[..n], &words(&want)[..]);
+    // One byte more than the chunk holds.
+    assert_eq!(
+        plan_reply(&l, shape(20000, Some((100, 9193))), 1 << 20),
+        Err(RdmaError::Chunk)
+    );
+    assert!(plan_reply(&l, shape(20000, Some((100, 9192))), 1 << 20).is_ok());
+    // A payload range outside the Reply.
+    assert_eq!(
+        plan_reply(&l, shape(200, Some((100, 101))), 1024),
+        Err(RdmaError::Chunk)
+    );
+    assert_eq!(
+        plan_reply(&l, shape(200, Some((u32::MAX, 2))), 1024),
+        Err(RdmaError::Chunk)
+    );
+}
+
+#[test]
+fn a_payload_without_write_chunk_stays_in_the_body() {
+    let buf = msg(0, &[], &[], None, &rpc(0, 8));
+    let p = plan_reply(&lists(&buf), shape(500, Some((100, 300))), 1024).unwrap();
+    assert_eq!(p.payload_len(), 0);
+    assert_eq!(p.inline_ranges().collect::<Vec<_>>(), vec![0..500]);
+    // An empty payload leaves the Write chunk unused.
+    let buf = msg(0, &[], &[&[A]], None, &rpc(0, 8));
+    let p = plan_reply(&lists(&buf), shape(500, Some((100, 0))), 1024).unwrap();
+    assert_eq!(p.writes().count(), 0);
+    assert_eq!(p.inline_ranges().collect::<Vec<_>>(), vec![0..500]);
+}
+
+#[test]
+fn payload_and_reply_chunk_together() {
+    let w = s(0x61, 1 << 20, 0x10_0000);
+    let r1 = s(0x62, 100, 0x1000);
+    let r2 = s(0x63, 2000, 0x2000);
+    let buf = msg(0, &[], &[&[w]], Some(&[r1, r2]), &rpc(0, 8));
+    let l = lists(&buf);
+    // Body: 1500 before, 201 after the 5000-byte payload.
+    let p = plan_reply(&l, shape(6701, Some((1500, 5000))), 1024).unwrap();
+    assert!(p.nomsg());
+    assert_eq!(p.body_len(), 1701);
+    let writes: Vec<_> = p.writes().map(|w| (w.src, w.len, w.handle)).collect();
+    assert_eq!(
+        writes,
+        vec![
+            (1500, 5000, 0x61),
+            (0, 100, 0x62),
+            (100, 1400, 0x63),
+            (6500, 201, 0x63)
+        ]
+    );
+    let mut hdr = [0u8; 256];
+    let n = p.encode_header(&mut hdr, XID, 1).unwrap();
+    let mut want = vec![XID, 1, 1, 1, 0, 1, 1];
+    want.extend(seg(s(0x61, 5000, 0x10_0000)));
+    want.extend([0, 1, 2]);
+    want.extend(seg(r1));
+    want.extend(seg(s(0x63, 1601, 0x2000)));
+    assert_eq!(&hdr[..n], &words(&want)[..]);
+    // The Reply chunk is sized for the body, not the whole Reply.
+    assert!(plan_reply(&l, shape(2100 + 5000, Some((0, 5000))), 100).is_ok());
+    assert!(plan_reply(&l, shape(2101 + 5000, Some((0, 5000))), 100).is_err());
+}
+
+#[test]
+fn a_nomsg_header_must_fit_the_send_too() {
+    let r = [s(1, 100, 0); 100];
+    let buf = msg(0, &[], &[], Some(&r), &rpc(0, 8));
+    let l = lists(&buf);
+    // 32 + 1600 bytes of header.
+    assert_eq!(
+        plan_reply(&l, shape(1700, None), 1024),
+        Err(RdmaError::Chunk)
+    );
+    assert!(plan_reply(&l, shape(1700, None), 1632).unwrap().nomsg());
+    assert!(plan_reply(&l, shape(1700, None), 1631).is_err());
+}
+
+#[test]
+fn random_replies_put_every_byte_in_one_place() {
+    let mut rng = Rng(0x1234_5678_9abc_def1);
+    for round in 0..3000 {
+        let wl = rng.below(3000) as u32;
+        let wsegs = split(&mut rng, 5, wl);
+        let rl = rng.below(3000) as u32;
+        let rsegs = split(&mut rng, 6, rl);
+        let with_w = rng.below(2) == 0;
+        let with_r = rng.below(2) == 0;
+        let writes: Vec<&[Segment]> = if with_w { vec![&wsegs] } else { vec![] };
+        let buf = msg(0, &[], &writes, with_r.then_some(&rsegs[..]), &rpc(0, 8));
+        let l = lists(&buf);
+        let len = 4 * rng.below(1000) as u32;
+        let payload = (rng.below(2) == 0).then(|| {
+            let off = 4 * rng.below(u64::from(len) / 4 + 1) as u32;
+            (off, rng.below(u64::from(len - off) + 1) as u32)
+        });
+        let inline_max = 28 + rng.below(2000) as u32;
+        let Ok(p) = plan_reply(&l, shape(len, payload), inline_max) else {
+            continue;
+        };
+        // Client memory after the Writes, and the Send.
+        let reply: Vec<u8> = (0..len).map(|i| (i * 7 + 3) as u8).collect();
+        let mut mem: HashMap<(u32, u64), u8> = HashMap::new();
+        for w in p.writes() {
+            assert!(w.len > 0);
+            for i in 0..w.len {
+                let old = mem.insert(
+                    (w.handle, w.offset + u64::from(i)),
+                    reply[(w.src + i) as usize],
+                );
+                assert!(old.is_none(), "round {round}: written twice");
+            }
+        }
+        let mut hdr = vec![0u8; p.header_len() as usize];
+        assert_eq!(p.encode_header(&mut hdr, XID, 1).unwrap(), hdr.len());
+        let inline: Vec<u8> = p
+            .inline_ranges()
+            .flat_map(|r| reply[r.start as usize..r.end as usize].to_vec())
+            .collect();
+        assert!(hdr.len() + inline.len() <= inline_max as usize);
+        // Decode what the client gets and rebuild the Reply from it.
+        let mut send = hdr.clone();
+        send.extend(words(&[XID, 1]));
+        let h = v1::decode(&send, &Limits::DEFAULT).unwrap();
+        let (nomsg, got) = match h.body {
+            v1::Body::Msg(g) => (false, g),
+            v1::Body::Nomsg(g) => (true, g),
+            v1::Body::Error(_) => panic!(),
+        };
+        assert_eq!(nomsg, p.nomsg());
+        let read = |c: &rpcrdma_proto::chunk::WriteChunk<'_>| -> Vec<u8> {
+            c.segments()
+                .flat_map(|sg| (0..u64::from(sg.length)).map(move |i| (sg.handle, sg.offset + i)))
+                .map(|k| mem[&k])
+                .collect()
+        };
+        let payload_bytes: Vec<u8> = got
+            .writes
+            .chunks()
+            .next()
+            .map(|c| read(&c))
+            .unwrap_or_default();
+        let body: Vec<u8> = if nomsg {
+            read(&got.reply.unwrap())
+        } else {
+            inline
+        };
+        // Rebuild: body with the payload (and its pad) reinserted.
+        let mut rebuilt = body.clone();
+        if !payload_bytes.is_empty() {
+            let (off, plen) = payload.unwrap();
+            assert_eq!(payload_bytes.len(), plen as usize);
+            let pad_end = ((off + plen + 3) & !3).min(len);
+            let mut r = body[..off as usize].to_vec();
+            r.extend(&reply[off as usize..pad_end as usize]);
+            r.extend(&body[off as usize..]);
+            assert_eq!(
+                &payload_bytes[..],
+                &reply[off as usize..(off + plen) as usize]
+            );
+            rebuilt = r;
+        }
+        assert_eq!(rebuilt, reply, "round {round}");
+    }
+}
+
+#[test]
+fn remote_invalidation_needs_the_flag_and_one_handle() {
+    let one = msg(0, &[(8, A)], &[&[A]], Some(&[A]), &rpc(0, 8));
+    assert_eq!(invalidate_handle(&lists(&one), true), Some(0xa));
+    assert_eq!(invalidate_handle(&lists(&one), false), None);
+    let two = msg(0, &[(8, A)], &[&[s(0xb, 1, 0)]], None, &rpc(0, 8));
+    assert_eq!(invalidate_handle(&lists(&two), true), None);
+    let none = msg(0, &[], &[], None, &rpc(0, 8));
+    assert_eq!(invalidate_handle(&lists(&none), true), None);
+    let zero = msg(0, &[], &[], Some(&[s(0, 8, 0)]), &rpc(0, 8));
+    assert_eq!(invalidate_handle(&lists(&zero), true), None);
+    // A Long Call's Position Zero chunk counts too.
+    let long = msg(1, &[(0, A)], &[], Some(&[A]), &[]);
+    assert_eq!(invalidate_handle(&lists(&long), true), Some(0xa));
+    let long = msg(1, &[(0, s(0xe, 8, 0))], &[], Some(&[A]), &[]);
+    assert_eq!(invalidate_handle(&lists(&long), true), None);
+}
+
+#[test]
+fn errors_encode_as_rpcrdma_ko_sends_them() {
+    let mut buf = [0u8; 28];
+    let n = encode_error(&mut buf, XID, 2, 32, RdmaError::Vers { low: 1, high: 1 }).unwrap();
+    assert_eq!(&buf[..n], &words(&[XID, 2, 32, 4, 1, 1, 1])[..]);
+    let n = encode_error(&mut buf, XID, 1, 32, RdmaError::Chunk).unwrap();
+    assert_eq!(&buf[..n], &words(&[XID, 1, 32, 4, 2])[..]);
+    assert!(encode_error(&mut buf[..19], XID, 1, 32, RdmaError::Chunk).is_err());
+}
+
+#[test]
+fn every_prefix_and_corruption_of_a_call_is_handled() {
+    let inline = rpc(0, 64);
+    let buf = msg(
+        0,
+        &[(40, s(1, 13, 0x100)), (56, s(2, 8, 0x200))],
+        &[&[s(3, 1000, 0)]],
+        Some(&[s(4, 500, 0)]),
+        &inline,
+    );
+    let mut rng = Rng(77);
+    for n in 0..=buf.len() {
+        let _ = exercise(&buf[..n]);
+    }
+    for _ in 0..5000 {
+        let mut b = buf.clone();
+        for _ in 0..1 + rng.below(3) {
+            let i = rng.below(b.len() as u64) as usize;
+            b[i] = rng.next() as u8;
+        }
+        let _ = exercise(&b);
+    }
+}
+
+/// What the fuzz target does.
+fn exercise(buf: &[u8]) -> Option<()> {
+    let Ok(Received::Call(c)) = receive(buf, &Limits::DEFAULT) else {
+        return None;
+    };
+    if let Ok(a) = assemble(&c, 1 << 20) {
+        let total = a.total_len();
+        let mut at = 0;
+        for p in a {
+            assert_eq!(p.dest(), at);
+            at += p.len();
+        }
+        assert_eq!(at, total);
+    }
+    let p = plan_reply(&c.chunks, shape(4000, Some((100, 2000))), 1024).ok()?;
+    let mut hdr = [0u8; 4096];
+    p.encode_header(&mut hdr, c.xid, 1).ok()?;
+    Some(())
+}
