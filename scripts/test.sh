@@ -110,7 +110,7 @@ scenario rs-reconnect 600 c "Rust client: nfsd restarted under I/O" \
     "rr.script=reconnect rr.mod=rs rr.proto=rdma rr.vers=4.2 rr.faults=nfsd"
 # Issue 13: rpcrdma_rs as the nfsd server transport, against the C client
 # and against itself.
-scenario srv-c-rs 600 rs "C client, Rust server, NFSv4.2 over RDMA" "$io rr.mod=c rr.proto=rdma rr.vers=4.2 $small"
+scenario srv-c-rs 600 rs "C client, Rust server, NFSv4.2 over RDMA" "$io rr.mod=c rr.proto=rdma rr.vers=4.2 $small" "${SRV_WORDS:-}"
 # Delegation recall over the backchannel (RFC 8167), the C client as the
 # reference: one file, 200 at once, one after a 20 s link loss and one
 # after an nfsd restart (a new session, its backchannel set up again).

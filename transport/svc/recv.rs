@@ -83,6 +83,13 @@ pub(super) fn recvfrom(conn: &SvcConn, rqst: &mut SvcRqst<'_>) -> i32 {
             return 0;
         }
     };
+    rdebug!(
+        "server: Call xid {:#x}, {} inline bytes, {} Read segments{}\n",
+        call.xid,
+        call.inline.len(),
+        call.chunks.reads.segment_count(),
+        if call.nomsg { " (Long Call)" } else { "" }
+    );
     let arg_len = if call.chunks.reads.is_empty() {
         // SAFETY: The Receive buffer is the request's until its context,
         // set below, is released: only `release_ctxt` reposts it.

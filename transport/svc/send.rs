@@ -51,6 +51,13 @@ pub(super) fn sendto(conn: &SvcConn, rqst: &mut SvcRqst<'_>) -> i32 {
             return 0;
         }
     };
+    rdebug!(
+        "server: Reply xid {:#x}, {} bytes, payload {}, {}\n",
+        call.xid,
+        shape.len,
+        plan.payload_len(),
+        if plan.nomsg() { "by Reply chunk" } else { "inline" }
+    );
     match reply(conn, rqst, &call, &plan) {
         Ok(()) => 0,
         Err(e) => {
