@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
-# Build tests/peer/rpcrdma-peer.c, the hostile RPC-over-RDMA server of the
-# hostile-* scenarios, into out/; print its path. Needs libibverbs-dev and
-# librdmacm-dev (scripts/provision.sh).
+# Build tests/peer/ into out/rpcrdma-peer and print its path: the hostile
+# RPC-over-RDMA server of the hostile-* scenarios (rpcrdma-peer.c) and,
+# as rpcrdma-peer -c, the hostile client of svc-hostile-* (rpcrdma-client.c).
+# Needs libibverbs-dev and librdmacm-dev (scripts/provision.sh).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-src=$REPO_DIR/tests/peer/rpcrdma-peer.c
+dir=$REPO_DIR/tests/peer
+srcs=("$dir/rpcrdma-peer.c" "$dir/rpcrdma-client.c")
 out=$REPO_DIR/out/rpcrdma-peer
-if [ ! -x "$out" ] || [ "$src" -nt "$out" ] || [ "$0" -nt "$out" ]; then
+stale=0
+for f in "${srcs[@]}" "$dir/peer.h" "$0"; do
+    [ "$f" -nt "$out" ] && stale=1
+done
+if [ ! -x "$out" ] || [ $stale = 1 ]; then
     mkdir -p "$(dirname "$out")"
-    gcc -O2 -g -Wall -Wextra -Werror -o "$out.tmp" "$src" -lrdmacm -libverbs
+    gcc -O2 -g -Wall -Wextra -Werror -o "$out.tmp" "${srcs[@]}" -lrdmacm -libverbs
     mv "$out.tmp" "$out"
 fi
 echo "$out"

@@ -7,6 +7,8 @@
 #   ONLY=regex       run only the VM scenarios whose name matches
 #   CHUNKS_BIGSIZE=384  MiB of the big file in ref-chunks (and rs-chunks)
 #   HOSTILE_MODES=a,b   the modes hostile-c and hostile-rs try (tests/vm/hostile.sh)
+#   SVC_HOSTILE_SERVERS="c rs"  the servers svc-hostile-* runs against (c)
+#   SVC_HOSTILE_CASES=a,b       the cases it runs (tests/vm/svc-hostile.sh)
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$REPO_DIR/scripts/vm.sh"
@@ -160,6 +162,19 @@ scenario hostile-c 900 none "C client against a hostile server" \
     "rr.script=hostile rr.mod=c $hmodes" "rr.script=hostile"
 scenario hostile-rs 900 none "Rust client against a hostile server" \
     "rr.script=hostile rr.mod=rs $hmodes" "rr.script=hostile"
+# Issue 13: a hostile client (rpcrdma-peer -c, tests/peer/rpcrdma-client.c)
+# against nfsd while a well-behaved client (rpcrdma.ko) writes, reads and
+# compares on the same server: one connection per case, one malformed
+# Call each (bad versions and procedures, short messages, broken chunk
+# lists, rkeys never registered, an oversize Send, a burst beyond the
+# credits); each answer must be one the server under test may give
+# (tests/vm/svc-hostile.sh), the I/O must go on, the mount must work
+# afterwards, no oops in either VM. SVC_HOSTILE_SERVERS="c rs" adds the
+# Rust server; SVC_HOSTILE_CASES=a,b picks cases.
+for srv in ${SVC_HOSTILE_SERVERS:-c}; do
+    scenario "svc-hostile-$srv" 480 "$srv" "hostile client against the $srv server, another client doing I/O" \
+        "rr.script=svc-hostile rr.mod=c rr.server=$srv${SVC_HOSTILE_CASES:+ rr.cases=$SVC_HOSTILE_CASES}"
+done
 
 if [ -n "$fuzz_pid" ]; then
     step "host: waiting for the fuzzer"

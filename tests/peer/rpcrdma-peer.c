@@ -21,6 +21,7 @@
  *   rpcrdma-peer [-N] -p PORT -m MODE
  *   rpcrdma-peer [-N] -p PORT:MODE [-p PORT:MODE ...]
  *   rpcrdma-peer -l          list the RDMA devices, as ibv_devices
+ *   rpcrdma-peer -c SERVER ...   the hostile client (rpcrdma-client.c)
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -36,6 +37,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "peer.h"
+
 #define NBUF 32		/* receives and sends per connection; the credit cap */
 #define BUFSZ 4096	/* inline size both ways */
 #define MAXPORTS 16
@@ -48,9 +51,6 @@ static const char *const mode_names[NMODES] = {
 	"bcall",
 };
 
-/* RPC-over-RDMA v1 procedures and errors (RFC 8166 section 4.2). */
-enum { RDMA_MSG = 0, RDMA_NOMSG = 1, RDMA_MSGP = 2, RDMA_ERROR = 4 };
-enum { RDMA_ERR_CHUNK = 2 };
 #define HANDLE 0xfeedf00d	/* stands for the Call's Reply chunk handle */
 
 /*
@@ -198,11 +198,12 @@ static int on_connect_request(struct rdma_cm_event *ev)
 {
 	struct conn *c = calloc(1, sizeof(*c));
 	struct rdma_conn_param cp = { 0 };
-	/* RFC 8797: magic, version 1, no flags, 4 KiB each way ((n >> 10) - 1). */
-	uint8_t priv[8] = { 0xf6, 0xab, 0x0e, 0x18, 1, 0, BUFSZ / 1024 - 1, BUFSZ / 1024 - 1 };
+	uint8_t priv[8];
 	char addr[INET6_ADDRSTRLEN] = "?";
 	struct sockaddr *sa = rdma_get_peer_addr(ev->id);
 
+	/* RFC 8797: no flags, 4 KiB each way. */
+	peer_private(priv, 0, BUFSZ, BUFSZ);
 	ev->id->context = NULL;
 	if (!c) {
 		rdma_reject(ev->id, NULL, 0);
@@ -242,23 +243,6 @@ fail:
 	printf("conn %u mode=%s rejected calls=0 zero-call=%u total=%u\n", c->n,
 	       mode_names[c->l->mode], n_zero, n_conns);
 	return -1;
-}
-
-static void put32(uint8_t *p, unsigned int *off, uint32_t v)
-{
-	v = htonl(v);
-	memcpy(p + *off, &v, 4);
-	*off += 4;
-}
-
-static int get32(const uint8_t *p, unsigned int len, unsigned int *off, uint32_t *v)
-{
-	if (*off + 4 > len)
-		return -1;
-	memcpy(v, p + *off, 4);
-	*v = ntohl(*v);
-	*off += 4;
-	return 0;
 }
 
 /*
@@ -568,6 +552,7 @@ static int list_devices(void)
 static void usage(void)
 {
 	fprintf(stderr, "usage: rpcrdma-peer [-N] -p PORT -m MODE | -p PORT:MODE ... | -l\n"
+		"       rpcrdma-peer -c SERVER [-P PORT] [-t MS] [CASE ...]\n"
 		"modes: msgp badproc err-trunc err-unknown err-chunk write-huge\n"
 		"       zero-reply-chunk wrong-xid ok-null silent\n");
 	exit(2);
@@ -582,6 +567,8 @@ int main(int argc, char **argv)
 	int opt, i, n, rc = 1;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc > 1 && !strcmp(argv[1], "-c"))
+		return client_main(argc - 1, argv + 1);
 	while ((opt = getopt(argc, argv, "lNp:m:")) != -1) {
 		switch (opt) {
 		case 'l':

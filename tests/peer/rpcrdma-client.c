@@ -1,0 +1,1109 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rpcrdma-peer -c: a hostile RPC-over-RDMA Version One client, for testing
+ * a server transport (nfsd over rpcrdma.ko or rpcrdma_rs.ko).
+ *
+ * For each case it opens a connection of its own to SERVER:PORT (RFC 8797
+ * private data: no flags, 4 KiB each way), sends one malformed Call (or a
+ * well-formed one, in the good-* cases) and reports what came back within
+ * the timeout. When the connection survived, it then sends a well-formed
+ * NFS NULL Call on it ("probe") and reports that answer as then=. One line
+ * per case on stdout:
+ *
+ *   case NAME start: DESCRIPTION
+ *   case NAME result=R xid=0x... xid_ok=0|1 [credits=C] [vers=LOW-HIGH]
+ *        [hvers=V] [rpc=ok|bad via=inline|reply-chunk] sent=BYTES sent_xid=0x...
+ *        [qp="first completion error"] cm=connected|disconnected
+ *        then=R2 [then_...] ms=MS
+ *   done cases=N
+ *
+ * R is err-vers, err-chunk, err-other (an RDMA_ERROR of another code),
+ * reply (RDMA_MSG or RDMA_NOMSG), bad-answer (something unparsable),
+ * disconnect (the connection ended, or its QP failed), nothing (no answer
+ * within the timeout, connection still up) or connect-failed. then= is
+ * "-" when there was no connection left to probe. xid is the answer's
+ * rdma_xid; xid_ok says whether it is the one the case sent; hvers the
+ * answer's rdma_vers; rpc whether an RPC Reply to our XID, accepted and
+ * SUCCESS, came inline or in our Reply chunk. cm=disconnected: the
+ * connection ended (the server's DREQ) by the end of the wait. The
+ * credit-burst case prints granted=, sent= and answered= instead.
+ *
+ *   rpcrdma-peer -c SERVER [-P PORT] [-t MS] [-l] [CASE ...]
+ *
+ * -l lists the cases, one per line with a short description. Without
+ * CASE, all cases run in the listed order. -t: the time each answer may
+ * take (default 5000 ms).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <infiniband/verbs.h>
+#include <netdb.h>
+#include <poll.h>
+#include <rdma/rdma_cma.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "peer.h"
+
+#define RBUF 4096		/* our Receive size, as advertised */
+#define NRECV 512		/* Receives posted: room for every burst reply */
+#define SBUF 8192		/* Send buffer: the oversize case needs 8 KiB */
+#define NSEND 512
+#define CHUNKSZ (64 * 1024)	/* what the server may Read and Write */
+#define CH_CALL 0		/* chunk region: a Call to pull by RDMA Read */
+#define CH_REPLY 4096		/* ... room for a Reply chunk */
+#define CH_WRITE 8192		/* ... room for a Write chunk */
+#define CREDITS 32		/* credits every Call asks for */
+#define BAD_RKEY 0xdeadbeefu
+
+#define NFS_PROG 100003
+#define NULL_CALL_LEN 40	/* xid, CALL, 2, prog, 3, proc 0, two AUTH_NULLs */
+
+struct cconn {
+	struct rdma_event_channel *ech;
+	struct rdma_cm_id *id;
+	struct ibv_pd *pd;
+	struct ibv_comp_channel *ch;
+	struct ibv_cq *cq;
+	struct ibv_mr *mr, *cmr;
+	uint8_t *buf;		/* NRECV receive buffers, then NSEND send buffers */
+	uint8_t *chunk;		/* CHUNKSZ, remotely readable and writable */
+	unsigned int cq_events, next_send;
+	int established, ended;	/* CM: connected; disconnected or failed */
+	char qp_err[80];	/* the first completion error, if any */
+};
+
+enum kind { A_NONE, A_DISC, A_ERR_VERS, A_ERR_CHUNK, A_ERR_OTHER, A_REPLY, A_BAD, A_NOCONN };
+static const char *const kind_names[] = {
+	"nothing", "disconnect", "err-vers", "err-chunk", "err-other", "reply", "bad-answer",
+	"connect-failed",
+};
+
+/* What came back for one Call. */
+struct answer {
+	enum kind kind;
+	uint32_t xid, vers, credits, proc, err, low, high;
+	int rpc_ok, via_chunk;
+	char why[96];
+};
+
+static struct sockaddr_storage server;
+static int timeout_ms = 5000;
+static uint32_t next_xid = 0x51c00000;
+
+static long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000;
+}
+
+static uint8_t *rbuf(struct cconn *c, unsigned int i)
+{
+	return c->buf + (size_t)i * RBUF;
+}
+
+static uint8_t *sbuf(struct cconn *c, unsigned int i)
+{
+	return c->buf + (size_t)NRECV * RBUF + (size_t)i * SBUF;
+}
+
+static int post_recv(struct cconn *c, unsigned int i)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)rbuf(c, i), .length = RBUF, .lkey = c->mr->lkey,
+	};
+	struct ibv_recv_wr wr = { .wr_id = i, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+	return ibv_post_recv(c->id->qp, &wr, &bad);
+}
+
+/* Posts the first len bytes of send slot i (len 0: a Send with no data). */
+static int post_send(struct cconn *c, unsigned int i, unsigned int len)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)sbuf(c, i), .length = len, .lkey = c->mr->lkey,
+	};
+	struct ibv_send_wr wr = { 0 }, *bad;
+
+	wr.wr_id = NRECV + i;
+	wr.sg_list = &sge;
+	wr.num_sge = len ? 1 : 0;
+	wr.opcode = IBV_WR_SEND;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	return ibv_post_send(c->id->qp, &wr, &bad);
+}
+
+static void cconn_close(struct cconn *c)
+{
+	if (c->id && c->established && !c->ended) {
+		struct rdma_cm_event *ev;
+		struct pollfd p = { .fd = c->ech->fd, .events = POLLIN };
+		long end = now_ms() + 1000;
+
+		/* Wait a moment for our DREQ to be answered. */
+		rdma_disconnect(c->id);
+		while (!c->ended && now_ms() < end && poll(&p, 1, 100) >= 0) {
+			if (!(p.revents & POLLIN))
+				continue;
+			if (rdma_get_cm_event(c->ech, &ev))
+				break;
+			if (ev->event == RDMA_CM_EVENT_DISCONNECTED)
+				c->ended = 1;
+			rdma_ack_cm_event(ev);
+		}
+	}
+	if (c->id && c->id->qp)
+		rdma_destroy_qp(c->id);
+	if (c->cmr)
+		ibv_dereg_mr(c->cmr);
+	if (c->mr)
+		ibv_dereg_mr(c->mr);
+	if (c->cq) {
+		ibv_ack_cq_events(c->cq, c->cq_events);
+		ibv_destroy_cq(c->cq);
+	}
+	if (c->ch)
+		ibv_destroy_comp_channel(c->ch);
+	if (c->pd)
+		ibv_dealloc_pd(c->pd);
+	if (c->id)
+		rdma_destroy_id(c->id);
+	if (c->ech)
+		rdma_destroy_event_channel(c->ech);
+	free(c->buf);
+	free(c->chunk);
+	memset(c, 0, sizeof(*c));
+}
+
+/* The next CM event, which must be 'want'; 0 on success. */
+static int cm_expect(struct cconn *c, enum rdma_cm_event_type want, char *why, size_t n)
+{
+	struct rdma_cm_event *ev;
+	struct pollfd p = { .fd = c->ech->fd, .events = POLLIN };
+	enum rdma_cm_event_type got;
+	int st;
+
+	if (poll(&p, 1, timeout_ms * 2) <= 0) {
+		snprintf(why, n, "no %s", rdma_event_str(want));
+		return -1;
+	}
+	if (rdma_get_cm_event(c->ech, &ev)) {
+		snprintf(why, n, "rdma_get_cm_event: %s", strerror(errno));
+		return -1;
+	}
+	got = ev->event;
+	st = ev->status;
+	rdma_ack_cm_event(ev);
+	if (got != want) {
+		snprintf(why, n, "%s (status %d), not %s", rdma_event_str(got), st,
+			 rdma_event_str(want));
+		return -1;
+	}
+	return 0;
+}
+
+/* Resolve, set up and connect; 0 when established. */
+static int cconn_open(struct cconn *c, char *why, size_t n)
+{
+	struct ibv_qp_init_attr qa = { 0 };
+	struct rdma_conn_param cp = { 0 };
+	uint8_t priv[8];
+	unsigned int i;
+
+	memset(c, 0, sizeof(*c));
+	c->ech = rdma_create_event_channel();
+	if (!c->ech || rdma_create_id(c->ech, &c->id, c, RDMA_PS_TCP)) {
+		snprintf(why, n, "rdma_create_id: %s", strerror(errno));
+		return -1;
+	}
+	if (rdma_resolve_addr(c->id, NULL, (struct sockaddr *)&server, 2000) ||
+	    cm_expect(c, RDMA_CM_EVENT_ADDR_RESOLVED, why, n))
+		return -1;
+	if (rdma_resolve_route(c->id, 2000) || cm_expect(c, RDMA_CM_EVENT_ROUTE_RESOLVED, why, n))
+		return -1;
+	c->buf = calloc(1, (size_t)NRECV * RBUF + (size_t)NSEND * SBUF);
+	c->chunk = calloc(1, CHUNKSZ);
+	c->pd = ibv_alloc_pd(c->id->verbs);
+	c->ch = ibv_create_comp_channel(c->id->verbs);
+	if (!c->buf || !c->chunk || !c->pd || !c->ch ||
+	    fcntl(c->ch->fd, F_SETFL, fcntl(c->ch->fd, F_GETFL) | O_NONBLOCK))
+		goto fail;
+	c->cq = ibv_create_cq(c->id->verbs, NRECV + NSEND, c, c->ch, 0);
+	if (!c->cq || ibv_req_notify_cq(c->cq, 0))
+		goto fail;
+	c->mr = ibv_reg_mr(c->pd, c->buf, (size_t)NRECV * RBUF + (size_t)NSEND * SBUF,
+			   IBV_ACCESS_LOCAL_WRITE);
+	c->cmr = ibv_reg_mr(c->pd, c->chunk, CHUNKSZ, IBV_ACCESS_LOCAL_WRITE |
+			    IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE);
+	if (!c->mr || !c->cmr)
+		goto fail;
+	qa.send_cq = c->cq;
+	qa.recv_cq = c->cq;
+	qa.qp_type = IBV_QPT_RC;
+	qa.cap.max_send_wr = NSEND;
+	qa.cap.max_recv_wr = NRECV;
+	qa.cap.max_send_sge = 1;
+	qa.cap.max_recv_sge = 1;
+	if (rdma_create_qp(c->id, c->pd, &qa))
+		goto fail;
+	for (i = 0; i < NRECV; i++)
+		if (post_recv(c, i))
+			goto fail;
+	peer_private(priv, 0, RBUF, RBUF);
+	cp.private_data = priv;
+	cp.private_data_len = sizeof(priv);
+	/* The server may Read from us: it takes its initiator depth from this. */
+	cp.responder_resources = 16;
+	cp.initiator_depth = 0;
+	cp.retry_count = 7;
+	cp.rnr_retry_count = 7;
+	if (rdma_connect(c->id, &cp)) {
+		snprintf(why, n, "rdma_connect: %s", strerror(errno));
+		return -1;
+	}
+	if (cm_expect(c, RDMA_CM_EVENT_ESTABLISHED, why, n))
+		return -1;
+	c->established = 1;
+	return 0;
+fail:
+	snprintf(why, n, "setup: %s", strerror(errno));
+	return -1;
+}
+
+/* --- messages -------------------------------------------------------------- */
+
+static void hdr(uint8_t *p, unsigned int *o, uint32_t xid, uint32_t vers, uint32_t proc)
+{
+	put32(p, o, xid);
+	put32(p, o, vers);
+	put32(p, o, CREDITS);
+	put32(p, o, proc);
+}
+
+/* An RPC message with AUTH_NULL credential and verifier: NFS NULL by default. */
+static void rpc_msg(uint8_t *p, unsigned int *o, uint32_t xid, uint32_t dir)
+{
+	unsigned int k;
+
+	put32(p, o, xid);
+	put32(p, o, dir);		/* 0 CALL, 1 REPLY */
+	put32(p, o, 2);			/* RPC version */
+	put32(p, o, NFS_PROG);
+	put32(p, o, 3);
+	put32(p, o, 0);			/* NULL */
+	for (k = 0; k < 4; k++)
+		put32(p, o, 0);
+}
+
+/* A plain RDMA segment: handle, length, offset. */
+static void seg(uint8_t *p, unsigned int *o, uint32_t handle, uint32_t len, uint64_t off)
+{
+	put32(p, o, handle);
+	put32(p, o, len);
+	put32(p, o, off >> 32);
+	put32(p, o, (uint32_t)off);
+}
+
+/* xorshift: the same "random" bytes every run */
+static uint32_t rnd_state;
+static uint32_t rnd(void)
+{
+	rnd_state ^= rnd_state << 13;
+	rnd_state ^= rnd_state >> 17;
+	rnd_state ^= rnd_state << 5;
+	return rnd_state;
+}
+
+/*
+ * The cases. Each builds its message into p and returns its length; xid
+ * is the rdma_xid it carries. What the server must do is decided in
+ * tests/vm/svc-hostile.sh, which knows which server it tests.
+ */
+struct ccase {
+	const char *name, *desc;
+	unsigned int (*build)(struct cconn *c, uint8_t *p, uint32_t xid);
+	int burst;		/* credit-burst: many Calls, counted */
+};
+
+static unsigned int b_null(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	unsigned int o = 0;
+
+	(void)c;
+	hdr(p, &o, xid, 1, RDMA_MSG);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	rpc_msg(p, &o, xid, 0);
+	return o;
+}
+
+static unsigned int b_vers(uint8_t *p, uint32_t xid, uint32_t vers)
+{
+	unsigned int o = 0;
+
+	hdr(p, &o, xid, vers, RDMA_MSG);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	rpc_msg(p, &o, xid, 0);
+	return o;
+}
+
+static unsigned int b_vers2(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	(void)c;
+	return b_vers(p, xid, 2);
+}
+
+static unsigned int b_vers7(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	(void)c;
+	return b_vers(p, xid, 7);
+}
+
+static unsigned int b_proc(uint8_t *p, uint32_t xid, uint32_t proc)
+{
+	unsigned int o = 0;
+
+	hdr(p, &o, xid, 1, proc);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	rpc_msg(p, &o, xid, 0);
+	return o;
+}
+
+static unsigned int b_proc7(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	(void)c;
+	return b_proc(p, xid, 7);
+}
+
+/* RDMA_MSGP: align 4, threshold 4, three empty lists, then the Call. */
+static unsigned int b_msgp(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	unsigned int o = 0;
+
+	(void)c;
+	hdr(p, &o, xid, 1, RDMA_MSGP);
+	put32(p, &o, 4);
+	put32(p, &o, 4);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	rpc_msg(p, &o, xid, 0);
+	return o;
+}
+
+static unsigned int b_done(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	unsigned int o = 0;
+
+	(void)c;
+	hdr(p, &o, xid, 1, RDMA_DONE);
+	return o;
+}
+
+/* A requester's RDMA_ERROR (ERR_CHUNK), which only responders send. */
+static unsigned int b_error(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	unsigned int o = 0;
+
+	(void)c;
+	hdr(p, &o, xid, 1, RDMA_ERROR);
+	put32(p, &o, RDMA_ERR_CHUNK);
+	return o;
+}
+
+/* xid, vers, credits: no rdma_proc. */
+static unsigned int b_short12(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	unsigned int o = 0;
+
+	(void)c;
+	put32(p, &o, xid);
+	put32(p, &o, 1);
+	put32(p, &o, CREDITS);
+	return o;
+}
+
+static unsigned int b_short2(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	(void)c;
+	p[0] = xid >> 24;
+	p[1] = xid >> 16;
+	return 2;
+}
+
+static unsigned int b_empty(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	(void)c;
+	(void)p;
+	(void)xid;
+	return 0;
+}
+
+/* Read list items "present" to the end of the message: never terminated. */
+static unsigned int b_read_unterminated(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	unsigned int o = 0, k;
+
+	hdr(p, &o, xid, 1, RDMA_MSG);
+	for (k = 0; k < 40; k++) {
+		put32(p, &o, 1);
+		put32(p, &o, 0);
+		seg(p, &o, c->cmr->rkey, 64, (uintptr_t)c->chunk);
+	}
+	return o;
+}
+
+/* One Read segment of 0x7fffffff bytes. */
+static unsigned int b_read_huge(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	unsigned int o = 0;
+
+	hdr(p, &o, xid, 1, RDMA_NOMSG);
+	put32(p, &o, 1);
+	put32(p, &o, 0);
+	seg(p, &o, c->cmr->rkey, 0x7fffffff, (uintptr_t)c->chunk);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	return o;
+}
+
+/* A Read chunk at position 3 (positions are multiples of 4). */
+static unsigned int b_read_unaligned(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	unsigned int o = 0;
+
+	hdr(p, &o, xid, 1, RDMA_MSG);
+	put32(p, &o, 1);
+	put32(p, &o, 3);
+	seg(p, &o, c->cmr->rkey, 8, (uintptr_t)c->chunk);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	rpc_msg(p, &o, xid, 0);
+	return o;
+}
+
+/* A Read chunk at position 4096, past the 40-byte inline Call. */
+static unsigned int b_read_beyond(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	unsigned int o = 0;
+
+	hdr(p, &o, xid, 1, RDMA_MSG);
+	put32(p, &o, 1);
+	put32(p, &o, 4096);
+	seg(p, &o, c->cmr->rkey, 8, (uintptr_t)c->chunk);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	rpc_msg(p, &o, xid, 0);
+	return o;
+}
+
+/* A Write chunk claiming 0xffffffff segments; two are there. */
+static unsigned int b_write_segcount(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	unsigned int o = 0;
+
+	hdr(p, &o, xid, 1, RDMA_MSG);
+	put32(p, &o, 0);
+	put32(p, &o, 1);
+	put32(p, &o, 0xffffffff);
+	seg(p, &o, c->cmr->rkey, 64, (uintptr_t)c->chunk + CH_WRITE);
+	seg(p, &o, c->cmr->rkey, 64, (uintptr_t)c->chunk + CH_WRITE + 64);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	rpc_msg(p, &o, xid, 0);
+	return o;
+}
+
+/* A Write chunk of no segments. */
+static unsigned int b_write_segzero(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	unsigned int o = 0;
+
+	(void)c;
+	hdr(p, &o, xid, 1, RDMA_MSG);
+	put32(p, &o, 0);
+	put32(p, &o, 1);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	rpc_msg(p, &o, xid, 0);
+	return o;
+}
+
+/* Write chunks present to the end of the message: never terminated. */
+static unsigned int b_write_unterminated(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	unsigned int o = 0, k;
+
+	hdr(p, &o, xid, 1, RDMA_MSG);
+	put32(p, &o, 0);
+	for (k = 0; k < 40; k++) {
+		put32(p, &o, 1);
+		put32(p, &o, 1);
+		seg(p, &o, c->cmr->rkey, 64, (uintptr_t)c->chunk + CH_WRITE);
+	}
+	return o;
+}
+
+/* One Write chunk, one segment of 0x7fffffff bytes, on a NULL Call. */
+static unsigned int b_write_huge(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	unsigned int o = 0;
+
+	hdr(p, &o, xid, 1, RDMA_MSG);
+	put32(p, &o, 0);
+	put32(p, &o, 1);
+	put32(p, &o, 1);
+	seg(p, &o, c->cmr->rkey, 0x7fffffff, (uintptr_t)c->chunk + CH_WRITE);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	rpc_msg(p, &o, xid, 0);
+	return o;
+}
+
+/* A Reply chunk claiming 0xffffffff segments. */
+static unsigned int b_reply_segcount(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	unsigned int o = 0;
+
+	hdr(p, &o, xid, 1, RDMA_MSG);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	put32(p, &o, 1);
+	put32(p, &o, 0xffffffff);
+	seg(p, &o, c->cmr->rkey, 1024, (uintptr_t)c->chunk + CH_REPLY);
+	rpc_msg(p, &o, xid, 0);
+	return o;
+}
+
+/* RDMA_NOMSG with no chunk at all, a NULL Call after the header. */
+static unsigned int b_nomsg_nochunk(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	(void)c;
+	return b_proc(p, xid, RDMA_NOMSG);
+}
+
+/* RDMA_NOMSG, the Call in a Position Zero Read chunk at rkey/offset. */
+static unsigned int pzrc(struct cconn *c, uint8_t *p, uint32_t xid, uint32_t rkey,
+			 uint64_t off)
+{
+	unsigned int o = 0, k = 0;
+
+	rpc_msg(c->chunk + CH_CALL, &k, xid, 0);
+	hdr(p, &o, xid, 1, RDMA_NOMSG);
+	put32(p, &o, 1);
+	put32(p, &o, 0);
+	seg(p, &o, rkey, k, off);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	return o;
+}
+
+static unsigned int b_good_pzrc(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	return pzrc(c, p, xid, c->cmr->rkey, (uintptr_t)c->chunk + CH_CALL);
+}
+
+static unsigned int b_read_bad_rkey(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	return pzrc(c, p, xid, BAD_RKEY, (uintptr_t)c->chunk + CH_CALL);
+}
+
+/* Our rkey, but 1 MiB past the end of what it covers. */
+static unsigned int b_read_out_of_bounds(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	return pzrc(c, p, xid, c->cmr->rkey, (uintptr_t)c->chunk + CHUNKSZ + (1 << 20));
+}
+
+/* A NULL Call with a Reply chunk of one 1 KiB segment at rkey. */
+static unsigned int reply_chunk(struct cconn *c, uint8_t *p, uint32_t xid, uint32_t rkey)
+{
+	unsigned int o = 0;
+
+	hdr(p, &o, xid, 1, RDMA_MSG);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	put32(p, &o, 1);
+	put32(p, &o, 1);
+	seg(p, &o, rkey, 1024, (uintptr_t)c->chunk + CH_REPLY);
+	rpc_msg(p, &o, xid, 0);
+	return o;
+}
+
+static unsigned int b_good_reply_chunk(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	return reply_chunk(c, p, xid, c->cmr->rkey);
+}
+
+static unsigned int b_reply_bad_rkey(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	return reply_chunk(c, p, xid, BAD_RKEY);
+}
+
+/* 8 KiB, twice the server's Receive: a NULL Call padded with zeros. */
+static unsigned int b_oversize(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	b_null(c, p, xid);
+	memset(p + 68, 0, SBUF - 68);
+	return SBUF;
+}
+
+/* 256 random bytes. */
+static unsigned int b_garbage(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	unsigned int o = 0;
+
+	(void)c;
+	rnd_state = 0x1badcafe;
+	put32(p, &o, xid);
+	while (o < 256)
+		put32(p, &o, rnd());
+	return o;
+}
+
+/* A v1 RDMA_MSG header whose chunk lists are 240 random bytes. */
+static unsigned int b_garbage_v1(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	unsigned int o = 0;
+
+	(void)c;
+	rnd_state = 0x5eed1234;
+	hdr(p, &o, xid, 1, RDMA_MSG);
+	while (o < 256)
+		put32(p, &o, rnd());
+	return o;
+}
+
+/* rdma_xid and the RPC XID differ. */
+static unsigned int b_xid_mismatch(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	unsigned int o = 0;
+
+	(void)c;
+	hdr(p, &o, xid, 1, RDMA_MSG);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	rpc_msg(p, &o, xid ^ 0x00ff0000, 0);
+	return o;
+}
+
+/* An RPC Reply where a Call belongs; there is no backchannel. */
+static unsigned int b_rpc_reply(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	unsigned int o = 0;
+
+	(void)c;
+	hdr(p, &o, xid, 1, RDMA_MSG);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	rpc_msg(p, &o, xid, 1);
+	return o;
+}
+
+static const struct ccase cases[] = {
+	{ "good-null", "NFS NULL Call, inline RDMA_MSG", b_null, 0 },
+	{ "good-pzrc", "NFS NULL Call as RDMA_NOMSG in a Position Zero Read chunk", b_good_pzrc, 0 },
+	{ "good-reply-chunk", "NFS NULL Call offering a 1 KiB Reply chunk", b_good_reply_chunk, 0 },
+	{ "vers-2", "rdma_vers 2", b_vers2, 0 },
+	{ "vers-7", "rdma_vers 7", b_vers7, 0 },
+	{ "proc-unknown", "rdma_proc 7", b_proc7, 0 },
+	{ "msgp", "RDMA_MSGP (obsolete in v1)", b_msgp, 0 },
+	{ "done", "RDMA_DONE (obsolete in v1)", b_done, 0 },
+	{ "client-error", "RDMA_ERROR ERR_CHUNK from the requester", b_error, 0 },
+	{ "short-12", "12 bytes: xid, vers, credits, no rdma_proc", b_short12, 0 },
+	{ "short-2", "2 bytes", b_short2, 0 },
+	{ "empty", "a Send of 0 bytes", b_empty, 0 },
+	{ "read-unterminated", "Read list never terminated", b_read_unterminated, 0 },
+	{ "read-huge", "Read segment of 0x7fffffff bytes", b_read_huge, 0 },
+	{ "read-unaligned", "Read chunk at position 3", b_read_unaligned, 0 },
+	{ "read-beyond", "Read chunk at position 4096, past the message", b_read_beyond, 0 },
+	{ "write-segcount", "Write chunk of 0xffffffff segments", b_write_segcount, 0 },
+	{ "write-segzero", "Write chunk of 0 segments", b_write_segzero, 0 },
+	{ "write-unterminated", "Write list never terminated", b_write_unterminated, 0 },
+	{ "write-huge", "Write segment of 0x7fffffff bytes on a NULL Call", b_write_huge, 0 },
+	{ "reply-segcount", "Reply chunk of 0xffffffff segments", b_reply_segcount, 0 },
+	{ "nomsg-nochunk", "RDMA_NOMSG without chunks, a Call inline", b_nomsg_nochunk, 0 },
+	{ "xid-mismatch", "rdma_xid differs from the RPC XID", b_xid_mismatch, 0 },
+	{ "rpc-reply", "an RPC Reply instead of a Call", b_rpc_reply, 0 },
+	{ "garbage", "256 random bytes", b_garbage, 0 },
+	{ "garbage-v1", "v1 RDMA_MSG header, random chunk lists", b_garbage_v1, 0 },
+	{ "read-bad-rkey", "Position Zero Read chunk at an rkey never registered", b_read_bad_rkey, 0 },
+	{ "read-out-of-bounds", "Read chunk 1 MiB past the end of its registration", b_read_out_of_bounds, 0 },
+	{ "reply-bad-rkey", "Reply chunk at an rkey never registered", b_reply_bad_rkey, 0 },
+	{ "oversize", "an 8 KiB Send, twice the server's Receive", b_oversize, 0 },
+	{ "credit-burst", "3 x the granted credits of NULL Calls at once", b_null, 1 },
+};
+#define NCASES (sizeof(cases) / sizeof(cases[0]))
+
+/* --- answers --------------------------------------------------------------- */
+
+/*
+ * An RPC Reply to xid, accepted with SUCCESS: 1 when p holds one. The
+ * NULL procedure has no results.
+ */
+static int rpc_reply_ok(const uint8_t *p, unsigned int len, uint32_t xid)
+{
+	unsigned int o = 0;
+	uint32_t w[5], stat;
+	int k;
+
+	/* xid, REPLY, MSG_ACCEPTED, verifier flavor and length */
+	for (k = 0; k < 5; k++)
+		if (get32(p, len, &o, &w[k]))
+			return 0;
+	if (w[0] != xid || w[1] != 1 || w[2] != 0 || w[4] > 400)
+		return 0;
+	o += (w[4] + 3) & ~3u;
+	return !get32(p, len, &o, &stat) && stat == 0;	/* SUCCESS */
+}
+
+/* Decode a received message into a; call_xid is what we sent. */
+static void parse_answer(struct cconn *c, const uint8_t *p, unsigned int len, uint32_t call_xid,
+			 struct answer *a)
+{
+	unsigned int o = 0, k;
+	uint32_t d, n, h = 0, l = 0, hi = 0, lo = 0;
+
+	memset(a, 0, sizeof(*a));
+	if (get32(p, len, &o, &a->xid) || get32(p, len, &o, &a->vers) ||
+	    get32(p, len, &o, &a->credits) || get32(p, len, &o, &a->proc)) {
+		a->kind = A_BAD;
+		snprintf(a->why, sizeof(a->why), "%u bytes", len);
+		return;
+	}
+	if (a->proc == RDMA_ERROR) {
+		if (get32(p, len, &o, &a->err)) {
+			a->kind = A_BAD;
+			snprintf(a->why, sizeof(a->why), "RDMA_ERROR without a code");
+			return;
+		}
+		a->kind = a->err == RDMA_ERR_CHUNK ? A_ERR_CHUNK :
+			  a->err == RDMA_ERR_VERS ? A_ERR_VERS : A_ERR_OTHER;
+		if (a->err == RDMA_ERR_VERS &&
+		    (get32(p, len, &o, &a->low) || get32(p, len, &o, &a->high))) {
+			a->kind = A_BAD;
+			snprintf(a->why, sizeof(a->why), "ERR_VERS without low and high");
+		}
+		return;
+	}
+	if (a->proc != RDMA_MSG && a->proc != RDMA_NOMSG) {
+		a->kind = A_BAD;
+		snprintf(a->why, sizeof(a->why), "rdma_proc %u", a->proc);
+		return;
+	}
+	a->kind = A_REPLY;
+	/* A Reply carries no Read list; Write chunks are counted segments. */
+	if (get32(p, len, &o, &d) || d) {
+		snprintf(a->why, sizeof(a->why), "read list in a reply");
+		a->kind = A_BAD;
+		return;
+	}
+	while (!get32(p, len, &o, &d) && d) {
+		if (get32(p, len, &o, &n) || n > 64) {
+			a->kind = A_BAD;
+			return;
+		}
+		o += 16 * n;
+	}
+	if (o > len || get32(p, len, &o, &d)) {
+		a->kind = A_BAD;
+		snprintf(a->why, sizeof(a->why), "chunk lists cut short");
+		return;
+	}
+	if (d) {			/* Reply chunk: its first segment */
+		if (get32(p, len, &o, &n) || n < 1 || n > 64 || get32(p, len, &o, &h) ||
+		    get32(p, len, &o, &l) || get32(p, len, &o, &hi) || get32(p, len, &o, &lo)) {
+			a->kind = A_BAD;
+			snprintf(a->why, sizeof(a->why), "bad reply chunk");
+			return;
+		}
+		for (k = 1; k < n; k++)
+			o += 16;
+	}
+	if (a->proc == RDMA_MSG) {
+		a->rpc_ok = o <= len && rpc_reply_ok(p + o, len - o, call_xid);
+		return;
+	}
+	/* RDMA_NOMSG: the Reply is in our Reply chunk. */
+	a->via_chunk = 1;
+	if (!d || h != c->cmr->rkey || l > CHUNKSZ - CH_REPLY ||
+	    (((uint64_t)hi << 32) | lo) != (uintptr_t)c->chunk + CH_REPLY) {
+		snprintf(a->why, sizeof(a->why), "RDMA_NOMSG without our reply chunk");
+		return;
+	}
+	a->rpc_ok = rpc_reply_ok(c->chunk + CH_REPLY, l, call_xid);
+}
+
+/*
+ * Wait up to ms for answers to the Call xid, or (burst) for want good
+ * Replies to any Call. The first answer goes to a; a->kind stays A_NONE if
+ * none came, A_DISC if the connection ended or its QP failed first.
+ * Returns the number of answers (burst: of good Replies).
+ */
+static unsigned int wait_answers(struct cconn *c, uint32_t xid, unsigned int want, int burst,
+				 int ms, struct answer *a)
+{
+	long end = now_ms() + ms;
+	unsigned int got = 0, seen = 0;
+
+	memset(a, 0, sizeof(*a));
+	while (got < want && !c->ended && !c->qp_err[0]) {
+		struct pollfd p[2] = { { .fd = c->ech->fd, .events = POLLIN },
+				       { .fd = c->ch->fd, .events = POLLIN } };
+		long left = end - now_ms();
+		struct ibv_wc wc[16];
+		struct ibv_cq *cq;
+		void *ctx;
+		int n, i;
+
+		if (left <= 0)
+			break;
+		if (poll(p, 2, left) < 0 && errno != EINTR)
+			break;
+		while (!ibv_get_cq_event(c->ch, &cq, &ctx))
+			c->cq_events++;
+		ibv_req_notify_cq(c->cq, 0);
+		while ((n = ibv_poll_cq(c->cq, 16, wc)) > 0) {
+			for (i = 0; i < n; i++) {
+				const uint8_t *m = rbuf(c, wc[i].wr_id);
+				struct answer b;
+
+				if (wc[i].status != IBV_WC_SUCCESS) {
+					if (!c->qp_err[0])
+						snprintf(c->qp_err, sizeof(c->qp_err), "%s %s",
+							 wc[i].wr_id >= NRECV ? "send" : "receive",
+							 ibv_wc_status_str(wc[i].status));
+					continue;
+				}
+				if (wc[i].wr_id >= NRECV)
+					continue;
+				/* In a burst, each Reply answers the Call of its own XID. */
+				parse_answer(c, m, wc[i].byte_len,
+					     burst && wc[i].byte_len >= 4 ? ntohl(*(const uint32_t *)m) : xid,
+					     &b);
+				if (seen++ == 0)
+					*a = b;
+				if (!burst || (b.kind == A_REPLY && b.rpc_ok))
+					got++;
+				post_recv(c, wc[i].wr_id);
+			}
+		}
+		if (p[0].revents & POLLIN) {
+			struct rdma_cm_event *ev;
+
+			if (!rdma_get_cm_event(c->ech, &ev)) {
+				if (ev->event == RDMA_CM_EVENT_DISCONNECTED ||
+				    ev->event == RDMA_CM_EVENT_DEVICE_REMOVAL ||
+				    ev->event == RDMA_CM_EVENT_TIMEWAIT_EXIT)
+					c->ended = 1;
+				rdma_ack_cm_event(ev);
+			}
+		}
+	}
+	if (!seen && (c->ended || c->qp_err[0]))
+		a->kind = A_DISC;
+	/* Our QP failed: did the server end the connection too? */
+	while (c->qp_err[0] && !c->ended) {
+		struct pollfd p = { .fd = c->ech->fd, .events = POLLIN };
+		long left = end - now_ms();
+		struct rdma_cm_event *ev;
+
+		if (left <= 0 || poll(&p, 1, left) <= 0 || rdma_get_cm_event(c->ech, &ev))
+			break;
+		if (ev->event == RDMA_CM_EVENT_DISCONNECTED ||
+		    ev->event == RDMA_CM_EVENT_DEVICE_REMOVAL ||
+		    ev->event == RDMA_CM_EVENT_TIMEWAIT_EXIT)
+			c->ended = 1;
+		rdma_ack_cm_event(ev);
+	}
+	return got;
+}
+
+/* " result=KIND xid=... ..." for the case's answer, " then=KIND ..." for the probe's. */
+static void print_answer(const char *label, const struct answer *a, uint32_t xid)
+{
+	const char *pre = strcmp(label, "result") ? "then_" : "";
+	int answered = a->kind != A_NONE && a->kind != A_DISC && a->kind != A_NOCONN;
+
+	printf(" %s=%s", label, kind_names[a->kind]);
+	if (!pre[0])
+		printf(" xid=0x%08x xid_ok=%d", answered ? a->xid : 0, answered && a->xid == xid);
+	if (!answered)
+		return;
+	if (pre[0] && a->xid != xid)
+		printf(" %sxid_ok=0", pre);
+	printf(" %scredits=%u", pre, a->credits);
+	if (a->kind == A_ERR_VERS)
+		printf(" %svers=%u-%u", pre, a->low, a->high);
+	if (a->kind == A_ERR_VERS || a->kind == A_ERR_CHUNK || a->kind == A_ERR_OTHER)
+		printf(" %shvers=%u", pre, a->vers);
+	if (a->kind == A_ERR_OTHER)
+		printf(" %serr=%u", pre, a->err);
+	if (a->kind == A_REPLY)
+		printf(" %srpc=%s %svia=%s", pre, a->rpc_ok ? "ok" : "bad", pre,
+		       a->via_chunk ? "reply-chunk" : "inline");
+	if (a->why[0])
+		printf(" %swhy=\"%s\"", pre, a->why);
+}
+
+/* One case on a connection of its own; returns 0 unless the peer failed. */
+static int run_case(const struct ccase *k)
+{
+	struct cconn c;
+	struct answer a, then;
+	char why[128] = "";
+	uint32_t xid = next_xid++;
+	unsigned int len, got = 0, total = 0, i;
+	long t0 = now_ms();
+
+	printf("case %s start: %s\n", k->name, k->desc);
+	if (cconn_open(&c, why, sizeof(why))) {
+		printf("case %s result=connect-failed then=- why=\"%s\"\n", k->name, why);
+		cconn_close(&c);
+		return 0;
+	}
+	if (k->burst) {
+		/* Learn the grant, then send three times as many at once. */
+		len = b_null(&c, sbuf(&c, 0), xid);
+		if (post_send(&c, 0, len) || wait_answers(&c, xid, 1, 0, timeout_ms, &a) != 1 ||
+		    a.kind != A_REPLY) {
+			printf("case %s result=%s then=- why=\"no answer to the first NULL Call%s%s\"\n",
+			       k->name, kind_names[a.kind], c.qp_err[0] ? ": " : "", c.qp_err);
+			cconn_close(&c);
+			return 0;
+		}
+		total = 3 * a.credits;
+		if (total > NSEND - 1)
+			total = NSEND - 1;
+		if (total < 8)
+			total = 8;
+		for (i = 0; i < total; i++) {
+			len = b_null(&c, sbuf(&c, i), next_xid++);
+			if (post_send(&c, i, len))
+				break;
+		}
+		got = wait_answers(&c, 0, i, 1, 6 * timeout_ms, &a);
+		/* The grant seen, and how many of the burst were answered. */
+		printf("case %s result=%s granted=%u sent=%u answered=%u", k->name,
+		       got == total ? "reply" : c.ended || c.qp_err[0] ? "disconnect" : "nothing",
+		       total / 3, i, got);
+	} else {
+		len = k->build(&c, sbuf(&c, 0), xid);
+		if (post_send(&c, 0, len)) {
+			printf("case %s result=connect-failed then=- why=\"post send failed\"\n", k->name);
+			cconn_close(&c);
+			return 0;
+		}
+		wait_answers(&c, xid, 1, 0, timeout_ms, &a);
+		printf("case %s", k->name);
+		print_answer("result", &a, xid);
+		printf(" sent=%u sent_xid=0x%08x", len, xid);
+	}
+	if (c.qp_err[0])
+		printf(" qp=\"%s\"", c.qp_err);
+	/* cm=disconnected: the CM says the connection ended (the server's DREQ) */
+	printf(" cm=%s", c.ended ? "disconnected" : "connected");
+	/* Still connected: does it serve a well-formed Call? */
+	if (!c.ended && !c.qp_err[0]) {
+		xid = next_xid++;
+		len = b_null(&c, sbuf(&c, NSEND - 1), xid);
+		if (post_send(&c, NSEND - 1, len))
+			printf(" then=disconnect");
+		else {
+			wait_answers(&c, xid, 1, 0, timeout_ms, &then);
+			print_answer("then", &then, xid);
+		}
+	} else {
+		printf(" then=-");
+	}
+	printf(" ms=%ld\n", now_ms() - t0);
+	cconn_close(&c);
+	return 0;
+}
+
+static int resolve(const char *host, const char *port)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res;
+	int rc = getaddrinfo(host, port, &hints, &res);
+
+	if (rc) {
+		fprintf(stderr, "%s: %s\n", host, gai_strerror(rc));
+		return -1;
+	}
+	memcpy(&server, res->ai_addr, res->ai_addrlen);
+	freeaddrinfo(res);
+	return 0;
+}
+
+int client_main(int argc, char **argv)
+{
+	const char *port = "20049";
+	unsigned int i, n = 0;
+	int opt, j, list = 0;
+
+	/* argv[0] is "-c"; the server comes next. */
+	if (argc < 2) {
+		fprintf(stderr, "usage: rpcrdma-peer -c SERVER [-P PORT] [-t MS] [-l] [CASE ...]\n");
+		return 2;
+	}
+	optind = 2;
+	while ((opt = getopt(argc, argv, "P:t:l")) != -1) {
+		switch (opt) {
+		case 'P':
+			port = optarg;
+			break;
+		case 't':
+			timeout_ms = atoi(optarg);
+			break;
+		case 'l':
+			list = 1;
+			break;
+		default:
+			return 2;
+		}
+	}
+	if (list) {
+		for (i = 0; i < NCASES; i++)
+			printf("%s\t%s\n", cases[i].name, cases[i].desc);
+		return 0;
+	}
+	if (resolve(argv[1], port))
+		return 2;
+	next_xid ^= (uint32_t)time(NULL) << 8;
+	for (j = optind; j < argc; j++) {
+		for (i = 0; i < NCASES && strcmp(argv[j], cases[i].name); i++)
+			;
+		if (i == NCASES) {
+			fprintf(stderr, "unknown case '%s'\n", argv[j]);
+			return 2;
+		}
+	}
+	for (i = 0; i < NCASES; i++) {
+		if (optind < argc) {
+			for (j = optind; j < argc && strcmp(argv[j], cases[i].name); j++)
+				;
+			if (j == argc)
+				continue;
+		}
+		run_case(&cases[i]);
+		n++;
+	}
+	printf("done cases=%u\n", n);
+	return 0;
+}

@@ -1,0 +1,268 @@
+# Issue 13: a hostile client against the server transport. The server VM
+# runs nfsd as usual (server.sh; rr.mod there picks rpcrdma.ko or
+# rpcrdma_rs.ko). This client VM mounts it over NFS/RDMA with rpcrdma.ko
+# (the well-behaved client), keeps a write/read/compare loop going on the
+# mount, and meanwhile runs rpcrdma-peer -c (tests/peer/rpcrdma-client.c)
+# against the same server: one connection per case, one malformed Call per
+# connection, then a well-formed NULL Call on it if it survived (then=).
+# Each case's answer must be one the server under test may give (EXPECT
+# below), the loop must keep going and compare throughout, the mount must
+# work afterwards, and neither VM may oops (the host scans both consoles).
+#
+# rr.server=c|rs: the server's transport module, which picks the EXPECT
+# column (the server VM gets it as rr.mod). rr.cases=a,b: only these cases.
+# shellcheck shell=sh
+
+. /scenario/nfs-mount.sh
+
+# EXPECT: per case, the answers the C server (rpcrdma.ko) gives and the
+# answers rpcrdma_rs's server may give, as "a|b". RFC 8166 sections:
+# 4.5.1 ERR_VERS (low 1, high 1) for a version it does not speak;
+# 4.5.3 ERR_CHUNK for any XDR error once rdma_vers is 1, among them an
+# unknown rdma_proc, RDMA_NOMSG without chunks and an rdma_xid that
+# differs from the RPC XID; 4.6 RDMA_MSGP and RDMA_DONE, "Requesters MUST
+# NOT send", are answered with ERR_CHUNK; 4.5.4 a failed RDMA Read or
+# Write is a connection loss. Where the C server departs from the RFC
+# (marked *), rs may do either. Issue 13 adds: a client that breaks flow
+# control or sends garbage is disconnected, or served.
+#
+#   good-*            the peer works: a well-formed Reply (rpc=ok)
+#   done, client-error  rpcrdma.ko drops them (svc_rdma_xdr_decode_req
+#                     out_drop) *; the connection must stay and serve
+#   short-12          shorter than the fixed header: rpcrdma.ko answers
+#                     ERR_CHUNK with the xid it has
+#   short-2, empty    no xid to answer: rpcrdma.ko sends ERR_CHUNK with
+#                     the first 8 bytes of its Receive buffer as rdma_xid
+#                     and rdma_vers, whatever they hold: what is left of an
+#                     earlier message, even of another connection (stale
+#                     kernel memory). rs may answer ERR_CHUNK, but only with
+#                     bytes we sent or zeros; or disconnect, or drop it
+#   write-segzero     rpcrdma.ko rejects a Write chunk of 0 segments; RFC
+#                     8166 3.4.6 calls it an empty Write chunk: rs may reply
+#   write-huge        nothing to write for a NULL: rpcrdma.ko replies; rs
+#                     may reject a chunk longer than any payload it allows
+#   nomsg-nochunk, xid-mismatch  rpcrdma.ko serves the inline Call *
+#   rpc-reply         an RPC Reply with no backchannel: nfsd drops it
+#   read-bad-rkey, read-out-of-bounds, reply-bad-rkey  the server's RDMA
+#                     Read or Write fails: the connection is lost
+#   oversize          larger than the server's Receive: the Receive fails,
+#                     the connection is lost
+#   credit-burst      3 x the credits at once: served, or disconnected
+#
+# Whatever the case: every answer grants at least one credit (RFC 8166
+# 3.3.1); a "disconnect" must be the server's doing (the CM reports the
+# connection ended, not only our QP failing); and a connection that is
+# still up must answer a well-formed NULL Call (then=reply) or be closed,
+# never hang (then=nothing).
+EXPECT='
+good-null           reply                 reply
+good-pzrc           reply                 reply
+good-reply-chunk    reply                 reply
+vers-2              err-vers              err-vers
+vers-7              err-vers              err-vers
+proc-unknown        err-chunk             err-chunk
+msgp                err-chunk             err-chunk
+done                nothing               nothing|err-chunk
+client-error        nothing               nothing|err-chunk
+short-12            err-chunk             err-chunk|disconnect
+short-2             err-chunk             err-chunk|disconnect|nothing
+empty               err-chunk             err-chunk|disconnect|nothing
+read-unterminated   err-chunk             err-chunk
+read-huge           err-chunk             err-chunk
+read-unaligned      err-chunk             err-chunk
+read-beyond         err-chunk             err-chunk
+write-segcount      err-chunk             err-chunk
+write-segzero       err-chunk             err-chunk|reply
+write-unterminated  err-chunk             err-chunk
+write-huge          reply                 reply|err-chunk
+reply-segcount      err-chunk             err-chunk
+nomsg-nochunk       reply                 err-chunk|reply
+xid-mismatch        reply                 err-chunk|reply
+rpc-reply           nothing               nothing|err-chunk
+garbage             err-vers              err-vers|err-chunk|disconnect
+garbage-v1          err-chunk             err-chunk|disconnect
+read-bad-rkey       disconnect            disconnect
+read-out-of-bounds  disconnect            disconnect
+reply-bad-rkey      disconnect            disconnect
+oversize            disconnect            disconnect
+credit-burst        reply|disconnect      reply|disconnect
+'
+# Cases without an XID to echo.
+NO_XID="short-2 empty"
+
+svc=$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^rr\.server=//p')
+svc=${svc:-c}
+cases=$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^rr\.cases=//p' | tr , ' ')
+PEER_OUT=/tmp/peer.out
+
+# allowed CASE: the answers the server under test may give to CASE.
+allowed() {
+    echo "$EXPECT" | awk -v c="$1" -v s="$svc" '$1 == c { print (s == "rs" ? $3 : $2) }'
+}
+
+# field LINE NAME: NAME=value from a peer line ("" when absent).
+field() { echo "$1" | tr ' ' '\n' | sed -n "s/^$2=//p" | head -n 1; }
+
+# case_ok CASE: the peer's line for CASE shows an answer EXPECT allows, and
+# whatever the answer, the connection was neither wedged nor left unserved.
+case_ok() {
+    line=$(grep "^case $1 result=" $PEER_OUT) || { echo "no result for $1"; return 1; }
+    echo "$line"
+    want=$(allowed "$1")
+    [ -n "$want" ] || { echo "no EXPECT for $1"; return 1; }
+    got=$(field "$line" result)
+    case "|$want|" in
+    *"|$got|"*) ;;
+    *) echo "$1: $got, want $want (server $svc)"; return 1 ;;
+    esac
+    case $got in
+    err-vers)
+        [ "$(field "$line" vers)" = 1-1 ] || { echo "ERR_VERS not 1-1"; return 1; } ;;
+    reply)
+        if [ "$1" != credit-burst ] && [ "$1" != xid-mismatch ]; then
+            [ "$(field "$line" rpc)" = ok ] || { echo "malformed RPC Reply"; return 1; }
+        fi ;;
+    esac
+    case $got in
+    err-* | reply)
+        [ "$1" = credit-burst ] || [ "$(field "$line" credits)" -ge 1 ] ||
+            { echo "an answer granting no credits"; return 1; } ;;
+    disconnect)
+        [ "$(field "$line" cm)" = disconnected ] ||
+            { echo "our QP failed but the server did not end the connection"; return 1; } ;;
+    esac
+    case $got in
+    err-* | reply)
+        case " $NO_XID credit-burst " in
+        *" $1 "*) ;;
+        *) [ "$(field "$line" xid_ok)" = 1 ] || { echo "xid not echoed"; return 1; } ;;
+        esac ;;
+    esac
+    [ "$svc" = c ] || no_stale "$1" "$line" || return 1
+    probe=$(field "$line" then)
+    case $probe in
+    nothing) echo "connection neither served nor closed after $1"; return 1 ;;
+    err-* | bad-answer) echo "a NULL Call after $1 got $probe"; return 1 ;;
+    esac
+    [ "$got" != nothing ] || [ "$probe" = reply ] ||
+        { echo "$1 dropped, but the connection did not serve after it ($probe)"; return 1; }
+}
+
+# no_stale CASE LINE: an answer to a message too short to hold an xid and a
+# version echoes only what we sent of them, zeros for the rest.
+no_stale() {
+    case " $NO_XID " in *" $1 "*) ;; *) return 0 ;; esac
+    case $(field "$2" result) in err-*) ;; *) return 0 ;; esac
+    sent=$(field "$2" sent) sx=$(field "$2" sent_xid) x=$(field "$2" xid)
+    case $sent in
+    0) mine=0x00000000 ;;
+    2) mine=$(printf '%.6s0000' "$sx") ;;
+    *) return 0 ;;
+    esac
+    [ "$x" = "$mine" ] && [ "$(field "$2" hvers)" = 0 ] ||
+        { echo "stale bytes in the answer: xid $x, want $mine; vers $(field "$2" hvers), want 0"; return 1; }
+}
+
+# --- the well-behaved client's I/O loop ------------------------------------
+
+BG_LOG=/tmp/bg.log
+
+# Write 2 MiB, drop the cache, read it back over the wire and compare, until
+# /tmp/bg.stop appears. One line per round in $BG_LOG.
+bg_io() {
+    i=0
+    while [ ! -e /tmp/bg.stop ]; do
+        i=$((i + 1))
+        if cp /tmp/bgdata /mnt/bg && sync && echo 3 > /proc/sys/vm/drop_caches &&
+            cmp /tmp/bgdata /mnt/bg; then
+            echo "ok $i $(cut -d' ' -f1 /proc/uptime)" >> $BG_LOG
+        else
+            echo "fail $i $(cut -d' ' -f1 /proc/uptime)" >> $BG_LOG
+        fi
+    done
+    echo "stopped $i" >> $BG_LOG
+}
+
+bg_start() {
+    dd if=/dev/urandom of=/tmp/bgdata bs=1M count=2 2>/dev/null && : > $BG_LOG || return 1
+    console_bg bg_io
+    # One round done before the peer starts.
+    w=0
+    until grep -q '^ok ' $BG_LOG; do
+        w=$((w + 1))
+        [ $w -le 60 ] || { cat $BG_LOG; return 1; }
+        sleep 1
+    done
+}
+
+bg_rounds() { grep -c '^ok ' $BG_LOG; }
+
+bg_stop() {
+    touch /tmp/bg.stop
+    w=0
+    until grep -q '^stopped' $BG_LOG; do
+        w=$((w + 1))
+        [ $w -le 120 ] || { echo "I/O loop still running after 120 s"; return 1; }
+        sleep 1
+    done
+    ! grep '^fail' $BG_LOG || return 1
+    note "I/O loop: $(bg_rounds) rounds compared"
+}
+
+# served_meanwhile BEFORE: rounds of the loop compared while the peer ran.
+served_meanwhile() {
+    n=$(($(bg_rounds) - $1))
+    note "I/O loop: $n rounds while the hostile client ran"
+    [ "$n" -gt 0 ] || { echo "no I/O round completed while the hostile client ran"; return 1; }
+}
+
+# --- the hostile client ----------------------------------------------------
+
+run_peer() {
+    # shellcheck disable=SC2086 # one word per case
+    timeout -s KILL 300 rpcrdma-peer -c $SERVER4 -t 5000 $cases > $PEER_OUT 2>&1
+    rc=$?
+    while IFS= read -r l; do note "peer: $l"; done < $PEER_OUT
+    [ $rc -eq 0 ] && grep -q '^done cases=' $PEER_OUT
+}
+
+verbs_device() {
+    devs=$(rpcrdma-peer -l) || { echo "$devs"; return 1; }
+    echo "$devs" | grep -qi '^rxe0: port 1 .*active'
+}
+
+# After it all: a new file written and read back through a fresh mount.
+after_write_read() {
+    dd if=/dev/urandom of=/tmp/after bs=1M count=8 2>/dev/null &&
+        cp /tmp/after /mnt/after && sync &&
+        umount /mnt && nfs_mount > /dev/null && cmp /tmp/after /mnt/after &&
+        rm /mnt/after /mnt/bg
+}
+
+# And a well-formed Call from the peer still served, on a new connection.
+still_serves() {
+    rpcrdma-peer -c $SERVER4 good-null | grep '^case good-null result=reply .*then=reply' ||
+        { rpcrdma-peer -c $SERVER4 good-null; return 1; }
+}
+
+note "server transport: $svc"
+check client_net net_up 192.0.2.2 2001:db8::2 &&
+    check client_transport load_transport "${RR_MOD:-c}" &&
+    check client_verbs_device verbs_device &&
+    check mount nfs_mount &&
+    check transport_in_use transport_in_use &&
+    check io_loop_started bg_start || finish
+before=$(bg_rounds)
+t0=$(cut -d' ' -f1 /proc/uptime)
+check hostile_client_ran run_peer
+note "hostile client took $(awk -v t="$t0" '{ printf "%d", $1 - t }' /proc/uptime) s"
+check io_served_meanwhile served_meanwhile "$before"
+[ -n "$cases" ] || cases=$(rpcrdma-peer -c $SERVER4 -l | cut -f1)
+for c in $cases; do
+    check "case_$c" case_ok "$c"
+done
+check io_loop_compared bg_stop
+check after_write_read after_write_read
+check still_serves still_serves
+check umount umount /mnt
+check unload_transport unload rpcrdma
