@@ -7,7 +7,7 @@
 #   ONLY=regex       run only the VM scenarios whose name matches
 #   CHUNKS_BIGSIZE=384  MiB of the big file in ref-chunks (and rs-chunks)
 #   HOSTILE_MODES=a,b   the modes hostile-c and hostile-rs try (tests/vm/hostile.sh)
-#   SVC_HOSTILE_SERVERS="c rs"  the servers svc-hostile-* runs against (c)
+#   SVC_HOSTILE_SERVERS="c rs"  the servers svc-hostile-* runs against (both)
 #   SVC_HOSTILE_CASES=a,b       the cases it runs (tests/vm/svc-hostile.sh)
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -110,9 +110,6 @@ scenario rs-rdma-v3 600 c "Rust client, NFSv3 over RDMA" "$io rr.mod=rs rr.proto
 scenario rs-rdma6 600 c "Rust client, NFSv4.2 over RDMA on IPv6" "$io rr.mod=rs rr.proto=rdma6 rr.vers=4.2 $small"
 scenario rs-reconnect 600 c "Rust client: nfsd restarted under I/O" \
     "rr.script=reconnect rr.mod=rs rr.proto=rdma rr.vers=4.2 rr.faults=nfsd"
-# Issue 13: rpcrdma_rs as the nfsd server transport, against the C client
-# and against itself.
-scenario srv-c-rs 600 rs "C client, Rust server, NFSv4.2 over RDMA" "$io rr.mod=c rr.proto=rdma rr.vers=4.2 $small" "${SRV_WORDS:-}"
 # Delegation recall over the backchannel (RFC 8167), the C client as the
 # reference: one file, 200 at once, one after a 20 s link loss and one
 # after an nfsd restart (a new session, its backchannel set up again).
@@ -171,11 +168,32 @@ scenario hostile-rs 900 none "Rust client against a hostile server" \
 # (tests/vm/svc-hostile.sh), the I/O must go on, the mount must work
 # afterwards, no oops in either VM. SVC_HOSTILE_SERVERS="c rs" adds the
 # Rust server; SVC_HOSTILE_CASES=a,b picks cases.
-for srv in ${SVC_HOSTILE_SERVERS:-c}; do
+for srv in ${SVC_HOSTILE_SERVERS:-c rs}; do
     scenario "svc-hostile-$srv" 480 "$srv" "hostile client against the $srv server, another client doing I/O" \
         "rr.script=svc-hostile rr.mod=c rr.server=$srv${SVC_HOSTILE_CASES:+ rr.cases=$SVC_HOSTILE_CASES}"
 done
 
+# Issue 13: rpcrdma_rs as the nfsd server transport, against the C client
+# and against itself.
+# One boot per client mounts NFSv4.2, v4.1 and v3 over IPv4 and v4.2 over
+# IPv6 (tests/vm/srv-matrix.sh); then the server must refuse rmmod while
+# nfsd listens, unload once it stops, and leave no RDMA resource behind.
+matrix="rr.script=srv-matrix"
+scenario srv-c-rs 600 rs "C client, Rust server: v4.2, v4.1, v3, IPv6; clean unload" "$matrix rr.mod=c" "${SRV_WORDS:-}"
+scenario srv-rs-rs 600 rs "Rust client, Rust server: v4.2, v4.1, v3, IPv6; clean unload" "$matrix rr.mod=rs" "${SRV_WORDS:-}"
+# Large transfers against the Rust server with the C client: chunks of
+# every kind, 1 MiB rsize/wsize, the big file; 1 KiB client thresholds;
+# Long Calls from the Rust client.
+scenario srv-chunks 900 rs "C client, Rust server: chunks, 1 MiB rsize/wsize, big file" "$chunks rr.mod=c $big" "$srv1m"
+scenario srv-chunks-small-inline 900 rs "C client, Rust server: chunks with 1 KiB inline thresholds" "$chunks rr.mod=c $tiny" "$srv1m"
+scenario srv-long-calls 600 rs "Rust client, Rust server: Long Calls, 1 KiB inline, 4 slots" \
+    "rr.script=nfs-chunks rr.mod=rs rr.proto=rdma rr.vers=4.2 $tiny,slot_table_entries=4"
+# Faults on the Rust server's side: nfsd restarted under I/O, its link
+# pulled for 20 s.
+scenario srv-reconnect 600 rs "C client, Rust server: nfsd restarted under I/O" \
+    "rr.script=reconnect rr.mod=c rr.proto=rdma rr.vers=4.2 rr.faults=nfsd"
+scenario srv-link-loss 600 rs "C client, Rust server: server link down 20 s under I/O" \
+    "rr.script=reconnect rr.mod=c rr.proto=rdma rr.vers=4.2 rr.faults=link"
 if [ -n "$fuzz_pid" ]; then
     step "host: waiting for the fuzzer"
     wait "$fuzz_pid"; frc=$?

@@ -152,6 +152,27 @@ profile_watch() {
     esac
 }
 
+# What `rdma resource show` counts (pd, cq, qp, cm_id, mr ...), and the
+# QPs it lists.
+rdma_counts() { rdma resource show; }
+qp_count() { rdma resource show qp | wc -l; }
+
+# teardown: once the client asked (.teardown) and left, rpcrdma_rs must
+# refuse to unload while nfsd listens on it, unload once nfsd is stopped,
+# and leave no RDMA resource behind (counts as before nfsd started).
+teardown() {
+    i=0
+    until [ "$(qp_count)" -eq "$BASE_QPS" ]; do
+        i=$((i + 1))
+        [ $i -le 60 ] || { echo "QPs still open: $(rdma resource show qp)"; return 1; }
+        sleep 1
+    done
+    if rmmod rpcrdma_rs 2>/dev/null; then echo "rmmod succeeded while nfsd listens"; return 1; fi
+    echo 0 > /proc/fs/nfsd/threads && unload rpcrdma_rs || return 1
+    now=$(rdma_counts)
+    [ "$now" = "$BASELINE" ] || { echo "RDMA resources before: $BASELINE; after: $now" | tr '\n' ' '; return 1; }
+}
+
 # Faults on request: the client drops a trigger file into the export, so the
 # fault lands while it has I/O going. Writing 0 threads destroys the
 # listeners, so nfsd_listen re-creates them.
@@ -168,6 +189,10 @@ fault_watch() {
             [ "${req#*done}" = "$req" ]; then
             check server_recall_request recall_req "$req"
         fi
+        if [ -e /export/.teardown ] && [ "${RR_MOD:-c}" = rs ]; then
+            rm -f /export/.teardown
+            check server_teardown_unload_no_leak teardown
+        fi
         for f in nfsd link; do
             [ -e /export/.fault-$f ] || continue
             rm -f /export/.fault-$f
@@ -181,6 +206,7 @@ fault_watch() {
 }
 
 check server_net net_up $SERVER4 $SERVER6 &&
+    BASELINE=$(rdma_counts) && BASE_QPS=$(qp_count) &&
     check server_transport load_transport "${RR_MOD:-c}" &&
     check server_export export_fs &&
     check server_nfsd_tune nfsd_tune &&

@@ -260,6 +260,8 @@ pub(crate) struct SvcConn {
     #[pin]
     sq_cv: CondVar,
     sq_waiters: Atomic<u32>,
+    /// Send Queue room for RDMA Reads and Writes.
+    rw_room: u32,
     established: Atomic<bool>,
     /// Largest Send the client can receive (RFC 8797), and our buffers.
     pub(super) inline_send: u32,
@@ -350,9 +352,10 @@ impl SvcConn {
             let pd = Pd::new(&dev)?;
             let nrecv = recv_count(&cfg);
             let nsend = send_count(&cfg);
-            let rw = rw_ctxs(&cfg);
+            let rw = rw_wrs(&dev, nsend);
             let lkey = pd.local_dma_lkey();
-            let send_cq = Cq::new(&dev, (nsend + rw * 2).min(dev.max_cqe()))?;
+            // Every work request completes when the QP is flushed.
+            let send_cq = Cq::new(&dev, (nsend + 1 + rw).min(dev.max_cqe()))?;
             let recv_cq = Cq::new(&dev, nrecv.min(dev.max_cqe()))?;
             let conn = new_object(
                 try_pin_init!(Self {
@@ -374,6 +377,7 @@ impl SvcConn {
                     ),
                     sq_cv <- new_condvar!("rpcrdma_rs_svc_sq"),
                     sq_waiters: Atomic::new(0),
+                    rw_room: rw,
                     established: Atomic::new(false),
                     inline_send: peer.inline.send,
                     remote_inv: peer.peer_remote_invalidate,
@@ -584,7 +588,7 @@ impl SvcConn {
     /// for it.
     pub(super) fn get_wrs(&self, wrs: u32) -> Result {
         let mut sq = self.sq.lock();
-        if wrs > rw_ctxs(&self.cfg) {
+        if wrs > self.rw_room {
             return Err(E2BIG);
         }
         loop {
@@ -695,7 +699,10 @@ fn send_count(cfg: &SvcConfig) -> u32 {
     cfg.credits.clamp(16, 64)
 }
 
-/// rdma_rw contexts (RDMA Read and Write operations) at once.
-fn rw_ctxs(cfg: &SvcConfig) -> u32 {
-    cfg.credits.clamp(16, 128)
+/// Send Queue room for RDMA Read and Write work requests. One operation
+/// takes a work request per `max_sge_rd` pages (a single page on rxe), so
+/// a 1 MiB chunk can take some 260: this lets several go at once.
+fn rw_wrs(dev: &Device, nsend: u32) -> u32 {
+    const RW_WRS: u32 = 2048;
+    RW_WRS.min(dev.max_qp_wr().saturating_sub(nsend + 1))
 }

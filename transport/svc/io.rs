@@ -97,6 +97,7 @@ pub(super) fn run_with(
     }
     wait.finish(1);
     wait.done.wait_for_completion();
+
     conn.put_wrs(wrs);
     let failed = wait.failed.load(Relaxed);
     if res.is_err() || failed != 0 {

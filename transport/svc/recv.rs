@@ -155,7 +155,9 @@ fn pull(
             bytes += u64::from(length);
         }
     }
-    io::run(conn, &mut ctxs).map_err(|_| None)?;
+    // A chunk needing more Send Queue room than the connection has is
+    // refused; any other failure closed the connection.
+    io::run(conn, &mut ctxs).map_err(|e| (e == E2BIG).then_some(RdmaError::Chunk))?;
     // Unmapping makes the Read data visible to the CPU.
     drop(ctxs);
     conn.count(|s| &s.read_chunks, chunks);

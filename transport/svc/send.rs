@@ -56,7 +56,11 @@ pub(super) fn sendto(conn: &SvcConn, rqst: &mut SvcRqst<'_>) -> i32 {
         call.xid,
         shape.len,
         plan.payload_len(),
-        if plan.nomsg() { "by Reply chunk" } else { "inline" }
+        if plan.nomsg() {
+            "by Reply chunk"
+        } else {
+            "inline"
+        }
     );
     match reply(conn, rqst, &call, &plan) {
         Ok(()) => 0,
