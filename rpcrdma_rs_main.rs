@@ -35,7 +35,7 @@ const TRANSPORT_IDENT: i32 = transport::IDENT;
 
 struct RpcRdma {
     _client: transport::Registration,
-    _server: sunrpc::SvcClass,
+    _server: transport::svc::Registration,
 }
 
 impl kernel::Module for RpcRdma {

@@ -124,11 +124,39 @@ pub enum DropReason {
     BackwardWithChunks,
 }
 
+/// A message too short for `rdma_proc`: answered with RDMA_ERROR when its
+/// XID, version and credits are all there (as rpcrdma.ko answers, but
+/// echoing only bytes the peer sent), dropped otherwise.
+fn short(buf: &[u8]) -> Refusal {
+    let (Some(xid), Some(vers)) = (xdr::u32_at(buf, 0), xdr::u32_at(buf, 4)) else {
+        return Refusal::Drop(DropReason::Short);
+    };
+    if xdr::u32_at(buf, 8).is_none() {
+        return Refusal::Drop(DropReason::Short);
+    }
+    let (error, cause) = if vers == v1::VERSION {
+        (RdmaError::Chunk, Cause::Header(DecodeError::Truncated))
+    } else {
+        (
+            RdmaError::Vers {
+                low: v1::VERSION,
+                high: v1::VERSION,
+            },
+            Cause::Header(DecodeError::BadVersion { vers }),
+        )
+    };
+    Refusal::Error {
+        xid,
+        vers,
+        error,
+        cause,
+    }
+}
+
 /// Decodes and checks a received message; see the module documentation
 /// for the rules.
 pub fn receive<'a>(buf: &'a [u8], limits: &Limits) -> Result<Received<'a>, Refusal> {
-    let (fixed, proc) =
-        FixedHeader::decode(&mut Reader::new(buf)).map_err(|_| Refusal::Drop(DropReason::Short))?;
+    let (fixed, proc) = FixedHeader::decode(&mut Reader::new(buf)).map_err(|_| short(buf))?;
     let error = |error, cause| Refusal::Error {
         xid: fixed.xid,
         vers: fixed.vers,

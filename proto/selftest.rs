@@ -1359,8 +1359,12 @@ pub fn responder_receive_rules() -> Outcome {
         })
     };
     check(
-        refusal(&[&[XID, 1, CREDITS]])? == Some(Refusal::Drop(DropReason::Short)),
+        refusal(&[&[XID, 1]])? == Some(Refusal::Drop(DropReason::Short)),
         "responder: too short is dropped",
+    )?;
+    check(
+        refusal(&[&[XID, 1, CREDITS]])? == chunk(Cause::Header(DecodeError::Truncated)),
+        "responder: no rdma_proc gets ERR_CHUNK",
     )?;
     check(
         refusal(&[&[XID, 2, CREDITS, 0]])?

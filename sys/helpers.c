@@ -561,6 +561,29 @@ void rpcrdma_rs_svc_params(unsigned int *max_requests, unsigned int *max_inline)
 	*max_inline = READ_ONCE(svc_max_inline);
 }
 
+/*
+ * Server counters in debugfs: /sys/kernel/debug/rpcrdma_rs/server/ for the
+ * totals and one directory per connection under it. NULL when debugfs is
+ * off; every call below accepts that.
+ */
+struct dentry *rpcrdma_rs_debugfs_dir(const char *name, struct dentry *parent)
+{
+	struct dentry *d = debugfs_create_dir(name, parent);
+
+	return IS_ERR(d) ? NULL : d;
+}
+
+void rpcrdma_rs_debugfs_u64(struct dentry *dir, const char *name, u64 *value)
+{
+	if (dir)
+		debugfs_create_u64(name, 0400, dir, value);
+}
+
+void rpcrdma_rs_debugfs_remove(struct dentry *dir)
+{
+	debugfs_remove(dir);
+}
+
 MODULE_ALIAS("svcrdma");
 MODULE_ALIAS("xprtrdma");
 MODULE_ALIAS("rpcrdma6");

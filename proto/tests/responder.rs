@@ -117,9 +117,39 @@ const A: Segment = Segment {
 #[test]
 fn short_messages_are_dropped() {
     let full = words(&[XID, 1, CR, 0]);
-    for n in 0..16 {
+    for n in 0..12 {
         assert_eq!(dropped(&full[..n]), DropReason::Short, "{n}");
     }
+}
+
+/// With XID, version and credits readable, the answer echoes only those
+/// (rpcrdma.ko answers shorter messages too, with whatever its receive
+/// buffer held before: stale kernel memory).
+#[test]
+fn short_headers_with_an_xid_are_answered() {
+    let full = words(&[XID, 1, CR, 0]);
+    for n in 12..16 {
+        assert_eq!(
+            receive(&full[..n], &Limits::DEFAULT),
+            Err(Refusal::Error {
+                xid: XID,
+                vers: 1,
+                error: RdmaError::Chunk,
+                cause: Cause::Header(DecodeError::Truncated),
+            }),
+            "{n}"
+        );
+    }
+    let v2 = words(&[XID, 2, CR]);
+    assert!(matches!(
+        receive(&v2, &Limits::DEFAULT),
+        Err(Refusal::Error {
+            xid: XID,
+            vers: 2,
+            error: RdmaError::Vers { low: 1, high: 1 },
+            ..
+        })
+    ));
 }
 
 #[test]

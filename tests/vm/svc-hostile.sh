@@ -44,7 +44,10 @@
 #   nomsg-nochunk, xid-mismatch  rpcrdma.ko serves the inline Call *
 #   rpc-reply         an RPC Reply with no backchannel: nfsd drops it
 #   read-bad-rkey, read-out-of-bounds, reply-bad-rkey  the server's RDMA
-#                     Read or Write fails: the connection is lost
+#                     Read or Write fails: the connection is lost. rs sends
+#                     a NULL reply inline when it fits, as RFC 8166 allows,
+#                     so it never touches a bad Reply chunk
+#                     (rpcrdma.ko always uses an offered Reply chunk)
 #   oversize          larger than the server's Receive: the Receive fails,
 #                     the connection is lost
 #   credit-burst      3 x the credits at once: served, or disconnected
@@ -83,7 +86,7 @@ garbage             err-vers              err-vers|err-chunk|disconnect
 garbage-v1          err-chunk             err-chunk|disconnect
 read-bad-rkey       disconnect            disconnect
 read-out-of-bounds  disconnect            disconnect
-reply-bad-rkey      disconnect            disconnect
+reply-bad-rkey      disconnect            disconnect|reply
 oversize            disconnect            disconnect
 credit-burst        reply|disconnect      reply|disconnect
 '

@@ -24,11 +24,14 @@ use crate::rdma::{
     CmEvent, CmHandler, CmId, ConnParam, ConnRequest, Cq, CqEntry, CqHandler, Device, DmaBuf,
     DmaDir, Pd, Qp, QpCaps, QpInit, RecvWr, SendChain, Wc,
 };
-use crate::sunrpc::{new_object, Net, Serv, SvcObject, SvcXprt};
+use crate::sunrpc::{new_object, DebugDir, Net, Serv, SvcObject, SvcXprt};
 use crate::sys;
 
 /// Per-connection counters, summed into [`TOTALS`] as they count.
 pub(crate) struct ConnStats {
+    /// Connections accepted and closed (totals only).
+    pub(crate) accepted: Counter,
+    pub(crate) closed: Counter,
     /// Calls received and handed to nfsd.
     pub(crate) calls: Counter,
     /// Replies sent.
@@ -48,8 +51,32 @@ pub(crate) struct ConnStats {
 }
 
 impl ConnStats {
+    /// Shows the counters in `dir`, which the `'static` counters outlive.
+    pub(crate) fn publish(&'static self, dir: &DebugDir) {
+        let files: [(&CStr, &Counter); 12] = [
+            (c"connections_accepted", &self.accepted),
+            (c"connections_closed", &self.closed),
+            (c"calls", &self.calls),
+            (c"replies", &self.replies),
+            (c"read_segments", &self.read_chunks),
+            (c"write_chunks", &self.write_chunks),
+            (c"reply_chunks", &self.reply_chunks),
+            (c"rdma_read_bytes", &self.read_bytes),
+            (c"rdma_write_bytes", &self.write_bytes),
+            (c"errors_sent", &self.errors_sent),
+            (c"dropped", &self.dropped),
+            (c"remote_invalidations", &self.remote_inv),
+        ];
+        for (name, counter) in files {
+            // SAFETY: `self` is `'static`.
+            unsafe { dir.counter(name, counter.as_ptr()) };
+        }
+    }
+
     pub(crate) const fn new() -> Self {
         Self {
+            accepted: Counter::new(),
+            closed: Counter::new(),
             calls: Counter::new(),
             replies: Counter::new(),
             read_chunks: Counter::new(),
@@ -453,6 +480,7 @@ impl SvcConn {
         }
         // Cannot fail: set only here.
         let _ = conn.id.populate(id);
+        TOTALS.accepted.add(1);
         rdebug!(
             "server: connection accepted, credits {}, inline send {}, remote invalidation {}\n",
             conn.cfg.credits,
@@ -668,6 +696,9 @@ impl PinnedDrop for SvcConn {
         // so that no handler runs once the contexts go.
         if let Some(id) = self.id() {
             id.drain_qp();
+        }
+        if self.id().is_some() {
+            TOTALS.closed.add(1);
         }
         let s = &self.stats;
         rdebug!(

@@ -19,7 +19,7 @@ mod send;
 use kernel::prelude::*;
 
 use super::{Counter, IDENT};
-use crate::sunrpc::{Ctxt, Net, Serv, SockAddr, SvcClass, SvcRqst, SvcTransport};
+use crate::sunrpc::{Ctxt, DebugDir, Net, Serv, SockAddr, SvcClass, SvcRqst, SvcTransport};
 use crate::sys;
 use conn::{ConnStats, SvcConn};
 use listener::SvcListener;
@@ -90,7 +90,20 @@ impl SvcTransport for RdmaSvc {
     fn detach_listener(_listener: &SvcListener) {}
 }
 
-/// Registers the server class "rdma"; `EEXIST` if rpcrdma.ko has it.
-pub(crate) fn register(module: &'static ThisModule) -> Result<SvcClass> {
-    SvcClass::register::<RdmaSvc>(c"rdma", module, IDENT, sys::RPCSVC_MAXPAYLOAD)
+/// The registered server class and its counters in debugfs.
+pub(crate) struct Registration {
+    _class: SvcClass,
+    _debug: DebugDir,
+}
+
+/// Registers the server class "rdma" (`EEXIST` if rpcrdma.ko has it) and
+/// shows the totals in `/sys/kernel/debug/rpcrdma_rs_server/`.
+pub(crate) fn register(module: &'static ThisModule) -> Result<Registration> {
+    let class = SvcClass::register::<RdmaSvc>(c"rdma", module, IDENT, sys::RPCSVC_MAXPAYLOAD)?;
+    let debug = DebugDir::new(c"rpcrdma_rs_server", None);
+    TOTALS.publish(&debug);
+    Ok(Registration {
+        _class: class,
+        _debug: debug,
+    })
 }
