@@ -155,6 +155,14 @@ impl SvcXprt {
         unsafe { sys::rpcrdma_rs_svc_xprt_set_remote(self.as_ptr(), sa) }
     }
 
+    /// The peer's address as text (`xpt_remotebuf`), or "listener".
+    pub(crate) fn remote(&self) -> &CStr {
+        // SAFETY: Initialised (type invariant): `xpt_remotebuf` always
+        // holds a NUL-terminated string (svc_xprt_init, set_remote), and
+        // lives as long as `self`.
+        unsafe { CStr::from_char_ptr((*self.as_ptr()).xpt_remotebuf.as_ptr().cast()) }
+    }
+
     /// The network namespace.
     pub(crate) fn net(&self) -> Net {
         // SAFETY: Initialised (type invariant): `xpt_net` holds a

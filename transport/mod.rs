@@ -154,6 +154,11 @@ impl Counter {
         self.0.add(by, Relaxed);
     }
 
+    /// Adds one; the count before.
+    pub(crate) fn inc(&self) -> u64 {
+        self.0.fetch_add(1, Relaxed)
+    }
+
     /// The count so far.
     pub(crate) fn get(&self) -> u64 {
         self.0.load(Relaxed)

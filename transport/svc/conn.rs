@@ -15,6 +15,7 @@ use core::cell::UnsafeCell;
 use core::ptr::NonNull;
 
 use kernel::prelude::*;
+use kernel::str::CString;
 use kernel::sync::atomic::{Acquire, Atomic, Relaxed, Release};
 use kernel::sync::{new_condvar, new_spinlock, CondVar, SetOnce, SpinLock};
 
@@ -51,8 +52,12 @@ pub(crate) struct ConnStats {
 }
 
 impl ConnStats {
-    /// Shows the counters in `dir`, which the `'static` counters outlive.
-    pub(crate) fn publish(&'static self, dir: &DebugDir) {
+    /// Shows the counters in `dir`.
+    ///
+    /// # Safety
+    ///
+    /// `self` must outlive `dir`.
+    pub(crate) unsafe fn publish(&self, dir: &DebugDir) {
         let files: [(&CStr, &Counter); 12] = [
             (c"connections_accepted", &self.accepted),
             (c"connections_closed", &self.closed),
@@ -68,7 +73,7 @@ impl ConnStats {
             (c"remote_invalidations", &self.remote_inv),
         ];
         for (name, counter) in files {
-            // SAFETY: `self` is `'static`.
+            // SAFETY: The counters outlive `dir` (caller).
             unsafe { dir.counter(name, counter.as_ptr()) };
         }
     }
@@ -91,6 +96,30 @@ impl ConnStats {
     }
 }
 
+/// How a context reaches the connection that owns it.
+///
+/// # Invariants
+///
+/// Points to a connection that outlives every context holding this: the
+/// contexts live in the connection's [`Ep`], dropped after its QP was
+/// drained.
+#[derive(Clone, Copy)]
+struct ConnRef(NonNull<SvcConn>);
+
+// SAFETY: Only gives `&SvcConn`, which is `Sync`.
+unsafe impl Send for ConnRef {}
+// SAFETY: As above.
+unsafe impl Sync for ConnRef {}
+
+impl core::ops::Deref for ConnRef {
+    type Target = SvcConn;
+
+    fn deref(&self) -> &SvcConn {
+        // SAFETY: Alive by the type invariant.
+        unsafe { self.0.as_ref() }
+    }
+}
+
 /// A Receive buffer and its work request.
 ///
 /// # Invariants
@@ -103,7 +132,7 @@ pub(super) struct RecvCtx {
     cqe: CqEntry<RecvCtx>,
     wr: RecvWr,
     pub(super) buf: DmaBuf,
-    conn: NonNull<SvcConn>,
+    conn: ConnRef,
     pub(super) idx: u32,
     /// Bytes received.
     pub(super) len: Atomic<u32>,
@@ -125,8 +154,7 @@ unsafe impl Sync for RecvCtx {}
 
 impl RecvCtx {
     fn conn(&self) -> &SvcConn {
-        // SAFETY: The owner outlives its contexts (type invariant).
-        unsafe { self.conn.as_ref() }
+        &self.conn
     }
 }
 
@@ -165,7 +193,7 @@ impl CqHandler for RecvCtx {
 pub(super) struct SendCtx {
     cqe: CqEntry<SendCtx>,
     buf: UnsafeCell<DmaBuf>,
-    conn: NonNull<SvcConn>,
+    conn: ConnRef,
     idx: u32,
 }
 
@@ -179,8 +207,7 @@ unsafe impl Sync for SendCtx {}
 
 impl CqHandler for SendCtx {
     fn done(&self, wc: &Wc<'_>) {
-        // SAFETY: The owner outlives its contexts (type invariant).
-        let conn = unsafe { self.conn.as_ref() };
+        let conn = &self.conn;
         if !wc.ok() {
             if !wc.flushed() {
                 rwarn!("server: Send failed, status {}\n", wc.status());
@@ -231,8 +258,7 @@ impl<'a> SendSlot<'a> {
     }
 
     fn conn(&self) -> &'a SvcConn {
-        // SAFETY: The owner outlives its contexts (type invariant).
-        unsafe { self.ctx.conn.as_ref() }
+        &self.ctx.conn
     }
 }
 
@@ -294,6 +320,9 @@ pub(crate) struct SvcConn {
     pub(super) inline_send: u32,
     /// The client accepts Send With Invalidate.
     pub(super) remote_inv: bool,
+    /// This connection's counters in debugfs; declared (so dropped)
+    /// before the counters.
+    debug: SetOnce<DebugDir>,
     pub(super) stats: ConnStats,
 }
 
@@ -408,6 +437,7 @@ impl SvcConn {
                     established: Atomic::new(false),
                     inline_send: peer.inline.send,
                     remote_inv: peer.peer_remote_invalidate,
+                    debug: SetOnce::new(),
                     stats: ConnStats::new(),
                 }? Error),
                 serv,
@@ -480,7 +510,8 @@ impl SvcConn {
         }
         // Cannot fail: set only here.
         let _ = conn.id.populate(id);
-        TOTALS.accepted.add(1);
+        let seq = TOTALS.accepted.inc();
+        conn.publish_counters(seq);
         rdebug!(
             "server: connection accepted, credits {}, inline send {}, remote invalidation {}\n",
             conn.cfg.credits,
@@ -490,8 +521,28 @@ impl SvcConn {
         Some(conn)
     }
 
+    /// `/sys/kernel/debug/rpcrdma_rs_server/<peer>-<seq>/`.
+    fn publish_counters(&self, seq: u64) {
+        let Some(parent) = super::server_dir() else {
+            return;
+        };
+        let Ok(name) = CString::try_from_fmt(fmt!(
+            "{}-{}",
+            self.xprt.remote().to_str().unwrap_or("peer"),
+            seq
+        )) else {
+            return;
+        };
+        let dir = DebugDir::new(&name, Some(parent));
+        // SAFETY: `stats` is declared after `debug`, so it outlives the
+        // directory.
+        unsafe { self.stats.publish(&dir) };
+        let _ = self.debug.populate(dir);
+    }
+
     fn build_ep(&self, nrecv: u32, nsend: u32) -> Result {
-        let this = NonNull::from(self);
+        // INVARIANT: the contexts go into `self.ep`.
+        let this = ConnRef(NonNull::from(self));
         let mut recvs = KVec::with_capacity(nrecv as usize, GFP_KERNEL)?;
         for idx in 0..nrecv {
             let buf = DmaBuf::new(&self.dev, self.cfg.inline as usize, DmaDir::FromDevice)?;
@@ -641,7 +692,7 @@ impl SvcConn {
         let mut sq = self.sq.lock();
         sq.room = sq.room.saturating_add(wrs);
         drop(sq);
-        self.sq_cv.notify_all();
+        self.room_freed();
     }
 
     fn put_send(&self, idx: u32, wrs: u32) {
@@ -650,7 +701,17 @@ impl SvcConn {
         let _ = sq.free.push(idx, GFP_ATOMIC);
         sq.room = sq.room.saturating_add(wrs);
         drop(sq);
-        self.sq_cv.notify_all();
+        self.room_freed();
+    }
+
+    /// Wakes the threads waiting for room. While they waited,
+    /// `has_wspace` kept sunrpc from handing out queued Calls: offer them
+    /// again.
+    fn room_freed(&self) {
+        if self.sq_waiters.load(Relaxed) != 0 {
+            self.sq_cv.notify_all();
+            self.xprt.enqueue();
+        }
     }
 
     /// Whether no thread waits for Send Queue room.

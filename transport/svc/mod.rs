@@ -17,6 +17,7 @@ mod recv;
 mod send;
 
 use kernel::prelude::*;
+use kernel::sync::atomic::{Acquire, Atomic, Release};
 
 use super::{Counter, IDENT};
 use crate::sunrpc::{Ctxt, DebugDir, Net, Serv, SockAddr, SvcClass, SvcRqst, SvcTransport};
@@ -93,17 +94,40 @@ impl SvcTransport for RdmaSvc {
 /// The registered server class and its counters in debugfs.
 pub(crate) struct Registration {
     _class: SvcClass,
-    _debug: DebugDir,
+    debug: KBox<DebugDir>,
 }
 
 /// Registers the server class "rdma" (`EEXIST` if rpcrdma.ko has it) and
-/// shows the totals in `/sys/kernel/debug/rpcrdma_rs_server/`.
+/// shows the totals in `/sys/kernel/debug/rpcrdma_rs_server/`, where each
+/// connection adds a directory of its own.
 pub(crate) fn register(module: &'static ThisModule) -> Result<Registration> {
-    let class = SvcClass::register::<RdmaSvc>(c"rdma", module, IDENT, sys::RPCSVC_MAXPAYLOAD)?;
-    let debug = DebugDir::new(c"rpcrdma_rs_server", None);
-    TOTALS.publish(&debug);
+    let debug = KBox::new(DebugDir::new(c"rpcrdma_rs_server", None), GFP_KERNEL)?;
+    // SAFETY: The totals are `'static`.
+    unsafe { TOTALS.publish(&debug) };
+    SERVER_DIR.store(&raw const *debug, Release);
+    let class = SvcClass::register::<RdmaSvc>(c"rdma", module, IDENT, sys::RPCSVC_MAXPAYLOAD)
+        .inspect_err(|_| SERVER_DIR.store(core::ptr::null(), Release))?;
     Ok(Registration {
         _class: class,
-        _debug: debug,
+        debug,
     })
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        // No connection is left (each holds a module reference).
+        SERVER_DIR.store(core::ptr::null(), Release);
+        let _ = &self.debug;
+    }
+}
+
+/// The module's debugfs directory, while it is loaded.
+static SERVER_DIR: Atomic<*const DebugDir> = Atomic::new(core::ptr::null());
+
+/// The directory connections put theirs in.
+pub(super) fn server_dir() -> Option<&'static DebugDir> {
+    // SAFETY: Set to the `Registration`'s boxed directory, which lives
+    // until module unload; every connection (the only users) holds a
+    // module reference, so none outlives it.
+    unsafe { SERVER_DIR.load(Acquire).as_ref() }
 }
