@@ -21,6 +21,7 @@ use kernel::sync::atomic::{Acquire, Atomic, Release};
 use kernel::types::Opaque;
 
 use super::rqst::XdrBuf;
+use super::xprt::Xprt;
 use crate::rdma::PageSeg;
 use crate::sys;
 
@@ -153,6 +154,22 @@ impl SvcXprt {
     pub(crate) unsafe fn set_remote(&self, sa: *const sys::sockaddr) {
         // SAFETY: Initialised (type invariant); `sa` valid (caller).
         unsafe { sys::rpcrdma_rs_svc_xprt_set_remote(self.as_ptr(), sa) }
+    }
+
+    /// Closes the transport now (`svc_xprt_close`): from an nfsd thread
+    /// or rpciod, never from a completion or CM handler.
+    pub(crate) fn close(&self) {
+        // SAFETY: Initialised (type invariant).
+        unsafe { sys::svc_xprt_close(self.as_ptr()) }
+    }
+
+    /// The backchannel nfsd set up on this connection, if any.
+    pub(crate) fn bc_xprt(&self) -> Option<&Xprt> {
+        // SAFETY: Initialised (type invariant). Once set, `xpt_bc_xprt`
+        // holds a reference that the `svc_xprt` drops only when freed.
+        let bc = unsafe { (*self.as_ptr()).xpt_bc_xprt };
+        // SAFETY: Live as long as `self`, as above.
+        (!bc.is_null()).then(|| unsafe { Xprt::from_raw(bc) })
     }
 
     /// The peer's address as text (`xpt_remotebuf`), or "listener".

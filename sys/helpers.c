@@ -562,6 +562,38 @@ void rpcrdma_rs_svc_params(unsigned int *max_requests, unsigned int *max_inline)
 }
 
 /*
+ * Buffers of a backward Call the server sends (and of its Reply): the
+ * Call is copied into a Send buffer, so plain kmalloc memory does.
+ */
+int rpcrdma_rs_svc_bc_buf_alloc(struct rpc_task *task)
+{
+	struct rpc_rqst *rqst = task->tk_rqstp;
+
+	if (rqst->rq_callsize > PAGE_SIZE)
+		return -EINVAL;
+	rqst->rq_buffer = kmalloc(rqst->rq_callsize, GFP_NOIO | __GFP_NOWARN);
+	if (!rqst->rq_buffer)
+		return -ENOMEM;
+	rqst->rq_rbuffer = kmalloc(rqst->rq_rcvsize, GFP_NOIO | __GFP_NOWARN);
+	if (!rqst->rq_rbuffer) {
+		kfree(rqst->rq_buffer);
+		rqst->rq_buffer = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void rpcrdma_rs_svc_bc_buf_free(struct rpc_task *task)
+{
+	struct rpc_rqst *rqst = task->tk_rqstp;
+
+	kfree(rqst->rq_buffer);
+	kfree(rqst->rq_rbuffer);
+	rqst->rq_buffer = NULL;
+	rqst->rq_rbuffer = NULL;
+}
+
+/*
  * Server counters in debugfs: /sys/kernel/debug/rpcrdma_rs/server/ for the
  * totals and one directory per connection under it. NULL when debugfs is
  * off; every call below accepts that.

@@ -123,6 +123,8 @@ void *rpcrdma_rs_page_address(struct page *page);
 void rpcrdma_rs_module_get(struct module *mod);
 void rpcrdma_rs_svc_params(unsigned int *max_requests,
 			   unsigned int *max_inline);
+int rpcrdma_rs_svc_bc_buf_alloc(struct rpc_task *task);
+void rpcrdma_rs_svc_bc_buf_free(struct rpc_task *task);
 struct dentry *rpcrdma_rs_debugfs_dir(const char *name, struct dentry *parent);
 void rpcrdma_rs_debugfs_u64(struct dentry *dir, const char *name, u64 *value);
 void rpcrdma_rs_debugfs_remove(struct dentry *dir);

@@ -49,6 +49,11 @@ pub(crate) struct ConnStats {
     pub(crate) dropped: Counter,
     /// Replies sent with Send With Invalidate.
     pub(crate) remote_inv: Counter,
+    /// Backward Calls (NFSv4.1 callbacks) sent, Replies matched to them,
+    /// and Calls that could not be sent.
+    pub(crate) bc_calls: Counter,
+    pub(crate) bc_replies: Counter,
+    pub(crate) bc_failures: Counter,
 }
 
 impl ConnStats {
@@ -58,7 +63,10 @@ impl ConnStats {
     ///
     /// `self` must outlive `dir`.
     pub(crate) unsafe fn publish(&self, dir: &DebugDir) {
-        let files: [(&CStr, &Counter); 12] = [
+        let files: [(&CStr, &Counter); 15] = [
+            (c"backchannel_calls", &self.bc_calls),
+            (c"backchannel_replies", &self.bc_replies),
+            (c"backchannel_failures", &self.bc_failures),
             (c"connections_accepted", &self.accepted),
             (c"connections_closed", &self.closed),
             (c"calls", &self.calls),
@@ -92,6 +100,9 @@ impl ConnStats {
             errors_sent: Counter::new(),
             dropped: Counter::new(),
             remote_inv: Counter::new(),
+            bc_calls: Counter::new(),
+            bc_replies: Counter::new(),
+            bc_failures: Counter::new(),
         }
     }
 }
@@ -724,6 +735,13 @@ impl SvcConn {
     pub(super) fn close(&self) {
         self.xprt.deferred_close();
         self.wake_waiters();
+    }
+
+    /// Closes the connection at once, from rpciod (a backward Call that
+    /// could not be sent).
+    pub(super) fn close_now(&self) {
+        self.wake_waiters();
+        self.xprt.close();
     }
 
     /// `xpo_detach`: disconnect, and wake whoever waits.

@@ -7,9 +7,11 @@
 //! accept queue), `conn` (one connection, its buffers and Send Queue
 //! room), `recv` (`xpo_recvfrom`, with Read chunks), `send`
 //! (`xpo_sendto`: Write and Reply chunks, Send With Invalidate,
-//! RDMA_ERROR) and `io` (RDMA Reads and Writes a thread waits for). The
-//! protocol decisions are [`crate::proto::responder`]'s.
+//! RDMA_ERROR), `io` (RDMA Reads and Writes a thread waits for) and
+//! `backchannel` (class "rdma backchannel", for nfsd's NFSv4.1
+//! callbacks). The protocol decisions are [`crate::proto::responder`]'s.
 
+mod backchannel;
 mod conn;
 mod io;
 mod listener;
@@ -94,6 +96,7 @@ impl SvcTransport for RdmaSvc {
 /// The registered server class and its counters in debugfs.
 pub(crate) struct Registration {
     _class: SvcClass,
+    _backchannel: backchannel::BcRegistration,
     debug: KBox<DebugDir>,
 }
 
@@ -107,8 +110,11 @@ pub(crate) fn register(module: &'static ThisModule) -> Result<Registration> {
     SERVER_DIR.store(&raw const *debug, Release);
     let class = SvcClass::register::<RdmaSvc>(c"rdma", module, IDENT, sys::RPCSVC_MAXPAYLOAD)
         .inspect_err(|_| SERVER_DIR.store(core::ptr::null(), Release))?;
+    let bc = backchannel::BcRegistration::new(module)
+        .inspect_err(|_| SERVER_DIR.store(core::ptr::null(), Release))?;
     Ok(Registration {
         _class: class,
+        _backchannel: bc,
         debug,
     })
 }

@@ -14,7 +14,7 @@ use kernel::prelude::*;
 use kernel::sync::atomic::Relaxed;
 
 use super::conn::SvcConn;
-use super::{io, send};
+use super::{backchannel, io, send};
 use crate::proto::limits::Limits;
 use crate::proto::responder::{self, Call, Piece, Received, Refusal};
 use crate::proto::v1::RdmaError;
@@ -58,10 +58,18 @@ pub(super) fn recvfrom(conn: &SvcConn, rqst: &mut SvcRqst<'_>) -> i32 {
     let msg = &ctx.buf.as_slice()[..len];
     let call = match responder::receive(msg, &LIMITS) {
         Ok(Received::Call(call)) => call,
-        Ok(Received::BackchannelReply { xid, .. }) => {
-            // No backchannel on the server yet: nfsd sent no Call.
-            rdebug!("server: dropped a backchannel reply, xid {:#x}\n", xid);
-            conn.count(|s| &s.dropped, 1);
+        Ok(Received::BackchannelReply {
+            xid,
+            credits,
+            payload,
+        }) => {
+            if backchannel::reply(conn, xid, credits, payload) {
+                conn.count(|s| &s.bc_replies, 1);
+            } else {
+                // No backchannel, or no backward Call with this XID.
+                rdebug!("server: dropped a backchannel reply, xid {:#x}\n", xid);
+                conn.count(|s| &s.dropped, 1);
+            }
             conn.repost(idx);
             return 0;
         }

@@ -12,10 +12,13 @@ use kernel::sync::atomic::Relaxed;
 use super::conn::{SvcConn, NO_PAYLOAD};
 use super::io;
 use super::recv::{idx_of, LIMITS};
+use super::backchannel::BC_SLOTS;
+use crate::proto::chunk::ChunkSlices;
+use crate::proto::header::FixedHeader;
 use crate::proto::responder::{self, Call, Received, ReplyPlan, ReplyShape};
 use crate::proto::v1::{self, RdmaError};
 use crate::rdma::{PageSeg, RwCtx, RwOp, SendChain};
-use crate::sunrpc::{Ctxt, SvcRqst};
+use crate::sunrpc::{Ctxt, SendRqst, SvcRqst, XptFlag};
 
 pub(super) fn sendto(conn: &SvcConn, rqst: &mut SvcRqst<'_>) -> i32 {
     let Some(ctxt) = rqst.ctxt() else {
@@ -115,6 +118,49 @@ fn reply(conn: &SvcConn, rqst: &SvcRqst<'_>, call: &Call<'_>, plan: &ReplyPlan<'
         conn.count(|s| &s.remote_inv, 1);
     }
     Ok(())
+}
+
+/// Header of a backward Call: xid, version, credits, RDMA_MSG, three
+/// empty chunk lists.
+const BC_HEADER: usize = 28;
+
+/// Largest backward Call the backchannel carries: one inline Send the
+/// client can receive, less our header.
+pub(super) fn bc_max_payload(conn: &SvcConn) -> usize {
+    (conn.inline_send.min(conn.cfg.inline) as usize).saturating_sub(BC_HEADER)
+}
+
+/// Sends a backward Call (RFC 8167 §4): inline, with the backchannel's
+/// own credits, no chunks.
+pub(super) fn backward_call(conn: &SvcConn, rqst: &SendRqst<'_>) -> Result {
+    if conn.xprt().test(XptFlag::Dead) {
+        return Err(ENOTCONN);
+    }
+    let res = (|| {
+        let snd = rqst.snd_buf();
+        let len = snd.len() as usize;
+        if len > bc_max_payload(conn) {
+            return Err(EMSGSIZE);
+        }
+        let mut slot = conn.get_send()?;
+        let buf = slot.buf().as_mut_slice();
+        let fixed = FixedHeader {
+            xid: rqst.xid(),
+            vers: v1::VERSION,
+            credits: BC_SLOTS,
+        };
+        let hlen = v1::encode(buf, &fixed, &v1::Message::Msg(ChunkSlices::NONE))
+            .map_err(|_| EMSGSIZE)?;
+        let dst = buf.get_mut(hlen..hlen + len).ok_or(EMSGSIZE)?;
+        snd.read(0, dst)?;
+        rqst.stamp_xmit();
+        slot.post(hlen + len, &SendChain::new(), None)
+    })();
+    match res {
+        Ok(()) => conn.count(|s| &s.bc_calls, 1),
+        Err(_) => conn.count(|s| &s.bc_failures, 1),
+    }
+    res
 }
 
 /// Answers `xid` with RDMA_ERROR (RFC 8166 §4.5), in header version `vers`.
