@@ -190,6 +190,11 @@ scenario srv-long-calls 600 rs "Rust client, Rust server: Long Calls, 1 KiB inli
     "rr.script=nfs-chunks rr.mod=rs rr.proto=rdma rr.vers=4.2 $tiny,slot_table_entries=4"
 # Faults on the Rust server's side: nfsd restarted under I/O, its link
 # pulled for 20 s.
+# Issue 14: delegations recalled over the Rust server's backchannel, by
+# the C client and by the Rust client: one file, 200 at once, one after a
+# 20 s link loss and one after an nfsd restart (tests/vm/recall.sh).
+scenario srv-recall-c 900 rs "C client, Rust server: delegations recalled over the backchannel" "$recall rr.mod=c"
+scenario srv-recall-rs 900 rs "Rust client, Rust server: delegations recalled over the backchannel" "$recall rr.mod=rs"
 scenario srv-reconnect 600 rs "C client, Rust server: nfsd restarted under I/O" \
     "rr.script=reconnect rr.mod=c rr.proto=rdma rr.vers=4.2 rr.faults=nfsd"
 scenario srv-link-loss 600 rs "C client, Rust server: server link down 20 s under I/O" \

@@ -44,9 +44,8 @@ struct BcClass {
     netid: [*const c_char; 1],
 }
 
-const _: () = assert!(
-    core::mem::offset_of!(BcClass, netid) == core::mem::size_of::<sys::xprt_class>()
-);
+const _: () =
+    assert!(core::mem::offset_of!(BcClass, netid) == core::mem::size_of::<sys::xprt_class>());
 
 /// The registered class; unregistered on drop.
 ///
@@ -106,7 +105,8 @@ impl Drop for BcRegistration {
 unsafe extern "C" fn bc_setup(args: *mut sys::xprt_create) -> *mut sys::rpc_xprt {
     // SAFETY: sunrpc passes valid arguments.
     let args = unsafe { &*args };
-    if args.addrlen > core::mem::size_of::<sys::__kernel_sockaddr_storage>() || args.bc_xprt.is_null()
+    if args.addrlen > core::mem::size_of::<sys::__kernel_sockaddr_storage>()
+        || args.bc_xprt.is_null()
     {
         return EBADF.to_ptr();
     }

@@ -9,10 +9,10 @@
 use kernel::prelude::*;
 use kernel::sync::atomic::Relaxed;
 
+use super::backchannel::BC_SLOTS;
 use super::conn::{SvcConn, NO_PAYLOAD};
 use super::io;
 use super::recv::{idx_of, LIMITS};
-use super::backchannel::BC_SLOTS;
 use crate::proto::chunk::ChunkSlices;
 use crate::proto::header::FixedHeader;
 use crate::proto::responder::{self, Call, Received, ReplyPlan, ReplyShape};
@@ -149,8 +149,8 @@ pub(super) fn backward_call(conn: &SvcConn, rqst: &SendRqst<'_>) -> Result {
             vers: v1::VERSION,
             credits: BC_SLOTS,
         };
-        let hlen = v1::encode(buf, &fixed, &v1::Message::Msg(ChunkSlices::NONE))
-            .map_err(|_| EMSGSIZE)?;
+        let hlen =
+            v1::encode(buf, &fixed, &v1::Message::Msg(ChunkSlices::NONE)).map_err(|_| EMSGSIZE)?;
         let dst = buf.get_mut(hlen..hlen + len).ok_or(EMSGSIZE)?;
         snd.read(0, dst)?;
         rqst.stamp_xmit();
