@@ -243,7 +243,8 @@ pub(super) fn reply(conn: &SvcConn, xid: u32, credits: u32, payload: &[u8]) -> b
     let Some(xprt) = conn.xprt().bc_xprt() else {
         return false;
     };
-    let Some(mut rqst) = xprt.lookup_pinned(xid) else {
+    // `rq_xid` is as on the wire.
+    let Some(mut rqst) = xprt.lookup_pinned(xid.to_be()) else {
         return false;
     };
     if rqst.write(0, payload).is_err() {

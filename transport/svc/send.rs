@@ -145,7 +145,8 @@ pub(super) fn backward_call(conn: &SvcConn, rqst: &SendRqst<'_>) -> Result {
         let mut slot = conn.get_send()?;
         let buf = slot.buf().as_mut_slice();
         let fixed = FixedHeader {
-            xid: rqst.xid(),
+            // `rq_xid` is as on the wire; the encoder takes host order.
+            xid: u32::from_be(rqst.xid()),
             vers: v1::VERSION,
             credits: BC_SLOTS,
         };

@@ -1,11 +1,11 @@
-# NFS over RDMA against the server under test, every way a client mounts
-# it in one boot: NFSv4.2, v4.1 and v3 over IPv4, and NFSv4.2 over IPv6.
+# NFS over RDMA, every way a client mounts it, in one boot: NFSv4.2, v4.1
+# and v3, each over IPv4 and over IPv6.
 # Each mount writes a file, reads it back over the wire (after a remount)
 # and compares it, creates and lists files, and unmounts.
 # shellcheck shell=sh
 
-size=${RR_SIZE:-8}
-files=${RR_FILES:-100}
+size=${RR_SIZE:-16}
+files=${RR_FILES:-200}
 
 # mount_io VERS PROTO: the checks of one mount, named after it.
 mount_io() {
@@ -40,7 +40,7 @@ many_files() {
 
 check client_net net_up 192.0.2.2 2001:db8::2
 check client_transport load_transport "${RR_MOD:-c}"
-for m in 4.2:rdma 4.1:rdma 3:rdma 4.2:rdma6; do
+for m in 4.2:rdma 4.1:rdma 3:rdma 4.2:rdma6 4.1:rdma6 3:rdma6; do
     mount_io "${m%%:*}" "${m#*:}"
 done
 # Ask the server to unload its transport once we are gone, and give it
