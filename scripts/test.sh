@@ -197,6 +197,16 @@ scenario srv-reconnect 600 rs "C client, Rust server: nfsd restarted under I/O" 
     "rr.script=reconnect rr.mod=c rr.proto=rdma rr.vers=4.2 rr.faults=nfsd"
 scenario srv-link-loss 600 rs "C client, Rust server: server link down 20 s under I/O" \
     "rr.script=reconnect rr.mod=c rr.proto=rdma rr.vers=4.2 rr.faults=link"
+# The server's own faults under a C client's write-read-compare loop, in
+# one boot (tests/vm/srv-faults.sh): nfsd threads 8 -> 2 -> 16 -> 8, nfsd's
+# listeners removed and re-created, the server's rxe device deleted and
+# added back 10 s later (connections released, the wildcard listener
+# listening on the new device, the client back by itself); then a clean
+# unload with RDMA resources back to their counts. ref-srv-faults runs
+# the same against rpcrdma.ko's server, the behaviour to match.
+faults="rr.script=srv-faults rr.mod=c rr.proto=rdma rr.vers=4.2 rr.size=8"
+scenario srv-faults 600 rs "C client, Rust server: thread counts, listeners, device removal under I/O" "$faults"
+scenario ref-srv-faults 600 c "C client, C server: thread counts, listeners, device removal under I/O" "$faults"
 if [ -n "$fuzz_pid" ]; then
     step "host: waiting for the fuzzer"
     wait "$fuzz_pid"; frc=$?

@@ -152,23 +152,65 @@ profile_watch() {
     esac
 }
 
-# What `rdma resource show` counts (pd, cq, qp, cm_id, mr ...), and the
-# QPs it lists.
-rdma_counts() { rdma resource show; }
+# What `rdma resource show` counts (pd, cq, qp, cm_id, mr ...), without
+# the device's index, which a device deleted and added back changes; and
+# the QPs it lists.
+rdma_counts() { rdma resource show | sed 's/^[0-9]*: //'; }
 qp_count() { rdma resource show qp | wc -l; }
 
-# teardown: once the client asked (.teardown) and left, rpcrdma_rs must
-# refuse to unload while nfsd listens on it, unload once nfsd is stopped,
-# and leave no RDMA resource behind (counts as before nfsd started).
+# dev_del SECS: delete our rxe device under the clients' connections and
+# add it back SECS s later. The delete must return (ib_unregister_device
+# waits until the transport released every connection's QP and CM id);
+# the wildcard listener gets no DEVICE_REMOVAL and must listen on the new
+# device by itself (rdma_cm's per-device child of it), and take the
+# client's connection again. Each step's time goes to the results.
+dev_del() {
+    t0=$(now_ms)
+    timeout 60 rdma link delete rxe0 || { echo "rdma link delete rxe0: status $?"; return 1; }
+    note "rxe0 deleted in $(($(now_ms) - t0)) ms; back in $1 s"
+    sleep "$1"
+    rdma link add rxe0 type rxe netdev eth0 || return 1
+    t0=$(now_ms) i=0
+    until rdma resource show cm_id | grep -q "state LISTEN .*:$NFS_RDMA_PORT"; do
+        i=$((i + 1))
+        [ $i -le 20 ] || { echo "no listener on the new rxe0: $(rdma resource show cm_id)"; return 1; }
+        sleep 1
+    done
+    until [ "$(qp_count)" -gt "$BASE_QPS" ]; do
+        i=$((i + 1))
+        [ $i -le 180 ] || { echo "no connection on the new rxe0 after $i s"; return 1; }
+        sleep 1
+    done
+    note "rxe0 back: listening, client connected again after $(($(now_ms) - t0)) ms"
+}
+
+# thread_churn COUNT...: set nfsd's thread count to each COUNT in turn,
+# 4 s apart, while the client does I/O; each must read back.
+thread_churn() {
+    for n in "$@"; do
+        echo "$n" > /proc/fs/nfsd/threads || return 1
+        got=$(cat /proc/fs/nfsd/threads)
+        [ "$got" = "$n" ] || { echo "threads reads $got, not $n"; return 1; }
+        sleep 4
+    done
+    note "nfsd threads went $*"
+}
+
+# teardown: once the client asked (.teardown) and left, the server's
+# transport (rpcrdma_rs, or rpcrdma.ko as the reference) must refuse to
+# unload while nfsd listens on it, unload once nfsd is stopped, and leave
+# no RDMA resource behind (counts as before nfsd started).
 teardown() {
+    mod=rpcrdma_rs
+    [ "${RR_MOD:-c}" = rs ] || mod=rpcrdma
     i=0
     until [ "$(qp_count)" -eq "$BASE_QPS" ]; do
         i=$((i + 1))
         [ $i -le 60 ] || { echo "QPs still open: $(rdma resource show qp)"; return 1; }
         sleep 1
     done
-    if rmmod rpcrdma_rs 2>/dev/null; then echo "rmmod succeeded while nfsd listens"; return 1; fi
-    echo 0 > /proc/fs/nfsd/threads && unload rpcrdma_rs || return 1
+    if rmmod $mod 2>/dev/null; then echo "rmmod $mod succeeded while nfsd listens"; return 1; fi
+    echo 0 > /proc/fs/nfsd/threads && unload $mod || return 1
     now=$(rdma_counts)
     [ "$now" = "$BASELINE" ] || { echo "RDMA resources before: $BASELINE; after: $now" | tr '\n' ' '; return 1; }
 }
@@ -189,17 +231,22 @@ fault_watch() {
             [ "${req#*done}" = "$req" ]; then
             check server_recall_request recall_req "$req"
         fi
-        if [ -e /export/.teardown ] && [ "${RR_MOD:-c}" = rs ]; then
+        if [ -e /export/.teardown ] && [ "${RR_MOD:-c}" != none ]; then
             rm -f /export/.teardown
             check server_teardown_unload_no_leak teardown
         fi
-        for f in nfsd link; do
+        # Each fault answers in /export/.fault-NAME.done once over, for
+        # clients that wait for it (srv-faults.sh); reconnect.sh does not.
+        for f in nfsd link devdel threads; do
             [ -e /export/.fault-$f ] || continue
             rm -f /export/.fault-$f
             case $f in
             nfsd) check server_fault_nfsd_restart nfsd_restart ;;
             link) check server_fault_link_loss link_loss 20 ;;
+            devdel) check server_fault_device_removed_readded dev_del 10 ;;
+            threads) check server_fault_thread_churn thread_churn 2 16 8 ;;
             esac
+            echo "done $?" > /export/.fault-$f.done
         done
         sleep 1
     done

@@ -305,14 +305,15 @@ pub(super) struct Ep {
 /// `xprt` comes first (`repr(C)`, [`SvcObject`]). `id` is set once the
 /// request was accepted, `ep` before that; the contexts of `ep` only run
 /// while the QP exists, which [`PinnedDrop`] drains before anything is
-/// freed.
+/// freed. `ep` is declared before `id`, so the buffers are unmapped while
+/// the id still holds the device ([`DmaBuf`]'s invariant).
 #[repr(C)]
 #[pin_data(PinnedDrop)]
 pub(crate) struct SvcConn {
     xprt: SvcXprt,
     pub(super) cfg: SvcConfig,
-    id: SetOnce<CmId<SvcConn>>,
     ep: SetOnce<Ep>,
+    id: SetOnce<CmId<SvcConn>>,
     dev: Device,
     lkey: u32,
     qp: Atomic<*mut sys::ib_qp>,
@@ -790,8 +791,13 @@ impl PinnedDrop for SvcConn {
             s.errors_sent.get(),
             s.dropped.get()
         );
-        // Fields drop next, in declaration order: the id (destroying the
-        // QP, then the CQs and the PD it holds) before the buffers.
+        // Fields drop next, in declaration order: the buffers (nothing
+        // is posted any more) before the id, which destroys the QP, then
+        // the CQs and the PD it holds, and lets go of the device. The
+        // other way round, a device being removed could be freed before
+        // the buffers are unmapped from it: its unregistration goes on
+        // as soon as the last id is destroyed. svc_rdma_free frees its
+        // contexts before rdma_destroy_id for the same reason.
     }
 }
 

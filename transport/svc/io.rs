@@ -15,6 +15,7 @@ use kernel::sync::Completion;
 
 use super::conn::SvcConn;
 use crate::rdma::{CqEntry, CqHandler, RwCtx, Wc};
+use crate::sys;
 
 /// Counts the completions of one batch of operations.
 #[pin_data]
@@ -49,7 +50,9 @@ impl IoWait {
 
 impl CqHandler for IoWait {
     fn done(&self, wc: &Wc<'_>) {
-        if !wc.ok() {
+        // The first error is the one to report: the operations after it
+        // complete flushed. Completions of one CQ run one at a time.
+        if !wc.ok() && (!wc.flushed() || self.failed.load(Relaxed) == 0) {
             self.failed.store(wc.status().saturating_add(1), Relaxed);
         }
         // Nothing of `self` is touched after this: the waiter may return.
@@ -101,10 +104,15 @@ pub(super) fn run_with(
     conn.put_wrs(wrs);
     let failed = wait.failed.load(Relaxed);
     if res.is_err() || failed != 0 {
-        rwarn!(
-            "server: RDMA Read or Write failed, status {}\n",
-            failed.saturating_sub(1)
-        );
+        let status = failed.saturating_sub(1);
+        // Flushed: the connection is already going (its peer left, its
+        // device is being removed), as a flushed Send or Receive says
+        // nothing either.
+        if failed == sys::ib_wc_status_IB_WC_WR_FLUSH_ERR + 1 {
+            rdebug!("server: RDMA Read or Write flushed\n");
+        } else {
+            rwarn!("server: RDMA Read or Write failed, status {}\n", status);
+        }
         conn.close();
         return Err(EIO);
     }

@@ -1,0 +1,93 @@
+# Faults on the server's side under I/O, in one boot, against the server
+# under test (server.sh fault_watch carries them out): nfsd's thread count
+# changed (8 -> 2 -> 16 -> 8), nfsd's listeners removed and re-created
+# (echo 0 > threads, then the portlist again), the server's rxe device
+# deleted and added back. A loop writes a file, drops the caches, reads it
+# back and compares it, pass after pass, through each fault: every pass
+# must compare, and the loop must go on by itself after the fault (two
+# whole passes once the server said the fault is over). Then the server
+# must unload its transport cleanly and be back to its RDMA resource
+# counts (server.sh teardown; its results come on its own channel).
+# shellcheck shell=sh
+
+. /scenario/nfs-mount.sh
+size=${RR_SIZE:-8}
+
+# xprt: rdma <srcport> <bind_count> <connect_count> ...
+connects() { awk '$1 == "xprt:" { print $5; exit }' /proc/self/mountstats; }
+uptime_s() { cut -d. -f1 /proc/uptime; }
+passes() { wc -l < /tmp/io.passes; }
+
+# io_loop: write, read back and compare /mnt/io until /tmp/io.stop exists;
+# a line in /tmp/io.passes per pass that compared, in /tmp/io.errors per
+# pass that did not.
+io_loop() {
+    n=0
+    while [ ! -e /tmp/io.stop ]; do
+        n=$((n + 1))
+        if cp /tmp/data /mnt/io && sync && echo 3 > /proc/sys/vm/drop_caches &&
+            cmp /tmp/data /mnt/io; then
+            echo "$n $(uptime_s)" >> /tmp/io.passes
+        else
+            echo "pass $n failed at $(uptime_s) s" >> /tmp/io.errors
+        fi
+    done
+}
+
+# fault_under_io NAME SECS: start the I/O loop, ask the server for fault
+# NAME once a pass went through, wait up to SECS s for the server's
+# "done" (read through the mount, so it needs the mount back), then for
+# two more passes; no pass may have failed.
+fault_under_io() {
+    rm -f /tmp/io.stop /tmp/io.errors
+    : > /tmp/io.passes
+    # An existing file, read after each open (close-to-open), shows the
+    # server's answer at once; a new name could hide behind a cached
+    # negative lookup.
+    : > "/mnt/.fault-$1.done" || return 1
+    # Not on check's output, which would wait for the loop to end.
+    io_loop > /tmp/io.log 2>&1 < /dev/null &
+    pid=$!
+    t0=$(uptime_s)
+    until [ "$(passes)" -ge 1 ]; do
+        [ $(($(uptime_s) - t0)) -le 60 ] || { touch /tmp/io.stop; echo "no I/O pass in 60 s"; return 1; }
+        sleep 1
+    done
+    before=$(connects)
+    t0=$(uptime_s)
+    echo go > "/mnt/.fault-$1" || { touch /tmp/io.stop; return 1; }
+    until grep -q done "/mnt/.fault-$1.done"; do
+        [ $(($(uptime_s) - t0)) -le "$2" ] || { touch /tmp/io.stop; echo "server not done after $2 s"; return 1; }
+        sleep 1
+    done
+    t1=$(uptime_s) p=$(passes)
+    until [ "$(passes)" -ge $((p + 2)) ]; do
+        [ $(($(uptime_s) - t1)) -le 120 ] ||
+            { touch /tmp/io.stop; echo "I/O did not resume: $(passes) passes, $p at the fault's end"; return 1; }
+        sleep 1
+    done
+    touch /tmp/io.stop
+    wait $pid
+    after=$(connects)
+    note "$1: server done after $((t1 - t0)) s ($(cat "/mnt/.fault-$1.done")), $(passes) I/O passes ($p by then), connect count $before -> $after"
+    if [ -s /tmp/io.errors ]; then cat /tmp/io.errors /tmp/io.log; return 1; fi
+    grep -q "done 0" "/mnt/.fault-$1.done" || { echo "server: $(cat "/mnt/.fault-$1.done")"; return 1; }
+    rm "/mnt/.fault-$1.done" /mnt/io
+}
+
+check client_net net_up 192.0.2.2 2001:db8::2 &&
+    check client_transport load_transport "${RR_MOD:-c}" &&
+    check mount nfs_mount &&
+    check make_data dd if=/dev/urandom of=/tmp/data bs=1M count="$size" &&
+    check io_through_thread_churn fault_under_io threads 60 &&
+    check io_through_nfsd_restart fault_under_io nfsd 90 &&
+    check io_through_device_removal fault_under_io devdel 240
+grep -A 1 "xprt:" /proc/self/mountstats
+# Ask the server to unload its transport once we are gone, and give it
+# the time.
+check teardown_request sh -c 'touch /mnt/.teardown && umount /mnt'
+case ${RR_MOD:-c} in
+c)  check unload_transport unload rpcrdma ;;
+rs) check unload_transport unload rpcrdma_rs ;;
+esac
+sleep 20
