@@ -1,8 +1,9 @@
 # Faults on the server's side under I/O, in one boot, against the server
 # under test (server.sh fault_watch carries them out): nfsd's thread count
 # changed (8 -> 2 -> 16 -> 8), nfsd's listeners removed and re-created
-# (echo 0 > threads, then the portlist again), the server's rxe device
-# deleted and added back. A loop writes a file, drops the caches, reads it
+# (echo 0 > threads, then the portlist again), the server's link down for
+# 20 s, the server's rxe device deleted and added back; the last three
+# must count a reconnect. A loop writes a file, drops the caches, reads it
 # back and compares it, pass after pass, through each fault: every pass
 # must compare, and the loop must go on by itself after the fault (two
 # whole passes once the server said the fault is over). Then the server
@@ -72,6 +73,9 @@ fault_under_io() {
     note "$1: server done after $((t1 - t0)) s ($(cat "/mnt/.fault-$1.done")), $(passes) I/O passes ($p by then), connect count $before -> $after"
     if [ -s /tmp/io.errors ]; then cat /tmp/io.errors /tmp/io.log; return 1; fi
     grep -q "done 0" "/mnt/.fault-$1.done" || { echo "server: $(cat "/mnt/.fault-$1.done")"; return 1; }
+    if [ "${3:-}" = reconnect ] && [ "$after" -le "$before" ]; then
+        echo "no reconnect counted: connect count $before -> $after"; return 1
+    fi
     rm "/mnt/.fault-$1.done" /mnt/io
 }
 
@@ -80,8 +84,9 @@ check client_net net_up 192.0.2.2 2001:db8::2 &&
     check mount nfs_mount &&
     check make_data dd if=/dev/urandom of=/tmp/data bs=1M count="$size" &&
     check io_through_thread_churn fault_under_io threads 60 &&
-    check io_through_nfsd_restart fault_under_io nfsd 90 &&
-    check io_through_device_removal fault_under_io devdel 240
+    check io_through_nfsd_restart fault_under_io nfsd 90 reconnect &&
+    check io_through_link_loss fault_under_io link 120 reconnect &&
+    check io_through_device_removal fault_under_io devdel 240 reconnect
 grep -A 1 "xprt:" /proc/self/mountstats
 # Ask the server to unload its transport once we are gone, and give it
 # the time.
