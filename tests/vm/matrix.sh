@@ -1,5 +1,6 @@
 # NFS over RDMA, every way a client mounts it, in one boot: NFSv4.2, v4.1
-# and v3, each over IPv4 and over IPv6.
+# and v3, each over IPv4 and over IPv6; with NFSv4.1 and 4.2 a delegation
+# recalled over the backchannel too.
 # Each mount writes a file, reads it back over the wire (after a remount)
 # and compares it, creates and lists files, and unmounts.
 # shellcheck shell=sh
@@ -11,11 +12,17 @@ files=${RR_FILES:-200}
 mount_io() {
     RR_VERS=$1 RR_PROTO=$2
     . /scenario/nfs-mount.sh
+    . /scenario/deleg.sh
     tag=v$1-$2
     check "mount_$tag" nfs_mount || return
     check "transport_in_use_$tag" transport_in_use
     check "write_read_back_${size}MiB_$tag" write_read_back
     check "create_list_${files}_files_$tag" many_files
+    # NFSv4.1 and 4.2 have delegations: one recalled over the backchannel
+    # (tests/vm/deleg.sh; the server writes the file, which must finish
+    # in under a second).
+    [ "$1" = 3 ] || check "recall_$tag" one "recall-$tag"
+    rm -f "/mnt/recall-$tag" /mnt/.recall
     check "umount_$tag" umount /mnt
 }
 

@@ -11,94 +11,11 @@
 
 . /scenario/nfs-mount.sh
 many=${RR_FILES:-200}
+# rr.rounds=N adds a storm of N x $many callbacks (see storm).
+rounds=$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^rr\.rounds=//p')
 
-# ask REQUEST: hand REQUEST to the server through /mnt/.recall and wait for
-# its "done" line, which is left in $answer.
-ask() {
-    echo "$*" > /mnt/.recall || return 1
-    i=0
-    until answer=$(grep '^done' /mnt/.recall 2>/dev/null); do
-        i=$((i + 1))
-        [ $i -lt 180 ] || { echo "server did not answer '$*'"; return 1; }
-        sleep 1
-    done
-    echo "== server: $* -> $answer"
-}
+. /scenario/deleg.sh
 
-# field NAME: the value of NAME=... in the server's answer.
-field() { echo "$answer" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
-
-# DELEGRETURNs this client sent (its mountstats per-op line).
-delegreturns() { awk '$1 == "DELEGRETURN:" { print $2; exit }' /proc/self/mountstats; }
-
-# await_deleg NAME N: until the server lists N delegations on NAME. None
-# is granted during the grace period (10 s from nfsd's start), so open
-# again for a while.
-await_deleg() {
-    i=0
-    while :; do
-        ask count "$1" || return 1
-        [ "$(field delegs)" -ge "$2" ] && return 0
-        i=$((i + 1))
-        [ $i -lt 10 ] || { echo "$(field delegs) of $2 delegations on $1"; return 1; }
-        sleep 5
-        reopen "$1"
-    done
-}
-
-# reopen NAME: read every file of NAME (a file, or a directory), so the
-# client asks for their delegations again.
-reopen() {
-    if [ -d "/mnt/$1" ]; then cat /mnt/"$1"/* > /dev/null; else cat "/mnt/$1" > /dev/null; fi
-}
-
-# recall NAME COUNT MS: the server writes to NAME (COUNT files at once);
-# that must take less than MS ms, delegations must have been held and must
-# all come back, counted on both sides, and the callback channel stay UP.
-recall() {
-    client_before=$(delegreturns)
-    ask write "$1" "$2" || return 1
-    ms=$(field ms) left=$(field left) returned=$(field delegreturn)
-    client_returned=$(($(delegreturns) - client_before))
-    note "recall $1 x$2: server write took $ms ms; $(field delegs) delegations," \
-        "$left left, DELEGRETURN server $returned client $client_returned, callback $(field cb)"
-    [ "$(field delegs)" -ge 1 ] || { echo "no delegation held when the server wrote"; return 1; }
-    [ "$ms" -lt "$3" ] || { echo "conflicting write waited $ms ms"; return 1; }
-    [ "$left" -eq 0 ] || { echo "$left delegations not returned"; return 1; }
-    [ "$returned" -ge 1 ] && [ "$client_returned" -ge 1 ] ||
-        { echo "DELEGRETURN not counted"; return 1; }
-    cb_up "$1"
-}
-
-# cb_up NAME: the server's callback state for us must be UP, or become UP
-# again within a minute: nfsd probes the channel afresh (state UNKNOWN)
-# when a callback took longer than its timeout, which a flood of them
-# under TCG can make happen with either client.
-cb_up() {
-    i=0
-    until [ "$(field cb)" = UP ]; do
-        i=$((i + 1))
-        [ $i -le 12 ] || { echo "callback state '$(field cb)'"; return 1; }
-        sleep 5
-        ask count "$1" || return 1
-    done
-    [ $i -eq 0 ] || note "callback state UP again after $((i * 5)) s"
-}
-
-# One file held open while the server writes it.
-one() {
-    echo hello > /mnt/$1 || return 1
-    sleep 600 < /mnt/$1 & holder=$!
-    await_deleg "$1" 1 && recall "$1" 1 1000
-    rc=$?
-    kill $holder
-    return $rc
-}
-
-# $many files, opened and closed (the client keeps their delegations),
-# then all written on the server at once. nfsd may send their CB_RECALLs
-# one at a time; each one lost costs a second or more (its timeout):
-# 60 s for all, under TCG.
 many_files() {
     mkdir /mnt/$1 || return 1
     i=1
@@ -108,6 +25,27 @@ many_files() {
     done
     reopen "$1"
     await_deleg "$1/" "$many" && recall "$1/" "$many" 60000
+}
+
+# storm ROUNDS: ROUNDS x $many delegations recalled, each round on new
+# files, with the server's unreclaimable slab measured before and after
+# (files removed, caches dropped): thousands of callbacks must not leak
+# kernel memory. A page per callback would be 4 KiB x ROUNDS x $many.
+storm() {
+    ask mem || return 1
+    slab0=$(field sunreclaim) free0=$(field freekb)
+    r=1
+    while [ $r -le "$1" ]; do
+        many_files "storm-$r" > /tmp/storm.log 2>&1 || { cat /tmp/storm.log; return 1; }
+        rm -rf "/mnt/storm-$r" /mnt/.recall
+        r=$((r + 1))
+    done
+    ask mem || return 1
+    slab1=$(field sunreclaim) free1=$(field freekb)
+    calls=$(($1 * many))
+    note "callback storm: $calls recalls; server SUnreclaim $slab0 -> $slab1 kB, MemFree $free0 -> $free1 kB"
+    [ $((slab1 - slab0)) -lt $((calls * 4 / 2)) ] ||
+        { echo "unreclaimable slab grew by $((slab1 - slab0)) kB over $calls callbacks"; return 1; }
 }
 
 # The backchannel's own counters (rpcrdma_rs: debugfs, see the admin guide).
@@ -139,6 +77,7 @@ if check mount nfs_mount; then
     for f in ${RR_FAULTS:-}; do
         check fault_$f fault $f && check recall_after_$f one recall-after-$f
     done
+    [ "${rounds:-0}" -gt 0 ] && check "callback_storm_${rounds}x$many" storm "$rounds"
     check backchannel_counters bc_counters
     grep -A 3 "xprt:" /proc/self/mountstats
     grep -E "^ *(DELEGRETURN|OPEN):" /proc/self/mountstats
