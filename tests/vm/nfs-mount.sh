@@ -13,8 +13,10 @@ case $proto in
 rdma | rdma6) opts="vers=$vers,proto=$proto,port=$NFS_RDMA_PORT" ;;
 *)            opts="vers=$vers,proto=$proto,port=$NFS_PORT" ;;
 esac
+mountproto=tcp
+[ "$proto" = rdma6 ] && mountproto=tcp6
 case $vers in
-3) export_path=/export; opts="$opts,nolock,mountproto=tcp,mountport=$MOUNTD_PORT" ;;
+3) export_path=/export; opts="$opts,nolock,mountproto=$mountproto,mountport=$MOUNTD_PORT" ;;
 *) export_path=/ ;;
 esac
 
