@@ -152,6 +152,31 @@ profile_watch() {
     esac
 }
 
+# cpu_watch: the bench's server CPU samples (rr.srvcpu=on). The client
+# writes "start NAME" or "stop NAME" into /export/.cpu around each fio job
+# (server_cpu in bench.sh); we take our CPU ticks at once, answer "started
+# NAME" or "stopped NAME" there, and at "stop" send the difference to the
+# host: RR-SCPU NAME user sys softirq idle other (ticks, as the client's
+# RR-CPU). Polled every 0.1 s with the shell's own read (no fork), so the
+# server's window exceeds the client's by a fraction of a second.
+cpu_watch() {
+    while :; do
+        req=
+        [ ! -e /export/.cpu ] || read -r req < /export/.cpu 2>/dev/null || true
+        case $req in
+        "start "*)
+            t0=$(cpu_ticks)
+            echo "started ${req#start }" > /export/.cpu ;;
+        "stop "*)
+            t1=$(cpu_ticks)
+            echo "$t0 $t1" | awk -v n="${req#stop }" \
+                '{ print "RR-SCPU", n, $6 - $1, $7 - $2, $8 - $3, $9 - $4, $10 - $5 }' > "$RESULTS"
+            echo "stopped ${req#stop }" > /export/.cpu ;;
+        esac
+        sleep 0.1
+    done
+}
+
 # What `rdma resource show` counts (pd, cq, qp, cm_id, mr ...), and the
 # QPs it lists.
 rdma_counts() { rdma resource show; }
@@ -214,4 +239,5 @@ check server_net net_up $SERVER4 $SERVER6 &&
     check server_nfsd_listen nfsd_listen &&
     echo "RR-READY" > "$RESULTS"
 # The host powers us off once the client is done.
+[ "${RR_SRVCPU:-}" != on ] || cpu_watch &
 fault_watch
