@@ -395,7 +395,7 @@ render() {
     if [ -n "$ops" ]; then
         {
             echo
-            echo "per NFS operation with 10 or more calls (client mountstats): calls per round; rtt and exec: ms per call"
+            echo "per NFS operation with 10 or more calls (${PFX:+the client's }mountstats): calls per round; rtt and exec: ms per call"
             printf '%-12s %8s %8s %8s   %8s %8s %8s\n' op "C calls" rtt exec "rs calls" rtt exec
             awk '{ printf "%-12s %8s %8s %8s   %8s %8s %8s\n", $1, $2, $3, $4, $5, $6, $7 }' <<< "$ops"
             # rtt runs from rq_xtime; a transport that sets it after the reply

@@ -157,9 +157,12 @@ profile_watch() {
 # (server_cpu in bench.sh); we take our CPU ticks at once, answer "started
 # NAME" or "stopped NAME" there, and at "stop" send the difference to the
 # host: RR-SCPU NAME user sys softirq idle other (ticks, as the client's
-# RR-CPU). Polled every 0.1 s with the shell's own read (no fork), so the
-# server's window exceeds the client's by a fraction of a second.
+# RR-CPU). Polled every 0.1 s, so the server's window exceeds the client's
+# by a fraction of a second. The poll forks nothing: busybox's sleep is a
+# fork and exec (10 a second would be a visible share of the busy time we
+# measure), so it waits with the shell's read on a FIFO nobody writes.
 cpu_watch() {
+    mkfifo /tmp/cpu_watch.tick && exec 3<> /tmp/cpu_watch.tick || return 1
     while :; do
         req=
         [ ! -e /export/.cpu ] || read -r req < /export/.cpu 2>/dev/null || true
@@ -173,7 +176,7 @@ cpu_watch() {
                 '{ print "RR-SCPU", n, $6 - $1, $7 - $2, $8 - $3, $9 - $4, $10 - $5 }' > "$RESULTS"
             echo "stopped ${req#stop }" > /export/.cpu ;;
         esac
-        sleep 0.1
+        read -r -t 0.1 -u 3 tick || true
     done
 }
 
