@@ -5,7 +5,7 @@
 #
 #   make demo         build everything, boot the VM pair, mount NFS over RDMA, do I/O
 #   make test         every test: host, fuzz, build checks, KUnit and VM scenarios
-#   make bench        fio over NFS/RDMA: rpcrdma.ko vs rpcrdma_rs client, REPS=3 rounds; table, PNG
+#   make bench        fio over NFS/RDMA: rpcrdma.ko vs rpcrdma_rs as client and server, REPS=3; tables, PNGs
 #   make module       rpcrdma_rs.ko against KDIR (default: the cached test kernel)
 #   make KDIR=/path   the same against your own built 7.3 tree
 

@@ -1,20 +1,28 @@
 #!/usr/bin/env bash
-# NFS-over-RDMA benchmark (a measurement, not a test). In each of REPS
-# rounds, boot the VM pair with the client on rpcrdma.ko, then again with
-# rpcrdma_rs.ko (alternating, so that load on the host hits both alike),
-# against the same C server, and run the same fio workloads on the client's
+# NFS-over-RDMA benchmark (a measurement, not a test), in two dimensions:
+#   client: the client on rpcrdma.ko, then on rpcrdma_rs.ko, against the
+#           same C server (rpcrdma.ko in the server VM);
+#   server: the same C client (rpcrdma.ko) against nfsd on rpcrdma.ko, then
+#           on rpcrdma_rs.ko (the server VM loads its transport per rr.mod).
+# In each of REPS rounds, each dimension boots the VM pair once per module
+# (alternating, so that load on the host hits both alike) and runs the same
+# fio workloads on the client's
 # NFSv4.2 mount (rsize/wsize 1 MiB asked for): sequential 1 MiB write and
 # read (libaio, direct, iodepth 4), 4 KiB random read at iodepth 1 and 16,
 # and metadata (fio's filecreate, filestat and filedelete engines on 200
-# files, on a second mount with actimeo=0: see tests/vm/bench.sh). Prints,
-# per workload and client, the median over the rounds and the min-max range,
-# the ratio of the medians rs/C, "within noise" where the two ranges
-# overlap, and draws the medians with min-max error bars as a PNG.
+# files, on a second mount with actimeo=0: see tests/vm/bench.sh). Prints
+# one table per dimension ("client: rpcrdma.ko vs rpcrdma_rs", "server:
+# ..."): per workload and module, the median over the rounds and the
+# min-max range, the ratio of the medians rs/C, "within noise" where the two
+# ranges overlap, and draws the medians with min-max error bars as a PNG.
 #
-#   REPS=3        rounds (one boot per client per round)
+#   BENCH_DIMS="client server"   which dimensions to run (or, with REPORT,
+#                 to print); one of them alone halves the boots
+#   REPS=3        rounds (one boot per module per dimension per round)
 #   RUNTIME=10    seconds per time-based fio job (plus 2 s ramp)
 #   SIZE=64       MiB in the data file
-#   CLIENTS="c rs"   which client modules to run (both for the ratio)
+#   CLIENTS="c rs"   which client modules the client dimension runs
+#   SERVERS="c rs"   which server modules the server dimension runs
 #   LINK=unix     the guests' link: unix (QEMU stream netdev over a unix
 #                 socket) or tcp (the tests' socket netdev; its Nagle stalls
 #                 cap every synchronous RPC at ~48 ms: see scripts/vm.sh)
@@ -30,22 +38,33 @@
 #   REPORT=out/bench-...   no VMs: print the table and chart of that run again
 #
 # Each job also records the client's CPU time (user, sys, softirq, idle);
-# the table shows how busy the client's one vCPU was.
+# the client table shows how busy the client's one vCPU was and its CPU per
+# operation. In the server dimension the server samples its own CPU time
+# around each job too (rr.srvcpu=on: a trigger file in the export, see
+# server_cpu in tests/vm/bench.sh and cpu_watch in tests/vm/server.sh), and
+# the server table shows the server's vCPU instead.
 #
-# Per round the fio JSON is in fio-$mod-r$N/ (plus mount.txt and the
-# client's /proc/self/mountstats), the VM logs in bench-$mod-r$N/.
+# Per round the fio JSON is in fio-$mod-r$N/ (client dimension) or
+# fio-srv-$mod-r$N/ (server dimension), plus mount.txt, the client's
+# /proc/self/mountstats and the CPU samples (JOB.cpu: client, JOB.scpu:
+# server); the VM logs in bench-$mod-r$N/ or bench-srv-$mod-r$N/.
 #
 # Under QEMU TCG the absolute numbers say little about real hardware; the
-# ratio between the two clients on the same machine is the point.
+# ratio between the two modules on the same machine is the point.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$REPO_DIR/scripts/vm.sh"
 
-REPS=${REPS:-3} RUNTIME=${RUNTIME:-10} SIZE=${SIZE:-64} CLIENTS=${CLIENTS:-c rs}
+REPS=${REPS:-3} RUNTIME=${RUNTIME:-10} SIZE=${SIZE:-64} CLIENTS=${CLIENTS:-c rs} SERVERS=${SERVERS:-c rs}
+BENCH_DIMS=${BENCH_DIMS:-client server}
 REPORT=${REPORT:-} VM_LINK=${LINK:-unix} KERNEL=${KERNEL:-bench} JOBS=${JOBS:-} PROFILE=${PROFILE:-}
 T_PASS=0 T_FAIL=0
 RUN_DIR=${REPORT:-$REPO_DIR/out/bench-$(date +%Y%m%d-%H%M%S)}
 [[ $REPS =~ ^[1-9][0-9]*$ ]] || die "REPS=$REPS: a positive number"
+for dim in $BENCH_DIMS; do
+    case $dim in client | server) ;; *) die "BENCH_DIMS=$BENCH_DIMS: client and/or server" ;; esac
+done
+[ -n "${BENCH_DIMS// /}" ] || die "BENCH_DIMS is empty: client and/or server"
 [ -z "$REPORT" ] || [ -d "$REPORT" ] || die "REPORT=$REPORT: no such directory"
 mkdir -p "$RUN_DIR"
 
@@ -103,40 +122,57 @@ if [ -z "$REPORT" ]; then
     [ -z "$JOBS" ] || words="$words rr.jobs=${JOBS// /,}"
     [ -z "$PROFILE" ] || words="$words rr.profile=${PROFILE// /,}"
     for ((round = 1; round <= REPS; round++)); do
-        for mod in $CLIENTS; do
-            step "bench: round $round/$REPS, client $mod (fio ${RUNTIME} s per timed job, $VM_LINK link)"
-            t0=$SECONDS
-            run_pair "bench-$mod-r$round" 1500 "rr.mod=c rr.maxblksize=1048576${PROFILE:+ rr.profile=on}" \
-                "rr.script=bench rr.mod=$mod rr.proto=rdma rr.vers=4.2 $words"
-            echo "  bench-$mod-r$round: $((SECONDS - t0)) s"
-            # Split the results port into one JSON file per job.
-            out=$RUN_DIR/fio-$mod-r$round
-            mkdir -p "$out"
-            tr -d '\r' < "$VM_DIR/client.results.log" | awk -v dir="$out" '
-                /^RR-FIO-BEGIN / { f = dir "/" $2 ".json"; next }
-                /^RR-FIO-END /   { close(f); f = ""; next }
-                /^RR-STATS-BEGIN/ { f = dir "/mountstats.txt"; next }
-                /^RR-STATS-END/  { close(f); f = ""; next }
-                /^RR-CPU /       { print $3, $4, $5, $6, $7 > (dir "/" $2 ".cpu"); close(dir "/" $2 ".cpu"); next }
-                /^RR-PERF-BEGIN / { f = dir "/perf-" $2 "-" $3 ".txt"; next }
-                /^RR-PERF-END/   { close(f); f = ""; next }
-                f != ""          { print > f }'
-            tr -d '\r' < "$VM_DIR/server.results.log" | awk -v f="$out/perf-server.txt" '
-                /^RR-PERF-BEGIN/ { on = 1; next } /^RR-PERF-END/ { on = 0; next } on { print > f }'
-            tr -d '\r' < "$VM_DIR/client.results.log" | sed -n 's/^RR-MOUNT //p' > "$out/mount.txt"
-            tr -d '\r' < "$VM_DIR/client.results.log" | sed -n 's/^RR-MDMOUNT //p' > "$out/md-mount.txt"
+        for dim in $BENCH_DIMS; do
+            if [ "$dim" = client ]; then mods=$CLIENTS pfx=; else mods=$SERVERS pfx=srv-; fi
+            for mod in $mods; do
+                if [ "$dim" = client ]; then
+                    what="client $mod, C server"
+                    swords="rr.mod=c rr.maxblksize=1048576${PROFILE:+ rr.profile=on}"
+                    cwords="rr.script=bench rr.mod=$mod rr.proto=rdma rr.vers=4.2 $words"
+                else
+                    # The server samples its CPU around each job (rr.srvcpu).
+                    what="server $mod, C client"
+                    swords="rr.mod=$mod rr.maxblksize=1048576 rr.srvcpu=on${PROFILE:+ rr.profile=on}"
+                    cwords="rr.script=bench rr.mod=c rr.proto=rdma rr.vers=4.2 rr.srvcpu=on $words"
+                fi
+                step "bench: round $round/$REPS, $what (fio ${RUNTIME} s per timed job, $VM_LINK link)"
+                t0=$SECONDS
+                run_pair "bench-$pfx$mod-r$round" 1500 "$swords" "$cwords"
+                echo "  bench-$pfx$mod-r$round: $((SECONDS - t0)) s"
+                # Split the results port into one JSON file per job.
+                out=$RUN_DIR/fio-$pfx$mod-r$round
+                mkdir -p "$out"
+                tr -d '\r' < "$VM_DIR/client.results.log" | awk -v dir="$out" '
+                    /^RR-FIO-BEGIN / { f = dir "/" $2 ".json"; next }
+                    /^RR-FIO-END /   { close(f); f = ""; next }
+                    /^RR-STATS-BEGIN/ { f = dir "/mountstats.txt"; next }
+                    /^RR-STATS-END/  { close(f); f = ""; next }
+                    /^RR-CPU /       { print $3, $4, $5, $6, $7 > (dir "/" $2 ".cpu"); close(dir "/" $2 ".cpu"); next }
+                    /^RR-PERF-BEGIN / { f = dir "/perf-" $2 "-" $3 ".txt"; next }
+                    /^RR-PERF-END/   { close(f); f = ""; next }
+                    f != ""          { print > f }'
+                tr -d '\r' < "$VM_DIR/server.results.log" | awk -v dir="$out" -v f="$out/perf-server.txt" '
+                    /^RR-SCPU / { print $3, $4, $5, $6, $7 > (dir "/" $2 ".scpu"); close(dir "/" $2 ".scpu"); next }
+                    /^RR-PERF-BEGIN/ { on = 1; next } /^RR-PERF-END/ { on = 0; next } on { print > f }'
+                tr -d '\r' < "$VM_DIR/client.results.log" | sed -n 's/^RR-MOUNT //p' > "$out/mount.txt"
+                tr -d '\r' < "$VM_DIR/client.results.log" | sed -n 's/^RR-MDMOUNT //p' > "$out/md-mount.txt"
+            done
         done
     done
     rm -f "$RUN_DIR"/*.cpio
 fi
 
-# Rounds of client MOD: fio-MOD-r1 ... in order, or fio-MOD from a run that
-# had a single round.
+# Rounds of module MOD in the current dimension (PFX: "" for the client
+# dimension, "srv-" for the server's): fio-PFXMOD-r1 ... in order, or
+# fio-MOD from a client run that had a single round.
 rounds_of() {
     local mod=$1 d
-    if [ -d "$RUN_DIR/fio-$mod" ]; then echo "$RUN_DIR/fio-$mod"; fi
-    for d in "$RUN_DIR/fio-$mod"-r*; do if [ -d "$d" ]; then echo "$d"; fi; done | sort -V
+    if [ -z "$PFX" ] && [ -d "$RUN_DIR/fio-$mod" ]; then echo "$RUN_DIR/fio-$mod"; fi
+    for d in "$RUN_DIR/fio-$PFX$mod"-r*; do if [ -d "$d" ]; then echo "$d"; fi; done | sort -V
 }
+
+# round_of MOD DIR: the round suffix of DIR ("-r3"), as rounds pair up.
+round_of() { echo "${2##*/fio-"$PFX$1"}"; }
 
 # stats V...: "median min max count" of the numbers among the arguments
 # ("- - - 0" if none).
@@ -161,88 +197,11 @@ fmt() {
 
 label() { case $1 in c) echo "rpcrdma.ko" ;; rs) echo "rpcrdma_rs" ;; *) echo "$1" ;; esac; }
 
-declare -A DIRS MOUNT NROUNDS
-for mod in c rs; do
-    DIRS[$mod]=$(rounds_of "$mod")
-    NROUNDS[$mod]=$(printf '%s' "${DIRS[$mod]}" | grep -c . || true)
-    # The mount each round negotiated; one line if all rounds agree.
-    MOUNT[$mod]=$(for d in ${DIRS[$mod]}; do cat "$d/mount.txt" 2>/dev/null || true; done | sort -u | paste -sd ';' -)
-done
-runtime=$(cat "$RUN_DIR/runtime.txt" 2>/dev/null || echo "?")
-link=$(cat "$RUN_DIR/link.txt" 2>/dev/null || echo tcp)
-kernel=$(cat "$RUN_DIR/kernel.txt" 2>/dev/null || echo test)
-# Runs before the actimeo=0 metadata mount ran the metadata jobs on /mnt.
-md_mount="the data mount (attribute cache on)"
-if grep -qs 'acregmin=0,acregmax=0,acdirmin=0,acdirmax=0' "$RUN_DIR"/fio-*/md-mount.txt; then
-    md_mount="a second mount with actimeo=0"
-fi
-
-table=$RUN_DIR/bench.txt
-dat=$RUN_DIR/bench.dat
-{
-    echo "NFSv4.2 over RDMA (soft-RoCE, QEMU $VM_ACCEL, $link link, $kernel kernel), fio ${runtime} s per timed job"
-    for mod in c rs; do
-        echo "  $(label "$mod"): ${NROUNDS[$mod]} rounds, mount ${MOUNT[$mod]:-not mounted}"
-    done
-    echo "  median [min-max] over the rounds; rs/C = ratio of the medians; per round = rs/C of each"
-    echo "  round's two boots, median [min-max]; metadata jobs on $md_mount"
-    printf '%-21s %-5s %20s %20s %6s %18s\n' workload unit C rpcrdma_rs rs/C "per round"
-} > "$table"
-: > "$dat"
-block=0 titles=()
-for w in "${WORKLOADS[@]}"; do
-    IFS='|' read -r title job what <<< "$w"
-    dir=${what%% *} unit=${what#* }
-    declare -A med=() lo=() hi=() cell=() byround=()
-    for mod in c rs; do
-        vals=() n=0
-        for d in ${DIRS[$mod]}; do
-            v=$(fio_value "$d" "$job" "$dir" "$unit")
-            vals+=("$v") byround[$mod${d##*/fio-"$mod"}]=$v
-        done
-        read -r "med[$mod]" "lo[$mod]" "hi[$mod]" n < <(stats "${vals[@]}")
-        if [ "${med[$mod]}" = - ]; then
-            cell[$mod]=-
-        else
-            cell[$mod]="$(fmt "$unit" "${med[$mod]}") [$(fmt "$unit" "${lo[$mod]}")-$(fmt "$unit" "${hi[$mod]}")]"
-            # Rounds that produced no number (a failed boot or job) are left out.
-            [ "$n" -eq "${NROUNDS[$mod]}" ] || cell[$mod]="${cell[$mod]} n=$n"
-        fi
-    done
-    ratio=- noise=
-    if [ "${med[c]}" != - ] && [ "${med[rs]}" != - ] &&
-        awk -v c="${med[c]}" 'BEGIN { exit !(c > 0) }'; then
-        ratio=$(awk -v c="${med[c]}" -v r="${med[rs]}" 'BEGIN { printf "%.2f", r / c }')
-        # The ranges overlap: the rounds cannot tell the two clients apart.
-        if awk -v a="${lo[c]}" -v b="${hi[c]}" -v x="${lo[rs]}" -v y="${hi[rs]}" \
-            'BEGIN { exit !(x <= b && a <= y) }'; then
-            noise="within noise"
-        fi
-    fi
-    # Paired: rs/C within each round (the two boots of a round run back to
-    # back, so slow drift of the host's load cancels), median [min-max].
-    pr=()
-    for d in ${DIRS[c]}; do
-        r=${d##*/fio-c}
-        pr+=("$(awk -v c="${byround[c$r]}" -v x="${byround[rs$r]:--}" \
-            'BEGIN { if (c ~ /^[0-9.]+$/ && x ~ /^[0-9.]+$/ && c > 0) printf "%.2f", x / c; else print "-" }')")
-    done
-    read -r pmed plo phi _ < <(stats "${pr[@]}")
-    paired=-
-    [ "$pmed" = - ] || paired=$(awk -v m="$pmed" -v a="$plo" -v b="$phi" 'BEGIN { printf "%.2f [%.2f-%.2f]", m, a, b }')
-    printf '%-21s %-5s %20s %20s %6s %18s %s\n' "$title" "$unit" "${cell[c]}" "${cell[rs]}" "$ratio" "$paired" "$noise" |
-        sed 's/ *$//' >> "$table"
-    # One gnuplot data block per workload: client, median, min, max.
-    {
-        printf '# %s (%s) rs/C %s %s\n' "$title" "$unit" "$ratio" "$noise"
-        for mod in c rs; do
-            printf '%s\t%s\t%s\t%s\n' "$(label "$mod")" "${med[$mod]/-/0}" "${lo[$mod]/-/0}" "${hi[$mod]/-/0}"
-        done
-        printf '\n\n'
-    } >> "$dat"
-    titles[block]="$title ($unit): rs/C ${ratio}${noise:+, $noise}"
-    block=$((block + 1))
-done
+# ratio C X: X/C to two decimals, or "-".
+ratio() {
+    awk -v c="$1" -v x="$2" \
+        'BEGIN { if (c ~ /^[0-9.]+$/ && x ~ /^[0-9.]+$/ && c > 0) printf "%.2f", x / c; else print "-" }'
+}
 
 # Where the time goes, per NFS operation: the client's mountstats (both
 # mounts, all rounds): calls per round, and per call the mean round trip
@@ -265,117 +224,247 @@ op_stats() {
                 printf "%s %.0f %.2f %.2f\n", op, calls[op] / n, rtt[op] / calls[op], exec[op] / calls[op]
         }' "${files[@]}" | sort
 }
-ops=$(join -a 1 -a 2 -e - -o 0,1.2,1.3,1.4,2.2,2.3,2.4 <(op_stats c) <(op_stats rs) |
-    awk '$2 >= 10 || $5 >= 10' | sort -k2,2gr)
-if [ -n "$ops" ]; then
-    {
-        echo
-        echo "per NFS operation with 10 or more calls (mountstats): calls per round; rtt and exec: ms per call"
-        printf '%-12s %8s %8s %8s   %8s %8s %8s\n' op "C calls" rtt exec "rs calls" rtt exec
-        awk '{ printf "%-12s %8s %8s %8s   %8s %8s %8s\n", $1, $2, $3, $4, $5, $6, $7 }' <<< "$ops"
-        # rtt runs from rq_xtime; a transport that sets it after the reply
-        # can arrive gets a stale rq_xtime for some calls.
-        if awk '($3 != "-" && $3 > $4) || ($6 != "-" && $6 > $7) { bad = 1 } END { exit !bad }' <<< "$ops"; then
-            echo "  (rtt above exec is impossible with a true rq_xtime: that client stamped some calls after their reply was found)"
+
+# cpu_sample DIR JOB: "busy user sys softirq window" in ticks for the side
+# the current dimension measures (SIDE), or nothing. The client's window is
+# its own (/proc/stat around fio, ramp included). The server's ticks are
+# taken around the client's window (see server_cpu in tests/vm/bench.sh),
+# a fraction of a second wider at each end while the trigger file travels;
+# its busy ticks are divided by the client's window, so that the server's
+# share is over the same seconds as the operations it served (its own window
+# if the client's sample is missing). Busy is everything but idle (and
+# iowait), hardirq and steal included.
+cpu_sample() {
+    local f=$1/$2.cpu cu cs cq ci co
+    if [ "$SIDE" = client ]; then
+        [ -s "$f" ] || return 0
+        read -r cu cs cq ci co < "$f"
+        echo "$((cu + cs + cq + co)) $cu $cs $cq $((cu + cs + cq + ci + co))"
+    else
+        local g=$1/$2.scpu su ss sq si so t
+        [ -s "$g" ] || return 0
+        read -r su ss sq si so < "$g"
+        t=$((su + ss + sq + si + so))
+        if [ -s "$f" ]; then
+            read -r cu cs cq ci co < "$f"
+            t=$((cu + cs + cq + ci + co))
         fi
-    } >> "$table"
-fi
-# How busy the client's one vCPU was during each job (ticks from
-# /proc/stat around the fio run, ramp included): a client at 100% is
-# CPU-bound, and its split says where; one with idle time waits on the
-# server or the link.
+        echo "$((su + ss + sq + so)) $su $ss $sq $t"
+    fi
+}
+
+# How busy the measured side's one vCPU was during each job: a side at 100%
+# is CPU-bound, and its split says where; one with idle time waits on the
+# other side or the link.
 # cpu_cell MOD JOB: "busy% (user/sys/softirq)" as medians over the rounds.
 cpu_cell() {
-    local d f t cu cs cq ci co pb pu pk pq b=() u=() k=() q=()
+    local d bb bu bk bq t pb pu pk pq b=() u=() k=() q=()
     for d in ${DIRS[$1]}; do
-        f=$d/$2.cpu
-        [ -s "$f" ] || continue
-        read -r cu cs cq ci co < "$f"
-        t=$((cu + cs + cq + ci + co))
-        [ "$t" -gt 0 ] || continue
-        read -r pb pu pk pq < <(awk -v t=$t 'BEGIN { for (i = 1; i < ARGC; i++) printf "%.1f ", 100 * ARGV[i] / t }' \
-            $((t - ci)) "$cu" "$cs" "$cq")
+        read -r bb bu bk bq t < <(cpu_sample "$d" "$2"; echo)
+        [ -n "$t" ] && [ "$t" -gt 0 ] || continue
+        read -r pb pu pk pq < <(awk -v t="$t" 'BEGIN { for (i = 1; i < ARGC; i++) printf "%.1f ", 100 * ARGV[i] / t }' \
+            "$bb" "$bu" "$bk" "$bq")
         b+=("$pb") u+=("$pu") k+=("$pk") q+=("$pq")
     done
     ((${#b[@]})) || { echo -; return; }
     printf '%.0f%% (%.0f/%.0f/%.0f)' "$(stats "${b[@]}" | cut -d' ' -f1)" "$(stats "${u[@]}" | cut -d' ' -f1)" \
         "$(stats "${k[@]}" | cut -d' ' -f1)" "$(stats "${q[@]}" | cut -d' ' -f1)"
 }
-if ls "$RUN_DIR"/fio-*/*.cpu > /dev/null 2>&1; then
-    {
-        echo
-        echo "client vCPU busy during each job, median over the rounds: busy% (user/sys/softirq %)"
-        printf '%-21s %22s %22s\n' workload C rpcrdma_rs
-        for w in "${WORKLOADS[@]}"; do
-            IFS='|' read -r title job _ <<< "$w"
-            printf '%-21s %22s %22s\n' "$title" "$(cpu_cell c "$job")" "$(cpu_cell rs "$job")"
-        done
-    } >> "$table"
-fi
-# Client CPU per operation: the busy share of the vCPU over the job's
-# window divided by the operations per second (a 1 MiB transfer counts as
-# one operation): busy% x window / operations, in ms of vCPU.
+
+# CPU per operation: the busy share of the vCPU over the job's window
+# divided by the operations per second (a 1 MiB transfer counts as one
+# operation): busy% x window / operations, in ms of vCPU.
 # cpu_per_op MOD JOB DIR [ROUND]: one value per round ("-" for a round
 # without one), or that of round ROUND (its directory's suffix).
 cpu_per_op() {
-    local d f cu cs cq ci co t iops
+    local d bb t iops
     for d in ${DIRS[$1]}; do
-        [ -z "${4:-}" ] || [ "${d##*/fio-"$1"}" = "$4" ] || continue
-        f=$d/$2.cpu
+        [ -z "${4:-}" ] || [ "$(round_of "$1" "$d")" = "$4" ] || continue
         iops=$(fio_value "$d" "$2" "$3" IOPS)
-        if [ ! -s "$f" ] || [ "$iops" = - ]; then echo -; continue; fi
-        read -r cu cs cq ci co < "$f"
-        t=$((cu + cs + cq + ci + co))
-        awk -v b=$((t - ci)) -v t="$t" -v i="$iops" \
+        read -r bb _ _ _ t < <(cpu_sample "$d" "$2"; echo)
+        if [ -z "$t" ] || [ "$iops" = - ]; then echo -; continue; fi
+        awk -v b="$bb" -v t="$t" -v i="$iops" \
             'BEGIN { if (i > 0 && t > 0) printf "%.3f\n", 1000 * b / t / i; else print "-" }'
     done
 }
-if ls "$RUN_DIR"/fio-*/*.cpu > /dev/null 2>&1; then
-    {
-        echo
-        echo "client CPU per operation (1 MiB for the sequential jobs): ms of vCPU (busy share / operations per"
-        echo "  second), median [min-max] over the rounds; per round = rs/C of each round's two boots"
-        printf '%-21s %22s %22s %6s %18s\n' workload C rpcrdma_rs rs/C "per round"
-        for w in "${WORKLOADS[@]}"; do
-            IFS='|' read -r title job what <<< "$w"
-            declare -A cm=() cl=() ch=()
-            for mod in c rs; do
-                # shellcheck disable=SC2046 # one value per round
-                read -r "cm[$mod]" "cl[$mod]" "ch[$mod]" _ < <(stats $(cpu_per_op "$mod" "$job" "${what%% *}"))
-            done
-            cells=()
-            for mod in c rs; do
-                if [ "${cm[$mod]}" = - ]; then cells+=(-); else
-                    cells+=("$(printf '%.3f [%.3f-%.3f]' "${cm[$mod]}" "${cl[$mod]}" "${ch[$mod]}")")
-                fi
-            done
-            r=$(awk -v c="${cm[c]}" -v x="${cm[rs]}" \
-                'BEGIN { if (c ~ /^[0-9.]+$/ && x ~ /^[0-9.]+$/ && c > 0) printf "%.2f", x / c; else print "-" }')
-            pr=()
-            for d in ${DIRS[c]}; do
-                rnd=${d##*/fio-c}
-                pr+=("$(awk -v c="$(cpu_per_op c "$job" "${what%% *}" "$rnd")" \
-                    -v x="$(cpu_per_op rs "$job" "${what%% *}" "$rnd")" \
-                    'BEGIN { if (c ~ /^[0-9.]+$/ && x ~ /^[0-9.]+$/ && c > 0) printf "%.2f", x / c; else print "-" }')")
-            done
-            read -r pmed plo phi _ < <(stats "${pr[@]}")
-            paired=-
-            [ "$pmed" = - ] || paired=$(awk -v m="$pmed" -v a="$plo" -v b="$phi" 'BEGIN { printf "%.2f [%.2f-%.2f]", m, a, b }')
-            printf '%-21s %22s %22s %6s %18s\n' "$title" "${cells[0]}" "${cells[1]}" "$r" "$paired"
-        done
-    } >> "$table"
-fi
-echo
-cat "$table"
 
-# The chart: one panel per workload (each in its own unit), a bar per client
-# at the median, error bars from the smallest to the largest round.
-png=$RUN_DIR/bench.png
-{
-    cat <<EOF
+# has_cpu: whether any round of this dimension has CPU samples of SIDE.
+has_cpu() {
+    local ext=cpu d
+    [ "$SIDE" = client ] || ext=scpu
+    for d in ${DIRS[c]} ${DIRS[rs]}; do
+        if ls "$d"/*."$ext" > /dev/null 2>&1; then return 0; fi
+    done
+    return 1
+}
+
+runtime=$(cat "$RUN_DIR/runtime.txt" 2>/dev/null || echo "?")
+link=$(cat "$RUN_DIR/link.txt" 2>/dev/null || echo tcp)
+kernel=$(cat "$RUN_DIR/kernel.txt" 2>/dev/null || echo test)
+# Runs before the actimeo=0 metadata mount ran the metadata jobs on /mnt.
+md_mount="the data mount (attribute cache on)"
+if grep -qs 'acregmin=0,acregmax=0,acdirmin=0,acdirmax=0' "$RUN_DIR"/fio-*/md-mount.txt; then
+    md_mount="a second mount with actimeo=0"
+fi
+
+declare -A DIRS MOUNT NROUNDS
+
+# render DIM: the table and chart of one dimension (client or server) into
+# bench.txt/.png (client) or bench-server.txt/.png, and print the table.
+render() {
+    local dim=$1 sfx= mod w title job what dir unit ratio noise pr d r pmed plo phi paired block=0 titles=() i
+    local other
+    DIM=$dim SIDE=$dim PFX=
+    [ "$dim" = client ] || { PFX=srv- sfx=-server; }
+    # What stays fixed while the dimension's module changes.
+    if [ "$dim" = client ]; then other="server: rpcrdma.ko"; else other="client: rpcrdma.ko"; fi
+    for mod in c rs; do
+        DIRS[$mod]=$(rounds_of "$mod")
+        NROUNDS[$mod]=$(printf '%s' "${DIRS[$mod]}" | grep -c . || true)
+        # The mount each round negotiated; one line if all rounds agree.
+        MOUNT[$mod]=$(for d in ${DIRS[$mod]}; do cat "$d/mount.txt" 2>/dev/null || true; done | sort -u | paste -sd ';' -)
+    done
+    local table=$RUN_DIR/bench$sfx.txt dat=$RUN_DIR/bench$sfx.dat png=$RUN_DIR/bench$sfx.png
+    {
+        echo "$dim: rpcrdma.ko vs rpcrdma_rs ($other)"
+        echo "NFSv4.2 over RDMA (soft-RoCE, QEMU $VM_ACCEL, $link link, $kernel kernel), fio ${runtime} s per timed job"
+        for mod in c rs; do
+            echo "  $(label "$mod"): ${NROUNDS[$mod]} rounds, mount ${MOUNT[$mod]:-not mounted}"
+        done
+        echo "  median [min-max] over the rounds; rs/C = ratio of the medians; per round = rs/C of each"
+        echo "  round's two boots, median [min-max]; metadata jobs on $md_mount"
+        printf '%-21s %-5s %20s %20s %6s %18s\n' workload unit C rpcrdma_rs rs/C "per round"
+    } > "$table"
+    : > "$dat"
+    for w in "${WORKLOADS[@]}"; do
+        IFS='|' read -r title job what <<< "$w"
+        dir=${what%% *} unit=${what#* }
+        declare -A med=() lo=() hi=() cell=() byround=()
+        for mod in c rs; do
+            local vals=() n=0 v
+            for d in ${DIRS[$mod]}; do
+                v=$(fio_value "$d" "$job" "$dir" "$unit")
+                vals+=("$v") byround[$mod$(round_of "$mod" "$d")]=$v
+            done
+            read -r "med[$mod]" "lo[$mod]" "hi[$mod]" n < <(stats "${vals[@]}")
+            if [ "${med[$mod]}" = - ]; then
+                cell[$mod]=-
+            else
+                cell[$mod]="$(fmt "$unit" "${med[$mod]}") [$(fmt "$unit" "${lo[$mod]}")-$(fmt "$unit" "${hi[$mod]}")]"
+                # Rounds that produced no number (a failed boot or job) are left out.
+                [ "$n" -eq "${NROUNDS[$mod]}" ] || cell[$mod]="${cell[$mod]} n=$n"
+            fi
+        done
+        ratio=- noise=
+        if [ "${med[c]}" != - ] && [ "${med[rs]}" != - ] &&
+            awk -v c="${med[c]}" 'BEGIN { exit !(c > 0) }'; then
+            ratio=$(ratio "${med[c]}" "${med[rs]}")
+            # The ranges overlap: the rounds cannot tell the two modules apart.
+            if awk -v a="${lo[c]}" -v b="${hi[c]}" -v x="${lo[rs]}" -v y="${hi[rs]}" \
+                'BEGIN { exit !(x <= b && a <= y) }'; then
+                noise="within noise"
+            fi
+        fi
+        # Paired: rs/C within each round (the two boots of a round run back
+        # to back, so slow drift of the host's load cancels), median [min-max].
+        pr=()
+        for d in ${DIRS[c]}; do
+            r=$(round_of c "$d")
+            pr+=("$(ratio "${byround[c$r]}" "${byround[rs$r]:--}")")
+        done
+        read -r pmed plo phi _ < <(stats "${pr[@]}")
+        paired=-
+        [ "$pmed" = - ] || paired=$(awk -v m="$pmed" -v a="$plo" -v b="$phi" 'BEGIN { printf "%.2f [%.2f-%.2f]", m, a, b }')
+        printf '%-21s %-5s %20s %20s %6s %18s %s\n' "$title" "$unit" "${cell[c]}" "${cell[rs]}" "$ratio" "$paired" "$noise" |
+            sed 's/ *$//' >> "$table"
+        # One gnuplot data block per workload: module, median, min, max.
+        {
+            printf '# %s (%s) rs/C %s %s\n' "$title" "$unit" "$ratio" "$noise"
+            for mod in c rs; do
+                printf '%s\t%s\t%s\t%s\n' "$(label "$mod")" "${med[$mod]/-/0}" "${lo[$mod]/-/0}" "${hi[$mod]/-/0}"
+            done
+            printf '\n\n'
+        } >> "$dat"
+        titles[block]="$title ($unit): rs/C ${ratio}${noise:+, $noise}"
+        block=$((block + 1))
+    done
+
+    local ops
+    ops=$(join -a 1 -a 2 -e - -o 0,1.2,1.3,1.4,2.2,2.3,2.4 <(op_stats c) <(op_stats rs) |
+        awk '$2 >= 10 || $5 >= 10' | sort -k2,2gr)
+    if [ -n "$ops" ]; then
+        {
+            echo
+            echo "per NFS operation with 10 or more calls (${PFX:+the client's }mountstats): calls per round; rtt and exec: ms per call"
+            printf '%-12s %8s %8s %8s   %8s %8s %8s\n' op "C calls" rtt exec "rs calls" rtt exec
+            awk '{ printf "%-12s %8s %8s %8s   %8s %8s %8s\n", $1, $2, $3, $4, $5, $6, $7 }' <<< "$ops"
+            # rtt runs from rq_xtime; a transport that sets it after the reply
+            # can arrive gets a stale rq_xtime for some calls.
+            if awk '($3 != "-" && $3 > $4) || ($6 != "-" && $6 > $7) { bad = 1 } END { exit !bad }' <<< "$ops"; then
+                echo "  (rtt above exec is impossible with a true rq_xtime: that client stamped some calls after their reply was found)"
+            fi
+        } >> "$table"
+    fi
+    if has_cpu; then
+        {
+            echo
+            echo "$SIDE vCPU busy during each job, median over the rounds: busy% (user/sys/softirq %)"
+            [ "$SIDE" = client ] || echo "  (the server's busy ticks over the client's job window)"
+            printf '%-21s %22s %22s\n' workload C rpcrdma_rs
+            for w in "${WORKLOADS[@]}"; do
+                IFS='|' read -r title job _ <<< "$w"
+                printf '%-21s %22s %22s\n' "$title" "$(cpu_cell c "$job")" "$(cpu_cell rs "$job")"
+            done
+        } >> "$table"
+        {
+            echo
+            echo "$SIDE CPU per operation (1 MiB for the sequential jobs): ms of vCPU (busy share / operations per"
+            echo "  second), median [min-max] over the rounds; per round = rs/C of each round's two boots"
+            printf '%-21s %22s %22s %6s %18s\n' workload C rpcrdma_rs rs/C "per round"
+            for w in "${WORKLOADS[@]}"; do
+                IFS='|' read -r title job what <<< "$w"
+                declare -A cm=() cl=() ch=()
+                for mod in c rs; do
+                    # shellcheck disable=SC2046 # one value per round
+                    read -r "cm[$mod]" "cl[$mod]" "ch[$mod]" _ < <(stats $(cpu_per_op "$mod" "$job" "${what%% *}"))
+                done
+                local cells=()
+                for mod in c rs; do
+                    if [ "${cm[$mod]}" = - ]; then cells+=(-); else
+                        cells+=("$(printf '%.3f [%.3f-%.3f]' "${cm[$mod]}" "${cl[$mod]}" "${ch[$mod]}")")
+                    fi
+                done
+                r=$(ratio "${cm[c]}" "${cm[rs]}")
+                pr=()
+                for d in ${DIRS[c]}; do
+                    local rnd
+                    rnd=$(round_of c "$d")
+                    pr+=("$(ratio "$(cpu_per_op c "$job" "${what%% *}" "$rnd")" \
+                        "$(cpu_per_op rs "$job" "${what%% *}" "$rnd")")")
+                done
+                read -r pmed plo phi _ < <(stats "${pr[@]}")
+                paired=-
+                [ "$pmed" = - ] || paired=$(awk -v m="$pmed" -v a="$plo" -v b="$phi" 'BEGIN { printf "%.2f [%.2f-%.2f]", m, a, b }')
+                printf '%-21s %22s %22s %6s %18s\n' "$title" "${cells[0]}" "${cells[1]}" "$r" "$paired"
+            done
+        } >> "$table"
+    fi
+    echo
+    cat "$table"
+
+    # The chart: one panel per workload (each in its own unit), a bar per
+    # module at the median, error bars from the smallest to the largest round.
+    local heading
+    if [ "$dim" = client ]; then
+        heading="rpcrdma.ko vs rpcrdma_rs as NFSv4.2 client (same C server"
+    else
+        heading="rpcrdma.ko vs rpcrdma_rs as NFSv4.2 server (same C client"
+    fi
+    {
+        cat <<GP
 set terminal pngcairo size 1600,800 noenhanced font ",10"
 set output "$png"
-set multiplot layout 2,4 title "rpcrdma.ko vs rpcrdma_rs as NFSv4.2 client (same C server, QEMU $VM_ACCEL, $link link): median and min-max of ${NROUNDS[c]}/${NROUNDS[rs]} rounds"
+set multiplot layout 2,4 title "$heading, QEMU $VM_ACCEL, $link link): median and min-max of ${NROUNDS[c]}/${NROUNDS[rs]} rounds"
 set style fill solid 0.8 border -1
 set boxwidth 0.6
 set yrange [0:*]
@@ -384,16 +473,28 @@ set xrange [-0.6:1.6]
 set grid ytics
 set title font ",9"
 unset key
-EOF
-    for ((i = 0; i < block; i++)); do
-        printf 'set title "%s"\n' "${titles[i]}"
-        # shellcheck disable=SC2016 # gnuplot's $0
-        printf 'plot "%s" index %d using 0:2:($0 == 0 ? 0x4477aa : 0xee7733):xtic(1) with boxes lc rgb variable, ' "$dat" "$i"
-        printf '"" index %d using 0:2:3:4 with yerrorbars lc rgb "black" pt 0 lw 1.5\n' "$i"
-    done
-    echo "unset multiplot"
-} > "$RUN_DIR/bench.gp"
-gnuplot "$RUN_DIR/bench.gp" && echo "chart: $png"
+GP
+        for ((i = 0; i < block; i++)); do
+            printf 'set title "%s"\n' "${titles[i]}"
+            # shellcheck disable=SC2016 # gnuplot's $0
+            printf 'plot "%s" index %d using 0:2:($0 == 0 ? 0x4477aa : 0xee7733):xtic(1) with boxes lc rgb variable, ' "$dat" "$i"
+            printf '"" index %d using 0:2:3:4 with yerrorbars lc rgb "black" pt 0 lw 1.5\n' "$i"
+        done
+        echo "unset multiplot"
+    } > "$RUN_DIR/bench$sfx.gp"
+    gnuplot "$RUN_DIR/bench$sfx.gp" && echo "chart: $png"
+}
+
+# The dimensions asked for that have rounds in RUN_DIR (a REPORT of an older
+# run has the client's only).
+shown=0
+for dim in $BENCH_DIMS; do
+    if [ "$dim" = client ]; then PFX=; else PFX=srv-; fi
+    [ -n "$(rounds_of c)$(rounds_of rs)" ] || { echo "no $dim rounds in $RUN_DIR"; continue; }
+    render "$dim"
+    shown=$((shown + 1))
+done
+[ "$shown" -gt 0 ] || T_FAIL=$((T_FAIL + 1))
 echo "logs, fio JSON and mountstats per round: $RUN_DIR"
 if [ -z "$REPORT" ]; then
     printf 'total %d min %d s\n' $(((SECONDS - t_start) / 60)) $(((SECONDS - t_start) % 60))

@@ -24,13 +24,6 @@ dir=/mnt/bench
 md_mnt=/md
 md_dir=$md_mnt/bench
 
-# cpu_ticks: the client's CPU time so far, in USER_HZ ticks: "user sys
-# softirq idle other" (user includes nice, idle includes iowait, other is
-# hardirq and steal).
-cpu_ticks() {
-    awk '$1 == "cpu" { print $2 + $3, $4, $8, $5 + $6, $7 + $9 }' /proc/stat
-}
-
 # profiling NAME: whether RR_PROFILE names this job (or is "all").
 profiling() {
     case " $RR_PROFILE " in *" $1 "* | *" all "*) return 0 ;; esac
@@ -51,9 +44,29 @@ server_profile() {
     echo "server did not answer profile $1"; return 1
 }
 
+# server_cpu start|stop NAME: under rr.srvcpu=on (the bench's server
+# dimension), have the server (server.sh's cpu_watch) take its CPU ticks
+# now, through a trigger file in the export, and wait until it did: "start"
+# before the client's own first sample, "stop" after its last, so that the
+# server's window holds the client's. The server answers "started NAME" or
+# "stopped NAME" in the same file and sends its ticks to the host itself
+# (RR-SCPU). O_DIRECT reads see the server's answer through the client's
+# caches. The polls cost a READ each; the server counts them in its window
+# (a few RPCs against thousands per job).
+server_cpu() {
+    [ "${RR_SRVCPU:-}" = on ] || return 0
+    echo "$1 $2" > /mnt/.cpu || return 1
+    want="started $2"; [ "$1" = stop ] && want="stopped $2"
+    for _ in $(seq 1 300); do
+        [ "$(dd if=/mnt/.cpu iflag=direct bs=4096 2>/dev/null)" = "$want" ] && return 0
+        sleep 0.1
+    done
+    echo "server did not answer cpu $1 $2"; return 1
+}
+
 # fio_job NAME ARGS...: one fio run, its JSON to the host, with the CPU
-# time the client spent (RR-CPU NAME user sys softirq idle other, ticks);
-# under RR_PROFILE, with cpu-clock profiles of both guests.
+# time the client spent (RR-CPU NAME user sys softirq idle other, ticks)
+# and, under rr.srvcpu=on, the server's (server_cpu); under RR_PROFILE, with cpu-clock profiles of both guests.
 fio_job() {
     name=$1; shift
     case " ${RR_JOBS:-$name} " in *" $name "*) ;; *) return 0 ;; esac
@@ -63,9 +76,11 @@ fio_job() {
         server_profile start || return 1
         set -- perf record -q -a -e cpu-clock -F 199 -o /tmp/"$name".perf -- "$@"
     fi
+    server_cpu start "$name" || return 1
     t0=$(cpu_ticks)
     "$@" > /tmp/"$name".out 2>&1 || { tail -n 5 /tmp/"$name".out /tmp/"$name".json; return 1; }
     t1=$(cpu_ticks)
+    server_cpu stop "$name" || return 1
     { echo "RR-FIO-BEGIN $name"; cat /tmp/"$name".json; echo "RR-FIO-END $name"; } > "$RESULTS"
     echo "$t0 $t1" | awk -v n="$name" '{ print "RR-CPU", n, $6 - $1, $7 - $2, $8 - $3, $9 - $4, $10 - $5 }' > "$RESULTS"
     if profiling "$name"; then
@@ -118,7 +133,7 @@ if check mount nfs_mount; then
     { echo "RR-STATS-BEGIN"; cat /proc/self/mountstats; echo "RR-STATS-END"; } > "$RESULTS"
     # rxe's packet counters: retransmits, RNR NAKs and packets per op.
     note "rxe: $(rdma statistic show link | tr -s ' \n' ' ')"
-    rm -rf $dir $md_dir
+    rm -rf $dir $md_dir /mnt/.cpu
     if grep -q " $md_mnt " /proc/mounts; then check umount_md umount $md_mnt; fi
     check umount umount /mnt
 fi

@@ -57,6 +57,14 @@ net_up() {
     note "rxe0 on eth0 $1 $2"
 }
 
+# cpu_ticks: this VM's CPU time so far, in USER_HZ ticks: "user sys
+# softirq idle other" (user includes nice, idle includes iowait, other is
+# hardirq and steal). The bench's CPU shares (client and server) come from
+# two of these around a job.
+cpu_ticks() {
+    awk '$1 == "cpu" { print $2 + $3, $4, $8, $5 + $6, $7 + $9 }' /proc/stat
+}
+
 # load_transport c|rs|none: insmod the RPC/RDMA transport this run asks for,
 # with the tunables in RR_MODPARAMS (comma-separated name=value; the names
 # are rpcrdma_rs's parameters: max_inline_read, max_inline_write,

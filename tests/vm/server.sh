@@ -158,6 +158,34 @@ profile_watch() {
     esac
 }
 
+# cpu_watch: the bench's server CPU samples (rr.srvcpu=on). The client
+# writes "start NAME" or "stop NAME" into /export/.cpu around each fio job
+# (server_cpu in bench.sh); we take our CPU ticks at once, answer "started
+# NAME" or "stopped NAME" there, and at "stop" send the difference to the
+# host: RR-SCPU NAME user sys softirq idle other (ticks, as the client's
+# RR-CPU). Polled every 0.1 s, so the server's window exceeds the client's
+# by a fraction of a second. The poll forks nothing: busybox's sleep is a
+# fork and exec (10 a second would be a visible share of the busy time we
+# measure), so it waits with the shell's read on a FIFO nobody writes.
+cpu_watch() {
+    mkfifo /tmp/cpu_watch.tick && exec 3<> /tmp/cpu_watch.tick || return 1
+    while :; do
+        req=
+        [ ! -e /export/.cpu ] || read -r req < /export/.cpu 2>/dev/null || true
+        case $req in
+        "start "*)
+            t0=$(cpu_ticks)
+            echo "started ${req#start }" > /export/.cpu ;;
+        "stop "*)
+            t1=$(cpu_ticks)
+            echo "$t0 $t1" | awk -v n="${req#stop }" \
+                '{ print "RR-SCPU", n, $6 - $1, $7 - $2, $8 - $3, $9 - $4, $10 - $5 }' > "$RESULTS"
+            echo "stopped ${req#stop }" > /export/.cpu ;;
+        esac
+        read -r -t 0.1 -u 3 tick || true
+    done
+}
+
 # What `rdma resource show` counts (pd, cq, qp, cm_id, mr ...), without
 # the device's index, which a device deleted and added back changes; and
 # the QPs it lists.
@@ -267,4 +295,5 @@ check server_net net_up $SERVER4 $SERVER6 &&
     check server_nfsd_listen nfsd_listen &&
     echo "RR-READY" > "$RESULTS"
 # The host powers us off once the client is done.
+[ "${RR_SRVCPU:-}" != on ] || cpu_watch &
 fault_watch
