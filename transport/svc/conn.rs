@@ -328,6 +328,9 @@ pub(crate) struct SvcConn {
     /// Send Queue room for RDMA Reads and Writes.
     rw_room: u32,
     established: Atomic<bool>,
+    /// Being freed: the flushes of the drain must not touch the
+    /// `svc_xprt`, whose last reference is gone.
+    freeing: Atomic<bool>,
     /// Largest Send the client can receive (RFC 8797), and our buffers.
     pub(super) inline_send: u32,
     /// The client accepts Send With Invalidate.
@@ -447,6 +450,7 @@ impl SvcConn {
                     sq_waiters: Atomic::new(0),
                     rw_room: rw,
                     established: Atomic::new(false),
+                    freeing: Atomic::new(false),
                     inline_send: peer.inline.send,
                     remote_inv: peer.peer_remote_invalidate,
                     debug: SetOnce::new(),
@@ -720,7 +724,7 @@ impl SvcConn {
     /// `has_wspace` kept sunrpc from handing out queued Calls: offer them
     /// again.
     fn room_freed(&self) {
-        if self.sq_waiters.load(Relaxed) != 0 {
+        if self.sq_waiters.load(Relaxed) != 0 && !self.freeing.load(Acquire) {
             self.sq_cv.notify_all();
             self.xprt.enqueue();
         }
@@ -734,6 +738,9 @@ impl SvcConn {
     /// Marks the connection for closing by an nfsd thread, and wakes the
     /// threads waiting for Send Queue room so that they give up.
     pub(super) fn close(&self) {
+        if self.freeing.load(Acquire) {
+            return;
+        }
         self.xprt.deferred_close();
         self.wake_waiters();
     }
@@ -773,7 +780,11 @@ impl SvcConn {
 impl PinnedDrop for SvcConn {
     fn drop(self: Pin<&mut Self>) {
         // Flush every posted work request and wait for its completion,
-        // so that no handler runs once the contexts go.
+        // so that no handler runs once the contexts go. A connection that
+        // sunrpc never took (`discard`) has no XPT_CLOSE set: without
+        // `freeing`, its flushed Receives would enqueue a transport whose
+        // last reference is gone.
+        self.freeing.store(true, Release);
         if let Some(id) = self.id() {
             id.drain_qp();
         }
