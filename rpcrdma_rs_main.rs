@@ -40,7 +40,9 @@ struct RpcRdma {
 
 impl kernel::Module for RpcRdma {
     fn init(module: &'static ThisModule) -> Result<Self> {
-        let client = transport::Registration::new(module)?;
+        let client = transport::Registration::new(module).inspect_err(|e| {
+            pr_err!("rpcrdma_rs: cannot register the client transport \"rdma\" ({e:?}): is rpcrdma.ko loaded?\n")
+        })?;
         let server = transport::svc::register(module).inspect_err(|e| {
             pr_err!("rpcrdma_rs: cannot register the server transport \"rdma\" ({e:?}): is rpcrdma.ko loaded?\n")
         })?;

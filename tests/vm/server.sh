@@ -249,6 +249,16 @@ teardown() {
     [ "$now" = "$BASELINE" ] || { echo "RDMA resources before: $BASELINE; after: $now" | tr '\n' ' '; return 1; }
 }
 
+# refuse_beside_c: with rpcrdma.ko loaded, rpcrdma_rs.ko must refuse to
+# load (both register the transport "rdma"), saying why.
+refuse_beside_c() {
+    if insmod /modules/rpcrdma_rs.ko 2> /dev/null; then
+        rmmod rpcrdma_rs
+        echo "rpcrdma_rs loaded beside rpcrdma.ko"; return 1
+    fi
+    dmesg | grep 'rpcrdma_rs: cannot register' | grep -q 'is rpcrdma.ko loaded'
+}
+
 # Faults on request: the client drops a trigger file into the export, so the
 # fault lands while it has I/O going. Writing 0 threads destroys the
 # listeners, so nfsd_listen re-creates them.
@@ -289,6 +299,8 @@ fault_watch() {
 check server_net net_up $SERVER4 $SERVER6 &&
     BASELINE=$(rdma_counts) && BASE_QPS=$(qp_count) &&
     check server_transport load_transport "${RR_MOD:-c}" &&
+    { [ "${RR_MOD:-c}" != c ] || [ ! -e /modules/rpcrdma_rs.ko ] ||
+        check server_rs_refused_beside_c refuse_beside_c; } &&
     check server_export export_fs &&
     check server_nfsd_tune nfsd_tune &&
     check server_rpc_daemons rpc_daemons &&
