@@ -20,6 +20,9 @@
 #                 to print); one of them alone halves the boots
 #   REPS=3        rounds (one boot per module per dimension per round)
 #   RUNTIME=10    seconds per time-based fio job (plus 2 s ramp)
+#   VERS=4.2      the NFS version mounted (4.2, 4.1 or 3; 3 has no callbacks,
+#                 so a server without a backchannel is measured without
+#                 the client's reaction to a callback path that is down)
 #   SIZE=64       MiB in the data file
 #   CLIENTS="c rs"   which client modules the client dimension runs
 #   SERVERS="c rs"   which server modules the server dimension runs
@@ -57,7 +60,7 @@ set -euo pipefail
 
 REPS=${REPS:-3} RUNTIME=${RUNTIME:-10} SIZE=${SIZE:-64} CLIENTS=${CLIENTS:-c rs} SERVERS=${SERVERS:-c rs}
 BENCH_DIMS=${BENCH_DIMS:-client server}
-REPORT=${REPORT:-} VM_LINK=${LINK:-unix} KERNEL=${KERNEL:-bench} JOBS=${JOBS:-} PROFILE=${PROFILE:-}
+VERS=${VERS:-4.2} REPORT=${REPORT:-} VM_LINK=${LINK:-unix} KERNEL=${KERNEL:-bench} JOBS=${JOBS:-} PROFILE=${PROFILE:-}
 T_PASS=0 T_FAIL=0
 RUN_DIR=${REPORT:-$REPO_DIR/out/bench-$(date +%Y%m%d-%H%M%S)}
 [[ $REPS =~ ^[1-9][0-9]*$ ]] || die "REPS=$REPS: a positive number"
@@ -118,6 +121,7 @@ if [ -z "$REPORT" ]; then
     echo "$RUNTIME" > "$RUN_DIR/runtime.txt"
     echo "$VM_LINK" > "$RUN_DIR/link.txt"
     echo "$KERNEL" > "$RUN_DIR/kernel.txt"
+    echo "$VERS" > "$RUN_DIR/vers.txt"
     words="rr.runtime=$RUNTIME rr.size=$SIZE"
     [ -z "$JOBS" ] || words="$words rr.jobs=${JOBS// /,}"
     [ -z "$PROFILE" ] || words="$words rr.profile=${PROFILE// /,}"
@@ -128,12 +132,12 @@ if [ -z "$REPORT" ]; then
                 if [ "$dim" = client ]; then
                     what="client $mod, C server"
                     swords="rr.mod=c rr.maxblksize=1048576${PROFILE:+ rr.profile=on}"
-                    cwords="rr.script=bench rr.mod=$mod rr.proto=rdma rr.vers=4.2 $words"
+                    cwords="rr.script=bench rr.mod=$mod rr.proto=rdma rr.vers=$VERS $words"
                 else
                     # The server samples its CPU around each job (rr.srvcpu).
                     what="server $mod, C client"
                     swords="rr.mod=$mod rr.maxblksize=1048576 rr.srvcpu=on${PROFILE:+ rr.profile=on}"
-                    cwords="rr.script=bench rr.mod=c rr.proto=rdma rr.vers=4.2 rr.srvcpu=on $words"
+                    cwords="rr.script=bench rr.mod=c rr.proto=rdma rr.vers=$VERS rr.srvcpu=on $words"
                 fi
                 step "bench: round $round/$REPS, $what (fio ${RUNTIME} s per timed job, $VM_LINK link)"
                 t0=$SECONDS
@@ -301,6 +305,7 @@ has_cpu() {
 runtime=$(cat "$RUN_DIR/runtime.txt" 2>/dev/null || echo "?")
 link=$(cat "$RUN_DIR/link.txt" 2>/dev/null || echo tcp)
 kernel=$(cat "$RUN_DIR/kernel.txt" 2>/dev/null || echo test)
+vers=$(cat "$RUN_DIR/vers.txt" 2>/dev/null || echo 4.2)
 # Runs before the actimeo=0 metadata mount ran the metadata jobs on /mnt.
 md_mount="the data mount (attribute cache on)"
 if grep -qs 'acregmin=0,acregmax=0,acdirmin=0,acdirmax=0' "$RUN_DIR"/fio-*/md-mount.txt; then
@@ -327,7 +332,7 @@ render() {
     local table=$RUN_DIR/bench$sfx.txt dat=$RUN_DIR/bench$sfx.dat png=$RUN_DIR/bench$sfx.png
     {
         echo "$dim: rpcrdma.ko vs rpcrdma_rs ($other)"
-        echo "NFSv4.2 over RDMA (soft-RoCE, QEMU $VM_ACCEL, $link link, $kernel kernel), fio ${runtime} s per timed job"
+        echo "NFSv$vers over RDMA (soft-RoCE, QEMU $VM_ACCEL, $link link, $kernel kernel), fio ${runtime} s per timed job"
         for mod in c rs; do
             echo "  $(label "$mod"): ${NROUNDS[$mod]} rounds, mount ${MOUNT[$mod]:-not mounted}"
         done
@@ -395,7 +400,9 @@ render() {
     if [ -n "$ops" ]; then
         {
             echo
-            echo "per NFS operation with 10 or more calls (${PFX:+the client's }mountstats): calls per round; rtt and exec: ms per call"
+            local whose=
+            [ -z "$PFX" ] || whose="the client's "
+            echo "per NFS operation with 10 or more calls (${whose}mountstats): calls per round; rtt and exec: ms per call"
             printf '%-12s %8s %8s %8s   %8s %8s %8s\n' op "C calls" rtt exec "rs calls" rtt exec
             awk '{ printf "%-12s %8s %8s %8s   %8s %8s %8s\n", $1, $2, $3, $4, $5, $6, $7 }' <<< "$ops"
             # rtt runs from rq_xtime; a transport that sets it after the reply
@@ -456,9 +463,9 @@ render() {
     # module at the median, error bars from the smallest to the largest round.
     local heading
     if [ "$dim" = client ]; then
-        heading="rpcrdma.ko vs rpcrdma_rs as NFSv4.2 client (same C server"
+        heading="rpcrdma.ko vs rpcrdma_rs as NFSv$vers client (same C server"
     else
-        heading="rpcrdma.ko vs rpcrdma_rs as NFSv4.2 server (same C client"
+        heading="rpcrdma.ko vs rpcrdma_rs as NFSv$vers server (same C client"
     fi
     {
         cat <<GP

@@ -66,7 +66,8 @@ server_cpu() {
 
 # fio_job NAME ARGS...: one fio run, its JSON to the host, with the CPU
 # time the client spent (RR-CPU NAME user sys softirq idle other, ticks)
-# and, under rr.srvcpu=on, the server's (server_cpu); under RR_PROFILE, with cpu-clock profiles of both guests.
+# and, under rr.srvcpu=on, the server's (server_cpu); under RR_PROFILE,
+# with cpu-clock profiles of both guests.
 fio_job() {
     name=$1; shift
     case " ${RR_JOBS:-$name} " in *" $name "*) ;; *) return 0 ;; esac
