@@ -185,9 +185,9 @@ scenario srv-long-calls 600 rs "Rust client, Rust server: Long Calls, 1 KiB inli
 # Issue 14: delegations recalled over the Rust server's backchannel, by
 # the C client and by the Rust client: one file, 200 at once, one after a
 # 20 s link loss and one after an nfsd restart (tests/vm/recall.sh).
-# The C client's run adds 2000 more callbacks (10 rounds of 200 new
+# The C client's run adds 1000 more callbacks (5 rounds of 200 new
 # files), with the server's unreclaimable slab measured before and after.
-scenario srv-recall-c 1200 rs "C client, Rust server: delegations recalled over the backchannel; 2000 callbacks" "$recall rr.mod=c rr.rounds=10"
+scenario srv-recall-c 1200 rs "C client, Rust server: delegations recalled over the backchannel; 1000 callbacks" "$recall rr.mod=c rr.rounds=5"
 scenario srv-recall-rs 900 rs "Rust client, Rust server: delegations recalled over the backchannel" "$recall rr.mod=rs"
 # The server's own faults under a C client's write-read-compare loop, in
 # one boot (tests/vm/srv-faults.sh): nfsd threads 8 -> 2 -> 16 -> 8, nfsd
