@@ -11,6 +11,7 @@
 
 mod addr;
 mod backchannel;
+mod class;
 mod debugfs;
 mod rqst;
 mod slots;
@@ -20,6 +21,7 @@ mod xprt;
 
 pub(crate) use addr::{addr_port, format_addresses, format_port, free_addresses};
 pub(crate) use backchannel::{BcPool, BC_BUF};
+pub(crate) use class::XprtClass;
 pub(crate) use debugfs::DebugDir;
 pub(crate) use rqst::{PinnedRqst, SendRqst, XdrBuf};
 pub(crate) use slots::{alloc_slot, buf_alloc, buf_free, free_slot, Slot, SlotOwner, SlotPool};

@@ -5,11 +5,10 @@
 //! `rpc_xprt_ops` table whose entries live in the files named for their
 //! jobs.
 
-use core::ffi::{c_char, c_ushort};
+use core::ffi::c_ushort;
 
 use kernel::prelude::*;
 use kernel::sync::atomic::{Acquire, Atomic, Release};
-use kernel::types::Opaque;
 
 use super::backchannel::{
     op_bc_destroy, op_bc_free_rqst, op_bc_maxpayload, op_bc_num_slots, op_bc_setup,
@@ -22,7 +21,7 @@ use super::xprt::{
 use super::{Config, MAX_PAYLOAD};
 use crate::sunrpc::{
     addr_port, alloc_slot, buf_alloc, buf_free, format_addresses, format_port, free_slot, hz,
-    DelayedWork, SlotPool, WaitQueue,
+    DelayedWork, SlotPool, WaitQueue, XprtClass,
 };
 use crate::sys;
 
@@ -33,72 +32,23 @@ pub(crate) const IDENT: i32 = 256;
 /// benefit of side protocols, as rpcrdma.ko does.
 const IPPROTO_TCP: i32 = 6;
 
-/// The transport class followed by its netid list, like `struct
-/// xprt_class` with its flexible `netid[]` array filled in.
-#[repr(C)]
-struct ClassWithNetids {
-    class: sys::xprt_class,
-    netid: [*const c_char; 3],
-}
-
-const _: () = assert!(
-    core::mem::offset_of!(ClassWithNetids, netid) == core::mem::size_of::<sys::xprt_class>()
-);
-
-/// A registered transport class; unregistered on drop.
-///
-/// # Invariants
-///
-/// `class` is registered with sunrpc while this value exists.
+/// The registered "rdma" client transport class.
 pub(crate) struct Registration {
-    class: Pin<KBox<Opaque<ClassWithNetids>>>,
+    _class: XprtClass,
 }
-
-// SAFETY: After registration the class is only read by sunrpc, under its
-// own lock; we only pass its address to `xprt_unregister_transport`.
-unsafe impl Send for Registration {}
-
-// SAFETY: `&Registration` allows nothing: the class is only touched by
-// sunrpc, under its own lock.
-unsafe impl Sync for Registration {}
 
 impl Registration {
     /// Registers the "rdma" client transport class.
     pub(crate) fn new(module: &'static ThisModule) -> Result<Self> {
-        let mut name = [0 as c_char; 32];
-        for (dst, src) in name.iter_mut().zip(b"rdma") {
-            *dst = *src as c_char;
-        }
-        let class = KBox::pin(
-            Opaque::new(ClassWithNetids {
-                class: sys::xprt_class {
-                    ident: IDENT,
-                    setup: Some(xprt_setup),
-                    owner: module.as_ptr().cast(),
-                    name,
-                    ..Default::default()
-                },
-                netid: [
-                    c"rdma".as_char_ptr().cast(),
-                    c"rdma6".as_char_ptr().cast(),
-                    c"".as_char_ptr().cast(),
-                ],
-            }),
-            GFP_KERNEL,
+        let class = XprtClass::register(
+            module,
+            "rdma",
+            IDENT,
+            xprt_setup,
+            &[c"rdma", c"rdma6"],
+            |class| CLASS.store(class, Release),
         )?;
-        CLASS.store(class.get().cast(), Release);
-        // SAFETY: The class is pinned in the heap and stays registered
-        // until `drop` unregisters it.
-        kernel::error::to_result(unsafe { sys::xprt_register_transport(class.get().cast()) })?;
-        Ok(Self { class })
-    }
-}
-
-impl Drop for Registration {
-    fn drop(&mut self) {
-        // SAFETY: The class was registered in `new`. Module references held
-        // by live transports keep us from being dropped while one exists.
-        unsafe { sys::xprt_unregister_transport(self.class.get().cast()) };
+        Ok(Self { _class: class })
     }
 }
 

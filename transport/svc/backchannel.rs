@@ -11,14 +11,11 @@
 //! chunks whose RPC message is a REPLY) and copied into the waiting
 //! request.
 
-use core::ffi::c_char;
-
 use kernel::prelude::*;
-use kernel::types::Opaque;
 
 use super::conn::SvcConn;
 use super::send;
-use crate::sunrpc::{format_addresses, free_addresses, hz, SendRqst, Xprt};
+use crate::sunrpc::{format_addresses, free_addresses, hz, SendRqst, Xprt, XprtClass};
 use crate::sys;
 
 /// Backward requests at once: the slots of the rpc_xprt and the credits
@@ -37,63 +34,9 @@ struct BcXprt {
     timeout: sys::rpc_timeout,
 }
 
-/// The class, with the empty netid list sunrpc's netid lookups stop at.
-#[repr(C)]
-struct BcClass {
-    class: sys::xprt_class,
-    netid: [*const c_char; 1],
-}
-
-const _: () =
-    assert!(core::mem::offset_of!(BcClass, netid) == core::mem::size_of::<sys::xprt_class>());
-
-/// The registered class; unregistered on drop.
-///
-/// # Invariants
-///
-/// `class` is registered with sunrpc while this value exists.
-pub(crate) struct BcRegistration {
-    class: Pin<KBox<Opaque<BcClass>>>,
-}
-
-// SAFETY: Once registered the class is only read by sunrpc, under its own
-// lock.
-unsafe impl Send for BcRegistration {}
-// SAFETY: `&BcRegistration` allows nothing.
-unsafe impl Sync for BcRegistration {}
-
-impl BcRegistration {
-    pub(crate) fn new(module: &'static ThisModule) -> Result<Self> {
-        let mut name = [0 as c_char; 32];
-        for (dst, src) in name.iter_mut().zip(b"rdma backchannel") {
-            *dst = *src as c_char;
-        }
-        let class = KBox::pin(
-            Opaque::new(BcClass {
-                class: sys::xprt_class {
-                    ident: IDENT,
-                    setup: Some(bc_setup),
-                    owner: module.as_ptr().cast(),
-                    name,
-                    ..Default::default()
-                },
-                netid: [c"".as_char_ptr().cast()],
-            }),
-            GFP_KERNEL,
-        )?;
-        // SAFETY: Pinned in the heap; registered until `drop`.
-        kernel::error::to_result(unsafe { sys::xprt_register_transport(class.get().cast()) })?;
-        // INVARIANT: registered.
-        Ok(Self { class })
-    }
-}
-
-impl Drop for BcRegistration {
-    fn drop(&mut self) {
-        // SAFETY: Registered in `new`; transports of the class hold module
-        // references, so none is left.
-        unsafe { sys::xprt_unregister_transport(self.class.get().cast()) };
-    }
+/// Registers the class.
+pub(crate) fn register(module: &'static ThisModule) -> Result<XprtClass> {
+    XprtClass::register(module, "rdma backchannel", IDENT, bc_setup, &[], |_| ())
 }
 
 /// `xprt_class.setup`: the backchannel of `args->bc_xprt`.

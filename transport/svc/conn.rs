@@ -331,7 +331,8 @@ pub(crate) struct SvcConn {
     /// Being freed: the flushes of the drain must not touch the
     /// `svc_xprt`, whose last reference is gone.
     freeing: Atomic<bool>,
-    /// Largest Send the client can receive (RFC 8797), and our buffers.
+    /// Largest Send: the smaller of the client's receive size (RFC 8797)
+    /// and ours; the size of our Send buffers.
     pub(super) inline_send: u32,
     /// The client accepts Send With Invalidate.
     pub(super) remote_inv: bool,
@@ -578,7 +579,8 @@ impl SvcConn {
             )?;
         }
         let mut sends = KVec::with_capacity(nsend as usize, GFP_KERNEL)?;
-        let send_len = self.cfg.inline.min(self.inline_send.max(pvt::MIN_SIZE)) as usize;
+        // The negotiated size is already within ours (`pvt::negotiate`).
+        let send_len = self.inline_send as usize;
         for idx in 0..nsend {
             let buf = DmaBuf::new(&self.dev, send_len, DmaDir::ToDevice)?;
             // INVARIANT: as above; on the free list below.

@@ -22,7 +22,9 @@ use kernel::prelude::*;
 use kernel::sync::atomic::{Acquire, Atomic, Release};
 
 use super::{Counter, IDENT};
-use crate::sunrpc::{Ctxt, DebugDir, Net, Serv, SockAddr, SvcClass, SvcRqst, SvcTransport};
+use crate::sunrpc::{
+    Ctxt, DebugDir, Net, Serv, SockAddr, SvcClass, SvcRqst, SvcTransport, XprtClass,
+};
 use crate::sys;
 use conn::{ConnStats, SvcConn};
 use listener::SvcListener;
@@ -96,8 +98,8 @@ impl SvcTransport for RdmaSvc {
 /// The registered server class and its counters in debugfs.
 pub(crate) struct Registration {
     _class: SvcClass,
-    _backchannel: backchannel::BcRegistration,
-    debug: KBox<DebugDir>,
+    _backchannel: XprtClass,
+    _debug: KBox<DebugDir>,
 }
 
 /// Registers the server class "rdma" (`EEXIST` if rpcrdma.ko has it) and
@@ -110,12 +112,12 @@ pub(crate) fn register(module: &'static ThisModule) -> Result<Registration> {
     SERVER_DIR.store(&raw const *debug, Release);
     let class = SvcClass::register::<RdmaSvc>(c"rdma", module, IDENT, sys::RPCSVC_MAXPAYLOAD)
         .inspect_err(|_| SERVER_DIR.store(core::ptr::null(), Release))?;
-    let bc = backchannel::BcRegistration::new(module)
+    let bc = backchannel::register(module)
         .inspect_err(|_| SERVER_DIR.store(core::ptr::null(), Release))?;
     Ok(Registration {
         _class: class,
         _backchannel: bc,
-        debug,
+        _debug: debug,
     })
 }
 
@@ -123,7 +125,6 @@ impl Drop for Registration {
     fn drop(&mut self) {
         // No connection is left (each holds a module reference).
         SERVER_DIR.store(core::ptr::null(), Release);
-        let _ = &self.debug;
     }
 }
 

@@ -41,7 +41,7 @@ pub(super) fn sendto(conn: &SvcConn, rqst: &mut SvcRqst<'_>) -> i32 {
         len: rqst.res().len(),
         payload: (payload != NO_PAYLOAD).then_some(((payload >> 32) as u32, payload as u32)),
     };
-    let inline_max = conn.inline_send.min(conn.cfg.inline);
+    let inline_max = conn.inline_send;
     let plan = match responder::plan_reply(&call.chunks, shape, inline_max) {
         Ok(plan) => plan,
         Err(e) => {
@@ -127,7 +127,7 @@ const BC_HEADER: usize = 28;
 /// Largest backward Call the backchannel carries: one inline Send the
 /// client can receive, less our header.
 pub(super) fn bc_max_payload(conn: &SvcConn) -> usize {
-    (conn.inline_send.min(conn.cfg.inline) as usize).saturating_sub(BC_HEADER)
+    (conn.inline_send as usize).saturating_sub(BC_HEADER)
 }
 
 /// Sends a backward Call (RFC 8167 §4): inline, with the backchannel's
