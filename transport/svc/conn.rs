@@ -37,8 +37,9 @@ pub(crate) struct ConnStats {
     pub(crate) calls: Counter,
     /// Replies sent.
     pub(crate) replies: Counter,
-    /// Read chunks pulled, Write chunks and Reply chunks pushed.
-    pub(crate) read_chunks: Counter,
+    /// RDMA Reads posted (a Read segment, or the part of one between two
+    /// positions), Write chunks and Reply chunks pushed.
+    pub(crate) read_segments: Counter,
     pub(crate) write_chunks: Counter,
     pub(crate) reply_chunks: Counter,
     /// Bytes moved by RDMA Read and by RDMA Write.
@@ -71,7 +72,7 @@ impl ConnStats {
             (c"connections_closed", &self.closed),
             (c"calls", &self.calls),
             (c"replies", &self.replies),
-            (c"read_segments", &self.read_chunks),
+            (c"read_segments", &self.read_segments),
             (c"write_chunks", &self.write_chunks),
             (c"reply_chunks", &self.reply_chunks),
             (c"rdma_read_bytes", &self.read_bytes),
@@ -92,7 +93,7 @@ impl ConnStats {
             closed: Counter::new(),
             calls: Counter::new(),
             replies: Counter::new(),
-            read_chunks: Counter::new(),
+            read_segments: Counter::new(),
             write_chunks: Counter::new(),
             reply_chunks: Counter::new(),
             read_bytes: Counter::new(),
@@ -795,10 +796,10 @@ impl PinnedDrop for SvcConn {
         }
         let s = &self.stats;
         rdebug!(
-            "server: connection freed: calls {} replies {} read chunks {} write chunks {} reply chunks {} errors {} dropped {}\n",
+            "server: connection freed: calls {} replies {} read segments {} write chunks {} reply chunks {} errors {} dropped {}\n",
             s.calls.get(),
             s.replies.get(),
-            s.read_chunks.get(),
+            s.read_segments.get(),
             s.write_chunks.get(),
             s.reply_chunks.get(),
             s.errors_sent.get(),

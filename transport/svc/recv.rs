@@ -136,7 +136,7 @@ fn pull(
     let id = conn.id().ok_or(None)?;
     let mut segs = KVec::<PageSeg>::new();
     let mut ctxs = KVec::<RwCtx>::new();
-    let mut chunks = 0u64;
+    let mut segments = 0u64;
     let mut bytes = 0u64;
     for piece in asm.clone() {
         if let Piece::Read {
@@ -159,7 +159,7 @@ fn pull(
                 None
             })?;
             ctxs.push(ctx, GFP_KERNEL).map_err(|_| None)?;
-            chunks += 1;
+            segments += 1;
             bytes += u64::from(length);
         }
     }
@@ -168,7 +168,7 @@ fn pull(
     io::run(conn, &mut ctxs).map_err(|e| (e == E2BIG).then_some(RdmaError::Chunk))?;
     // Unmapping makes the Read data visible to the CPU.
     drop(ctxs);
-    conn.count(|s| &s.read_chunks, chunks);
+    conn.count(|s| &s.read_segments, segments);
     conn.count(|s| &s.read_bytes, bytes);
     for piece in asm {
         let res = match piece {
