@@ -36,10 +36,13 @@ const TRANSPORT_IDENT: i32 = transport::IDENT;
 struct RpcRdma {
     _client: transport::Registration,
     _server: transport::svc::Registration,
+    /// Last: the transports, and with them every connection, go first.
+    _lingering: rdma::LingeringIds,
 }
 
 impl kernel::Module for RpcRdma {
     fn init(module: &'static ThisModule) -> Result<Self> {
+        let lingering = rdma::LingeringIds::init();
         let client = transport::Registration::new(module).inspect_err(|e| {
             pr_err!("rpcrdma_rs: cannot register the client transport \"rdma\" ({e:?}): is rpcrdma.ko loaded?\n")
         })?;
@@ -56,6 +59,7 @@ impl kernel::Module for RpcRdma {
         Ok(RpcRdma {
             _client: client,
             _server: server,
+            _lingering: lingering,
         })
     }
 }

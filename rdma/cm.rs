@@ -365,6 +365,132 @@ impl<H: CmHandler> CmId<H> {
             self.qp = None;
         }
     }
+
+    /// Gives up the id after [`CmId::disconnect`], without cutting its
+    /// disconnect short: while `awaiting(handler)` says the CM has not
+    /// reported the end of the connection yet, the id is left to the CM,
+    /// which keeps resending its DREQ until the peer answers or the CM
+    /// gives up (about a minute on RoCE), and is destroyed then, by
+    /// rdma_cm itself, or at module unload ([`LingeringIds`]).
+    /// Destroying it at once stops those retries: a DREQ lost while the
+    /// link was down then never reaches the peer, which keeps its end of
+    /// the connection until one of its own Sends times out (rpcrdma.ko
+    /// keeps the id until DISCONNECTED for the same reason).
+    ///
+    /// `awaiting` runs with the id's handler lock held, so no event races
+    /// with the answer; afterwards the handler is never called again.
+    pub(crate) fn linger(mut self, awaiting: impl FnOnce(&H) -> bool) {
+        self.destroy_qp();
+        let id = self.ptr.as_ptr();
+        // SAFETY: `id` is live; rdma_lock_handler excludes the CM's event
+        // delivery until rdma_unlock_handler.
+        unsafe { sys::rdma_lock_handler(id) };
+        // SAFETY: The context is a `H` that outlives the id (type
+        // invariant), and no event handler runs.
+        let wait = awaiting(unsafe { &*(*id).context.cast::<H>() });
+        let kept = wait
+            && LINGERING
+                .lock()
+                .push(Lingering(self.ptr), GFP_KERNEL)
+                .is_ok();
+        if kept {
+            // SAFETY: The handler lock is held; rdma_cm reads both fields
+            // only under it. From now on no event reaches `H`.
+            unsafe {
+                (*id).event_handler = Some(linger_handler);
+                (*id).context = core::ptr::null_mut();
+            }
+        }
+        // SAFETY: Locked above.
+        unsafe { sys::rdma_unlock_handler(id) };
+        if kept {
+            // The id now belongs to the CM and `LINGERING`.
+            core::mem::forget(self);
+        }
+    }
+}
+
+/// An id handed over by [`CmId::linger`], waiting for the end of its
+/// disconnect.
+///
+/// # Invariants
+///
+/// A live id without a QP, whose handler is [`linger_handler`]; owned by
+/// [`LINGERING`] while it is listed there.
+struct Lingering(NonNull<sys::rdma_cm_id>);
+
+// SAFETY: An `rdma_cm_id` may be destroyed from any thread.
+unsafe impl Send for Lingering {}
+
+kernel::sync::global_lock! {
+    // SAFETY: Initialised by `LingeringIds::init` in the module initialiser,
+    // before any connection exists.
+    unsafe(uninit) static LINGERING: Mutex<KVec<Lingering>> = KVec::new();
+}
+
+/// The module's hold on [`LINGERING`]: made once at load, before any
+/// connection; dropped at unload, after the last connection is gone, it
+/// destroys the ids still lingering, so that no event reaches the
+/// module's code afterwards.
+pub(crate) struct LingeringIds(());
+
+impl LingeringIds {
+    /// Sets up the list; called once, by the module initialiser.
+    pub(crate) fn init() -> Self {
+        // SAFETY: Called once, from the module initialiser, before any id
+        // can linger.
+        unsafe { LINGERING.init() };
+        Self(())
+    }
+}
+
+impl Drop for LingeringIds {
+    fn drop(&mut self) {
+        let ids = core::mem::take(&mut *LINGERING.lock());
+        if !ids.is_empty() {
+            rdebug!("{} ids still disconnecting at unload\n", ids.len());
+        }
+        for id in ids.iter() {
+            // SAFETY: Taken off the list, the id is ours (type invariant
+            // of `Lingering`); a concurrent `linger_handler` finds it
+            // missing and leaves it to us, and rdma_destroy_id waits for
+            // it.
+            unsafe { sys::rdma_destroy_id(id.0.as_ptr()) };
+        }
+    }
+}
+
+/// The handler of a lingering id: at the end of the connection it asks
+/// rdma_cm to destroy the id (by returning non-zero), unless module
+/// unload took it first. Device removal ends it too, which also keeps
+/// the device's removal from waiting on it.
+///
+/// # Safety
+///
+/// Only called by rdma_cm, for ids set up by [`CmId::linger`].
+unsafe extern "C" fn linger_handler(
+    id: *mut sys::rdma_cm_id,
+    event: *mut sys::rdma_cm_event,
+) -> i32 {
+    // SAFETY: rdma_cm passes a valid event for the duration of the call.
+    let kind = unsafe { (*event).event };
+    if !matches!(
+        kind,
+        sys::rdma_cm_event_type_RDMA_CM_EVENT_DISCONNECTED
+            | sys::rdma_cm_event_type_RDMA_CM_EVENT_DEVICE_REMOVAL
+            | sys::rdma_cm_event_type_RDMA_CM_EVENT_TIMEWAIT_EXIT
+    ) {
+        return 0;
+    }
+    let mut ids = LINGERING.lock();
+    match ids.iter().position(|l| l.0.as_ptr() == id) {
+        Some(i) => {
+            // The list no longer owns it: rdma_cm destroys it on return.
+            let _ = ids.remove(i);
+            1
+        }
+        None => 0,
+    }
 }
 
 impl<H: CmHandler> Drop for CmId<H> {

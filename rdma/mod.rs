@@ -21,7 +21,9 @@ mod rw;
 #[cfg(CONFIG_KUNIT = "y")]
 pub(crate) mod selftest;
 
-pub(crate) use cm::{CmEvent, CmHandler, CmId, ConnParam, QpCaps, RESOLVE_TIMEOUT_MS};
+pub(crate) use cm::{
+    CmEvent, CmHandler, CmId, ConnParam, LingeringIds, QpCaps, RESOLVE_TIMEOUT_MS,
+};
 pub(crate) use cq::{Cq, CqEntry, CqHandler, HasCqEntry, Wc};
 pub(crate) use device::{Device, Pd};
 pub(crate) use dma::{DmaBuf, DmaDir, MappedPages, MAX_MAPPED_PAGES};

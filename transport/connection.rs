@@ -85,6 +85,9 @@ pub(crate) struct Shared {
     async_rc: Atomic<i32>,
     /// [`PENDING`], [`ESTABLISHED`] or a negative errno.
     status: Atomic<i32>,
+    /// Established, and the CM has not reported its end yet (written only
+    /// by the CM handler): whether the id must linger ([`CmId::linger`]).
+    cm_up: Atomic<bool>,
     /// The QP, once created; for reposting Receives.
     pub(super) qp: Atomic<*mut sys::ib_qp>,
     pub(super) lkey: Atomic<u32>,
@@ -188,6 +191,7 @@ impl Shared {
                 event_cv <- new_condvar!("rpcrdma_rs_cm_event"),
                 async_rc: Atomic::new(0),
                 status: Atomic::new(PENDING),
+                cm_up: Atomic::new(false),
                 qp: Atomic::new(core::ptr::null_mut()),
                 lkey: Atomic::new(0),
                 draining: Atomic::new(false),
@@ -278,6 +282,7 @@ impl CmHandler for Shared {
                     negotiated.inline.send,
                     negotiated.inline.recv
                 );
+                self.cm_up.store(true, Release);
                 self.status.store(ESTABLISHED, Release);
                 self.wake();
             }
@@ -285,8 +290,15 @@ impl CmHandler for Shared {
             CmEvent::Unreachable => self.fail(ENETUNREACH),
             CmEvent::Rejected { stale: true } => self.fail(ENOTCONN),
             CmEvent::Rejected { stale: false } => self.fail(ECONNREFUSED),
-            CmEvent::Disconnected => self.fail(ECONNABORTED),
-            CmEvent::DeviceRemoval | CmEvent::AddrChange => self.fail(ENODEV),
+            CmEvent::Disconnected => {
+                self.cm_up.store(false, Release);
+                self.fail(ECONNABORTED)
+            }
+            CmEvent::DeviceRemoval => {
+                self.cm_up.store(false, Release);
+                self.fail(ENODEV)
+            }
+            CmEvent::AddrChange => self.fail(ENODEV),
             CmEvent::Other(_) => {}
         }
     }
@@ -601,7 +613,10 @@ impl Drop for Ep {
             drop(pool);
         }
         drop(self.pd.take());
-        drop(self.id.take());
+        // An established connection's DREQ may still be on its way.
+        if let Some(id) = self.id.take() {
+            id.linger(|shared| shared.cm_up.load(Acquire));
+        }
         rdebug!("connection torn down\n");
     }
 }
