@@ -69,13 +69,30 @@ fault() {
     echo after > /mnt/after-$1 && sync && [ "$(cat /mnt/after-$1)" = after ]
 }
 
+# one_connection NAME: once the client is back, the server must hold its
+# new connection only. The old one's end goes when the client's DREQ
+# arrives: a client that stopped resending it when it gave the connection
+# up leaves it on the server until a Send of the server's times out,
+# which for the backchannel is the next CB_RECALL (the delegation then
+# waits for the lease to run out).
+one_connection() {
+    i=0
+    until ask count "$1" > /dev/null && [ "$(field conns)" = 1 ]; do
+        i=$((i + 1))
+        [ $i -lt 15 ] || { echo "server holds $(field conns) connections"; return 1; }
+        sleep 1
+    done
+    note "server holds one connection $i s after the client's first write"
+}
+
 check client_net net_up 192.0.2.2 2001:db8::2
 check client_transport load_transport "${RR_MOD:-c}"
 if check mount nfs_mount; then
     check recall_one one recall-one
     check recall_many many_files recall-many
     for f in ${RR_FAULTS:-}; do
-        check fault_$f fault $f && check recall_after_$f one recall-after-$f
+        check fault_$f fault $f && check old_connection_gone_after_$f one_connection after-$f &&
+            check recall_after_$f one recall-after-$f
     done
     [ "${rounds:-0}" -gt 0 ] && check "callback_storm_${rounds}x$many" storm "$rounds"
     check backchannel_counters bc_counters

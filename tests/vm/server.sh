@@ -109,7 +109,8 @@ delegreturns() { awk '$1 == "proc4ops" { print $11 }' /proc/net/rpc/nfsd; }
 # recall_req REQUEST: the recall scenario (recall.sh) asks for "count NAME"
 # (how many delegations on NAME) or "write NAME COUNT": append to NAME, or
 # to NAME/f1..COUNT all at once, which breaks the client's delegations and
-# makes nfsd send CB_RECALLs; we time it. The answer is appended to
+# makes nfsd send CB_RECALLs; we time it. Each answer also gives the
+# number of connected RDMA ids (conns). The answer is appended to
 # /export/.recall as one "done" line.
 recall_req() {
     set -- $1
@@ -138,7 +139,9 @@ recall_req() {
     *) echo "unknown recall request '$*'"; return 1 ;;
     esac
     cb=$(grep -h 'callback state' /proc/fs/nfsd/clients/*/info | sed 's/.*: //' | sort -u | tr '\n' ' ')
-    echo "done ms=$ms delegs=$before left=$(delegations "$2") delegreturn=$(($(delegreturns) - returns)) cb=$cb" >> /export/.recall
+    # Connected RC ids: the client's connections as the server sees them.
+    conns=$(rdma resource show cm_id 2>/dev/null | grep -c 'qp-type RC state CONNECT')
+    echo "done ms=$ms delegs=$before left=$(delegations "$2") delegreturn=$(($(delegreturns) - returns)) conns=$conns cb=$cb" >> /export/.recall
 }
 
 # profile_watch: start and stop a cpu-clock profile of the whole server
