@@ -5,6 +5,7 @@
 #
 #   FUZZ_SECONDS=60  seconds per fuzz target (0 skips fuzzing)
 #   ONLY=regex       run only the VM scenarios whose name matches
+#   TEST_JOBS=2      VM pairs run at once
 #   CHUNKS_BIGSIZE=384  MiB of the big file in ref-chunks (and rs-chunks)
 #   HOSTILE_MODES=a,b   the modes hostile-c and hostile-rs try (tests/vm/hostile.sh)
 #   SVC_HOSTILE_SERVERS="c rs"  the servers svc-hostile-* runs against (both)
@@ -87,10 +88,56 @@ if want kunit && [ -n "$rs_ko" ]; then
     vm_collect_ktap kunit vm
 fi
 # scenario NAME TIMEOUT SERVER_MOD DESCRIPTION "client rr.* words" ["server rr.* words"]
+# Declares a scenario; run_scenarios runs them.
+S_NAME=() S_T=() S_SWORDS=() S_CWORDS=() S_DESC=()
 scenario() {
     want "$1" || return 0
-    step "vm: $1 ($4)"
-    run_pair "$1" "$2" "rr.mod=$3${6:+ $6}" "$5"
+    S_NAME+=("$1") S_T+=("$2") S_DESC+=("$4") S_CWORDS+=("$5") S_SWORDS+=("rr.mod=$3${6:+ $6}")
+}
+
+# run_scenarios: TEST_JOBS VM pairs at a time (default 2), the longest
+# (by timeout) first. A pair's guests spend most of a scenario waiting, on
+# each other, on timeouts and injected faults (a recall scenario keeps
+# about a quarter of two cores busy), so two pairs share the two cores
+# well. Each scenario's output is held in RUN_DIR/NAME.out and printed,
+# with its results counted, when it ends.
+TEST_JOBS=${TEST_JOBS:-2}
+run_scenarios() {
+    local -A running=()
+    local i pid order
+    order=$(for i in "${!S_NAME[@]}"; do echo "${S_T[$i]} $i"; done | sort -s -k1,1nr | cut -d' ' -f2)
+    for i in $order; do
+        while [ ${#running[@]} -ge "$TEST_JOBS" ]; do
+            sleep 2; reap_scenarios running
+        done
+        (
+            step "vm: ${S_NAME[$i]} (${S_DESC[$i]})"
+            run_pair "${S_NAME[$i]}" "${S_T[$i]}" "${S_SWORDS[$i]}" "${S_CWORDS[$i]}"
+        ) > "$RUN_DIR/${S_NAME[$i]}.out" 2>&1 &
+        running[$!]=${S_NAME[$i]}
+    done
+    while [ ${#running[@]} -gt 0 ]; do
+        sleep 2; reap_scenarios running
+    done
+}
+
+# reap_scenarios ARRAY: print and count the scenarios of ARRAY (pid ->
+# name) that have ended, and forget them.
+reap_scenarios() {
+    local -n jobs_=$1
+    local pid line
+    for pid in "${!jobs_[@]}"; do
+        ! kill -0 "$pid" 2>/dev/null || continue
+        wait "$pid" 2>/dev/null
+        while IFS= read -r line; do
+            case $line in
+            "PASS "*) T_PASS=$((T_PASS + 1)) ;;
+            "FAIL "*) T_FAIL=$((T_FAIL + 1)) ;;
+            esac
+            printf '%s\n' "$line"
+        done < "$RUN_DIR/${jobs_[$pid]}.out"
+        unset "jobs_[$pid]"
+    done
 }
 io="rr.script=nfs-io"
 small="rr.size=16 rr.files=200"
@@ -201,6 +248,7 @@ scenario srv-recall-rs 900 rs "Rust client, Rust server: delegations recalled ov
 faults="rr.script=srv-faults rr.mod=c rr.proto=rdma rr.vers=4.2 rr.size=8"
 scenario srv-faults 600 rs "C client, Rust server: thread counts, nfsd restart, link loss, device removal under I/O" "$faults"
 scenario ref-srv-faults 600 c "C client, C server: thread counts, nfsd restart, link loss, device removal under I/O" "$faults"
+run_scenarios
 if [ -n "$fuzz_pid" ]; then
     step "host: waiting for the fuzzer"
     wait "$fuzz_pid"; frc=$?
