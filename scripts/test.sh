@@ -222,11 +222,12 @@ scenario matrix-c-c 900 c "C client, C server: v4.2, v4.1, v3 over IPv4 and IPv6
 scenario matrix-rs-c 900 c "Rust client, C server: v4.2, v4.1, v3 over IPv4 and IPv6" "$matrix rr.mod=rs"
 scenario matrix-c-rs 900 rs "C client, Rust server: v4.2, v4.1, v3 over IPv4 and IPv6; clean unload" "$matrix rr.mod=c" "${SRV_WORDS:-}"
 scenario matrix-rs-rs 900 rs "Rust client, Rust server: v4.2, v4.1, v3 over IPv4 and IPv6; clean unload" "$matrix rr.mod=rs" "${SRV_WORDS:-}"
-# Large transfers against the Rust server with the C client: chunks of
-# every kind, 1 MiB rsize/wsize, the big file; 1 KiB client thresholds;
-# Long Calls from the Rust client.
+# Large transfers against the Rust server: chunks of every kind, 1 MiB
+# rsize/wsize, the big file, with the C client and with the Rust client;
+# 1 KiB client thresholds; Long Calls from the Rust client.
 scenario srv-chunks 900 rs "C client, Rust server: chunks, 1 MiB rsize/wsize, big file" "$chunks rr.mod=c $big" "$srv1m"
 scenario srv-chunks-small-inline 900 rs "C client, Rust server: chunks with 1 KiB inline thresholds" "$chunks rr.mod=c $tiny" "$srv1m"
+scenario srv-chunks-rs 900 rs "Rust client, Rust server: chunks, 1 MiB rsize/wsize, big file" "$chunks rr.mod=rs $big" "$srv1m"
 scenario srv-long-calls 600 rs "Rust client, Rust server: Long Calls, 1 KiB inline, 4 slots" \
     "rr.script=nfs-chunks rr.mod=rs rr.proto=rdma rr.vers=4.2 $tiny,slot_table_entries=4"
 # Issue 14: delegations recalled over the Rust server's backchannel, by
