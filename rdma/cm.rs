@@ -268,11 +268,8 @@ impl<H: CmHandler> CmId<H> {
 
     /// The device the address resolved to.
     pub(crate) fn device(&self) -> Result<Device> {
-        // SAFETY: `self.ptr` is live.
-        let dev = unsafe { (*self.ptr.as_ptr()).device };
-        Ok(Device {
-            ptr: NonNull::new(dev).ok_or(ENODEV)?,
-        })
+        // SAFETY: `self.ptr` is live, and so is the device it is bound to.
+        unsafe { Device::get((*self.ptr.as_ptr()).device) }
     }
 
     /// Creates the RC QP of this id on `pd`, completing on `send_cq` and

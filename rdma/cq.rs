@@ -18,9 +18,11 @@ use crate::sys;
 ///
 /// # Invariants
 ///
-/// `ptr` is a live CQ allocated by [`Cq::new`].
+/// `ptr` is a live CQ allocated by [`Cq::new`] on `_dev`, which it keeps
+/// registered until the CQ is freed.
 pub(crate) struct Cq {
     pub(super) ptr: NonNull<sys::ib_cq>,
+    _dev: Device,
 }
 
 // SAFETY: CQs may be used and freed from any thread.
@@ -31,10 +33,10 @@ unsafe impl Sync for Cq {}
 impl Cq {
     /// Allocates a CQ of `entries` on `dev`.
     pub(crate) fn new(dev: &Device, entries: u32) -> Result<Arc<Self>> {
-        // SAFETY: `dev.ptr` is live.
+        // SAFETY: `dev` is registered while we hold it.
         let ptr = from_err_ptr(unsafe {
             sys::rpcrdma_rs_alloc_cq(
-                dev.ptr.as_ptr(),
+                dev.as_ptr(),
                 core::ptr::null_mut(),
                 i32::try_from(entries).map_err(|_| EINVAL)?,
                 sys::ib_poll_context_IB_POLL_WORKQUEUE,
@@ -43,6 +45,7 @@ impl Cq {
         Ok(Arc::new(
             Self {
                 ptr: NonNull::new(ptr).ok_or(ENOMEM)?,
+                _dev: dev.clone(),
             },
             GFP_KERNEL,
         )?)

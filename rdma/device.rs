@@ -10,20 +10,69 @@ use kernel::sync::Arc;
 
 use crate::sys;
 
-/// An `ib_device`, borrowed from a CM id that outlives this value.
+/// An `ib_device` with a registration reference held: the device cannot
+/// finish unregistering while this value (or a clone) exists. Whatever
+/// maps memory for the device, or was made on it, keeps one.
 ///
 /// # Invariants
 ///
-/// `ptr` is a live `ib_device`.
-#[derive(Clone, Copy)]
+/// `ptr` is an `ib_device` on which this value holds one reference taken
+/// with `ib_device_try_get`.
 pub(crate) struct Device {
-    pub(super) ptr: NonNull<sys::ib_device>,
+    ptr: NonNull<sys::ib_device>,
+}
+
+// SAFETY: The reference may be taken and dropped on any thread; `&Device`
+// only reads constant attributes.
+unsafe impl Send for Device {}
+// SAFETY: As above.
+unsafe impl Sync for Device {}
+
+impl Device {
+    /// Takes a reference on `dev`; `ENODEV` if it is unregistering.
+    ///
+    /// # Safety
+    ///
+    /// `dev` must point to an `ib_device` that stays allocated for the
+    /// duration of the call (one a live CM id is bound to).
+    pub(super) unsafe fn get(dev: *mut sys::ib_device) -> Result<Self> {
+        let ptr = NonNull::new(dev).ok_or(ENODEV)?;
+        // SAFETY: `dev` is allocated (caller's promise).
+        if !unsafe { sys::rpcrdma_rs_device_try_get(ptr.as_ptr()) } {
+            return Err(ENODEV);
+        }
+        // INVARIANT: the reference was just taken.
+        Ok(Self { ptr })
+    }
+
+    /// The raw device, valid while `self` is.
+    pub(super) fn as_ptr(&self) -> *mut sys::ib_device {
+        self.ptr.as_ptr()
+    }
+}
+
+impl Clone for Device {
+    fn clone(&self) -> Self {
+        // SAFETY: We hold a reference (type invariant), so the count is
+        // not zero and the increment cannot fail.
+        let taken = unsafe { sys::rpcrdma_rs_device_try_get(self.ptr.as_ptr()) };
+        debug_assert!(taken);
+        // INVARIANT: a reference of its own.
+        Self { ptr: self.ptr }
+    }
+}
+
+impl Drop for Device {
+    fn drop(&mut self) {
+        // SAFETY: Our reference (type invariant), dropped once.
+        unsafe { sys::ib_device_put(self.ptr.as_ptr()) };
+    }
 }
 
 impl Device {
     fn attrs(&self) -> &sys::ib_device_attr {
-        // SAFETY: `ptr` is live by the type invariant; attrs are constant
-        // once the device is registered.
+        // SAFETY: Registered while we hold our reference (type
+        // invariant); attrs are constant once the device is registered.
         unsafe { &(*self.ptr.as_ptr()).attrs }
     }
 
@@ -62,9 +111,11 @@ impl Device {
 ///
 /// # Invariants
 ///
-/// `ptr` is a live PD allocated by [`Pd::new`].
+/// `ptr` is a live PD allocated by [`Pd::new`] on `_dev`, which it keeps
+/// registered until the PD is freed.
 pub(crate) struct Pd {
     pub(super) ptr: NonNull<sys::ib_pd>,
+    _dev: Device,
 }
 
 // SAFETY: PDs may be used and freed from any thread.
@@ -75,11 +126,12 @@ unsafe impl Sync for Pd {}
 impl Pd {
     /// Allocates a PD on `dev`, shared by the QP and the MRs made on it.
     pub(crate) fn new(dev: &Device) -> Result<Arc<Self>> {
-        // SAFETY: `dev.ptr` is live.
-        let ptr = from_err_ptr(unsafe { sys::rpcrdma_rs_alloc_pd(dev.ptr.as_ptr(), 0) })?;
+        // SAFETY: `dev` is registered while we hold it.
+        let ptr = from_err_ptr(unsafe { sys::rpcrdma_rs_alloc_pd(dev.as_ptr(), 0) })?;
         Ok(Arc::new(
             Self {
                 ptr: NonNull::new(ptr).ok_or(ENOMEM)?,
+                _dev: dev.clone(),
             },
             GFP_KERNEL,
         )?)

@@ -32,8 +32,7 @@ impl DmaDir {
 /// # Invariants
 ///
 /// `mem` is never resized, so its address is stable; `addr` is its mapping
-/// on `dev`, which outlives the buffer (the owner frees buffers before the
-/// CM id that holds the device).
+/// on `dev`, which stays registered while the buffer holds it.
 pub(crate) struct DmaBuf {
     mem: KVec<u8>,
     pub(super) addr: u64,
@@ -41,8 +40,8 @@ pub(crate) struct DmaBuf {
     dir: DmaDir,
 }
 
-// SAFETY: The buffer is plain memory; the device pointer is only used for
-// DMA API calls, which any thread may make.
+// SAFETY: The buffer is plain memory; the device is only used for DMA API
+// calls, which any thread may make.
 unsafe impl Send for DmaBuf {}
 // SAFETY: `&DmaBuf` only reads.
 unsafe impl Sync for DmaBuf {}
@@ -54,20 +53,20 @@ impl DmaBuf {
         // SAFETY: `dev` is live; `mem` is `len` bytes of kmalloc memory.
         let addr = unsafe {
             sys::rpcrdma_rs_dma_map_single(
-                dev.ptr.as_ptr(),
+                dev.as_ptr(),
                 mem.as_mut_ptr().cast(),
                 mem.len(),
                 dir.raw(),
             )
         };
         // SAFETY: `dev` is live; `addr` came from the map call above.
-        if unsafe { sys::rpcrdma_rs_dma_mapping_error(dev.ptr.as_ptr(), addr) } != 0 {
+        if unsafe { sys::rpcrdma_rs_dma_mapping_error(dev.as_ptr(), addr) } != 0 {
             return Err(EIO);
         }
         Ok(Self {
             mem,
             addr,
-            dev: *dev,
+            dev: dev.clone(),
             dir,
         })
     }
@@ -97,7 +96,7 @@ impl DmaBuf {
         // SAFETY: `addr` maps `mem` on the live `dev`; `len` is clamped.
         unsafe {
             sys::rpcrdma_rs_dma_sync_for_cpu(
-                self.dev.ptr.as_ptr(),
+                self.dev.as_ptr(),
                 self.addr,
                 len.min(self.mem.len()),
                 self.dir.raw(),
@@ -111,7 +110,7 @@ impl DmaBuf {
         // invariant), and the length is clamped to the buffer.
         unsafe {
             sys::rpcrdma_rs_dma_sync_for_device(
-                self.dev.ptr.as_ptr(),
+                self.dev.as_ptr(),
                 self.addr,
                 len.min(self.mem.len()),
                 self.dir.raw(),
@@ -136,7 +135,7 @@ impl Drop for DmaBuf {
         // it any more (the owner drains the QP first).
         unsafe {
             sys::rpcrdma_rs_dma_unmap_single(
-                self.dev.ptr.as_ptr(),
+                self.dev.as_ptr(),
                 self.addr,
                 self.mem.len(),
                 self.dir.raw(),
@@ -154,7 +153,7 @@ pub(crate) const MAX_MAPPED_PAGES: usize = 17;
 /// # Invariants
 ///
 /// `maps[..n]` are live `DMA_TO_DEVICE` mappings on `dev` (set when `n` is
-/// not zero), which outlives this value (the owner drops it before the CM id holding the device).
+/// not zero), which stays registered while this value holds it.
 pub(crate) struct MappedPages {
     dev: Option<Device>,
     maps: [(u64, u32); MAX_MAPPED_PAGES],
@@ -177,7 +176,7 @@ impl MappedPages {
             return Err(EMSGSIZE);
         }
         let mut out = Self {
-            dev: Some(*dev),
+            dev: Some(dev.clone()),
             maps: [(0, 0); MAX_MAPPED_PAGES],
             n: 0,
         };
@@ -186,7 +185,7 @@ impl MappedPages {
             // promise) and `offset + len` stays within it.
             let addr = unsafe {
                 sys::rpcrdma_rs_dma_map_page(
-                    dev.ptr.as_ptr(),
+                    dev.as_ptr(),
                     seg.page,
                     c_ulong::from(seg.offset),
                     seg.len as usize,
@@ -194,7 +193,7 @@ impl MappedPages {
                 )
             };
             // SAFETY: `dev` is live; `addr` came from the map call above.
-            if unsafe { sys::rpcrdma_rs_dma_mapping_error(dev.ptr.as_ptr(), addr) } != 0 {
+            if unsafe { sys::rpcrdma_rs_dma_mapping_error(dev.as_ptr(), addr) } != 0 {
                 // `out` unmaps what was mapped so far.
                 return Err(EIO);
             }
@@ -225,7 +224,7 @@ impl MappedPages {
 
 impl Drop for MappedPages {
     fn drop(&mut self) {
-        let Some(dev) = self.dev else {
+        let Some(dev) = &self.dev else {
             return;
         };
         for &(addr, len) in self.maps.iter().take(self.n) {
@@ -234,7 +233,7 @@ impl Drop for MappedPages {
             // the Send completed or was flushed).
             unsafe {
                 sys::rpcrdma_rs_dma_unmap_page(
-                    dev.ptr.as_ptr(),
+                    dev.as_ptr(),
                     addr,
                     len as usize,
                     DmaDir::ToDevice.raw(),

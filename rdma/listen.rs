@@ -236,10 +236,7 @@ impl<'a> ConnRequest<'a> {
     pub(crate) fn device(&self) -> Result<Device> {
         // SAFETY: `id` is live (type invariant); rdma_cm bound it to the
         // device before delivering the request.
-        let dev = unsafe { (*self.id.as_ptr()).device };
-        Ok(Device {
-            ptr: NonNull::new(dev).ok_or(ENODEV)?,
-        })
+        unsafe { Device::get((*self.id.as_ptr()).device) }
     }
 
     /// Rejects the request, sending `private` (up to 255 bytes) to the peer.

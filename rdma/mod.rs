@@ -3,10 +3,11 @@
 //! Safe RDMA abstractions over ib_core and rdma_cm.
 //!
 //! Each wrapper owns exactly one C object and releases it on drop; what a
-//! C object depends on (a QP on its PD and CQs, an MR on its PD) is held
-//! by reference count, so no drop order can free it early. Completions
-//! are dispatched to [`CqHandler`]s through a [`CqEntry`] embedded in the
-//! handler's own context. Together with the sunrpc wrappers in
+//! C object depends on is held by reference count, so no drop order can
+//! free it early: a QP holds its PD and CQs, an MR its PD, and a PD, CQ,
+//! MR or DMA mapping its [`Device`], which holds the device's
+//! registration. Completions are dispatched to [`CqHandler`]s through a
+//! [`CqEntry`] embedded in the handler's own context. Together with the sunrpc wrappers in
 //! `transport/`, this is the only place for `unsafe` above `sys`.
 
 mod cm;

@@ -40,8 +40,7 @@ pub(crate) struct Registered {
 /// `ptr` is a live `IB_MR_TYPE_MEM_REG` MR of `_pd` on `dev` with room for
 /// `sg.len()` pages; when `mapped` is non-zero, the first `nsg` entries of
 /// `sg` are DMA-mapped on `dev` in direction `dir` (`mapped` entries after
-/// coalescing). `dev` outlives the MR: the owner frees MRs before the PD
-/// and the CM id.
+/// coalescing). `dev` stays registered while the MR holds it.
 pub(crate) struct Mr {
     ptr: NonNull<sys::ib_mr>,
     _pd: Arc<Pd>,
@@ -70,7 +69,7 @@ impl Mr {
         Ok(Self {
             ptr: NonNull::new(ptr).ok_or(ENOMEM)?,
             _pd: pd.clone(),
-            dev: *dev,
+            dev: dev.clone(),
             sg,
             nsg: 0,
             mapped: 0,
@@ -112,7 +111,7 @@ impl Mr {
             for (i, seg) in segs.iter().enumerate() {
                 sys::rpcrdma_rs_sg_set_page(sg.add(i), seg.page, seg.len, seg.offset);
             }
-            sys::rpcrdma_rs_dma_map_sg(self.dev.ptr.as_ptr(), sg, n, self.dir.raw())
+            sys::rpcrdma_rs_dma_map_sg(self.dev.as_ptr(), sg, n, self.dir.raw())
         };
         if mapped <= 0 {
             return Err(EIO);
@@ -191,7 +190,7 @@ impl Mr {
         // on the live `dev` in `dir`.
         unsafe {
             sys::rpcrdma_rs_dma_unmap_sg(
-                self.dev.ptr.as_ptr(),
+                self.dev.as_ptr(),
                 self.sg.as_mut_ptr(),
                 self.nsg,
                 self.dir.raw(),

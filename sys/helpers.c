@@ -60,6 +60,11 @@ u64 rpcrdma_rs_dma_map_single(struct ib_device *dev, void *cpu_addr,
 	return ib_dma_map_single(dev, cpu_addr, size, dir);
 }
 
+bool rpcrdma_rs_device_try_get(struct ib_device *dev)
+{
+	return ib_device_try_get(dev);
+}
+
 int rpcrdma_rs_dma_mapping_error(struct ib_device *dev, u64 dma_addr)
 {
 	return ib_dma_mapping_error(dev, dma_addr);

@@ -445,7 +445,7 @@ impl Ep {
         // A quarter of the Send Queue may wait for a signalled completion.
         ep_ref.signals =
             UnsafeCell::new(SendSignals::new(queue::send_batch(cfg.slots), send_wr / 4));
-        ep_ref.dev = Some(dev);
+        ep_ref.dev = Some(dev.clone());
         let lkey = pd.local_dma_lkey();
         let id = ep_ref.id.as_mut().ok_or(ENOTCONN)?;
         let caps = QpCaps {
