@@ -96,25 +96,42 @@ scenario() {
 }
 
 # run_scenarios: TEST_JOBS VM pairs at a time (default 2), the longest
-# (by timeout) first. A pair's guests spend most of a scenario waiting, on
-# each other, on timeouts and injected faults (a recall scenario keeps
-# about a quarter of two cores busy), so two pairs share the two cores
-# well. Each scenario's output is held in RUN_DIR/NAME.out and printed,
-# with its results counted, when it ends.
+# (by timeout) first. Scenarios that mostly wait (on recalls, timeouts and
+# injected faults: a recall scenario keeps about a quarter of two cores
+# busy) are paired with ones that move data (which keep both cores busy),
+# so the cores stay busy without two data movers halving each other. Each
+# scenario's output is held in RUN_DIR/NAME.out and printed, with its
+# results counted, when it ends.
 TEST_JOBS=${TEST_JOBS:-2}
+WAITING_RE='recall|faults|hostile|reconnect|link-loss|device-removal'
 run_scenarios() {
     local -A running=()
-    local i pid order
-    order=$(for i in "${!S_NAME[@]}"; do echo "${S_T[$i]} $i"; done | sort -s -k1,1nr | cut -d' ' -f2)
-    for i in $order; do
+    local pending i pid waiting movers pick
+    pending=$(for i in "${!S_NAME[@]}"; do echo "${S_T[$i]} $i"; done | sort -s -k1,1nr | cut -d' ' -f2)
+    while [ -n "$pending" ]; do
         while [ ${#running[@]} -ge "$TEST_JOBS" ]; do
             sleep 2; reap_scenarios running
         done
+        waiting=0 movers=0
+        for pid in "${!running[@]}"; do
+            if [[ ${running[$pid]} =~ $WAITING_RE ]]; then waiting=$((waiting + 1)); else movers=$((movers + 1)); fi
+        done
+        # The longest of the kind fewer of which run, else the longest.
+        pick=
+        for i in $pending; do
+            if [[ ${S_NAME[$i]} =~ $WAITING_RE ]]; then
+                [ $waiting -lt $movers ] && { pick=$i; break; }
+            else
+                [ $movers -lt $waiting ] && { pick=$i; break; }
+            fi
+        done
+        [ -n "$pick" ] || pick=${pending%%[$'\n']*}
+        pending=$(printf '%s\n' $pending | grep -vx "$pick" || true)
         (
-            step "vm: ${S_NAME[$i]} (${S_DESC[$i]})"
-            run_pair "${S_NAME[$i]}" "${S_T[$i]}" "${S_SWORDS[$i]}" "${S_CWORDS[$i]}"
-        ) > "$RUN_DIR/${S_NAME[$i]}.out" 2>&1 &
-        running[$!]=${S_NAME[$i]}
+            step "vm: ${S_NAME[$pick]} (${S_DESC[$pick]})"
+            run_pair "${S_NAME[$pick]}" "${S_T[$pick]}" "${S_SWORDS[$pick]}" "${S_CWORDS[$pick]}"
+        ) > "$RUN_DIR/${S_NAME[$pick]}.out" 2>&1 &
+        running[$!]=${S_NAME[$pick]}
     done
     while [ ${#running[@]} -gt 0 ]; do
         sleep 2; reap_scenarios running
