@@ -479,7 +479,7 @@ impl SvcConn {
         let caps = QpCaps {
             send_wr: nsend + 1,
             recv_wr: nrecv,
-            send_sge: 1,
+            send_sge: send_sges(&conn.dev),
             rdma_ctxs: rw,
         };
         let msg = PrivateData {
@@ -829,10 +829,31 @@ fn send_count(cfg: &SvcConfig) -> u32 {
     cfg.credits.clamp(16, 64)
 }
 
-/// Send Queue room for RDMA Read and Write work requests. One operation
-/// takes a work request per `max_sge_rd` pages (a single page on rxe), so
-/// a 1 MiB chunk can take some 260: this lets several go at once.
+/// Pages an RDMA Read or Write work request gathers or scatters: rdma_rw
+/// takes the QP's `max_send_sge` (for Reads, no more than the device's
+/// `max_sge_rd`), so the QP asks for up to this many. With one, every page
+/// of a chunk was an RDMA Read of its own (a Read request and its
+/// response on the wire, and at most `initiator_depth` of them in
+/// flight): 1 MiB WRITEs ran at half rpcrdma.ko's speed. rpcrdma.ko's
+/// server asks for 5 (3 plus its inline pages); 32 keeps the Send Queue's
+/// entries small (rxe: 16 bytes per SGE each) and a 1 MiB chunk at 8
+/// work requests.
+const RW_SGES: u32 = 32;
+
+/// SGEs of the QP's Send Queue entries.
+fn send_sges(dev: &Device) -> u32 {
+    RW_SGES.min(dev.max_send_sge()).max(1)
+}
+
+/// Send Queue room for RDMA Read and Write work requests: enough for
+/// `RW_OPS` chunks of nfsd's largest payload (1 MiB) at once, not counting
+/// the Sends.
 fn rw_wrs(dev: &Device, nsend: u32) -> u32 {
-    const RW_WRS: u32 = 2048;
-    RW_WRS.min(dev.max_qp_wr().saturating_sub(nsend + 1))
+    /// Largest chunks posted at once.
+    const RW_OPS: u32 = 8;
+    /// Pages of the largest chunk, one more when it starts mid-page.
+    const CHUNK_PAGES: u32 = (1 << 20) / 4096 + 1;
+    let per_wr = send_sges(dev).min(dev.max_sge_rd()).max(1);
+    let wrs = RW_OPS * CHUNK_PAGES.div_ceil(per_wr);
+    wrs.min(dev.max_qp_wr().saturating_sub(nsend + 1))
 }
