@@ -41,6 +41,9 @@ console_bg() {
     (exec > /dev/console 2>&1 < /dev/null; "$@") &
 }
 
+# Whole seconds since boot.
+uptime_s() { cut -d. -f1 /proc/uptime; }
+
 finish() {
     echo "RR-DONE $FAILED" > "$RESULTS"
     sync

@@ -37,3 +37,20 @@ transport_in_use() {
     grep -q "proto=$proto" /proc/mounts &&
         grep -q "xprt:[[:space:]]*$want" /proc/self/mountstats
 }
+
+# compare_loop SRC DST STOP LOG: copy SRC to DST over the mount, drop the
+# caches, read DST back over the wire and compare, round after round until
+# the file STOP exists. LOG gets "ok N SECS" or "fail N SECS" per round
+# (SECS since boot), then "stopped N".
+compare_loop() {
+    n=0
+    while [ ! -e "$3" ]; do
+        n=$((n + 1))
+        if cp "$1" "$2" && sync && echo 3 > /proc/sys/vm/drop_caches && cmp "$1" "$2"; then
+            echo "ok $n $(uptime_s)" >> "$4"
+        else
+            echo "fail $n $(uptime_s)" >> "$4"
+        fi
+    done
+    echo "stopped $n" >> "$4"
+}

@@ -77,13 +77,13 @@ fault() {
 # times out, which for the backchannel is the next CB_RECALL (the
 # delegation then waits for the lease to run out: 10 s instead of 30 ms).
 one_connection() {
-    t0=$(awk '{ printf "%d", $1 }' /proc/uptime) waited=0
+    t0=$(uptime_s) waited=0
     until ask count "$1" > /dev/null && [ "$(field conns)" = 1 ]; do
-        waited=$(($(awk '{ printf "%d", $1 }' /proc/uptime) - t0))
+        waited=$(($(uptime_s) - t0))
         [ $waited -lt 10 ] || { echo "server holds $(field conns) connections after $waited s"; return 1; }
         sleep 1
     done
-    note "server holds one connection $(($(awk '{ printf "%d", $1 }' /proc/uptime) - t0)) s after the client's first write"
+    note "server holds one connection $(($(uptime_s) - t0)) s after the client's first write"
 }
 
 check client_net net_up 192.0.2.2 2001:db8::2

@@ -16,38 +16,21 @@ size=${RR_SIZE:-8}
 
 # xprt: rdma <srcport> <bind_count> <connect_count> ...
 connects() { awk '$1 == "xprt:" { print $5; exit }' /proc/self/mountstats; }
-uptime_s() { cut -d. -f1 /proc/uptime; }
-passes() { wc -l < /tmp/io.passes; }
-
-# io_loop: write, read back and compare /mnt/io until /tmp/io.stop exists;
-# a line in /tmp/io.passes per pass that compared, in /tmp/io.errors per
-# pass that did not.
-io_loop() {
-    n=0
-    while [ ! -e /tmp/io.stop ]; do
-        n=$((n + 1))
-        if cp /tmp/data /mnt/io && sync && echo 3 > /proc/sys/vm/drop_caches &&
-            cmp /tmp/data /mnt/io; then
-            echo "$n $(uptime_s)" >> /tmp/io.passes
-        else
-            echo "pass $n failed at $(uptime_s) s" >> /tmp/io.errors
-        fi
-    done
-}
+passes() { grep -c '^ok ' /tmp/io.rounds; }
 
 # fault_under_io NAME SECS: start the I/O loop, ask the server for fault
 # NAME once a pass went through, wait up to SECS s for the server's
 # "done" (read through the mount, so it needs the mount back), then for
 # two more passes; no pass may have failed.
 fault_under_io() {
-    rm -f /tmp/io.stop /tmp/io.errors
-    : > /tmp/io.passes
+    rm -f /tmp/io.stop
+    : > /tmp/io.rounds
     # An existing file, read after each open (close-to-open), shows the
     # server's answer at once; a new name could hide behind a cached
     # negative lookup.
     : > "/mnt/.fault-$1.done" || return 1
     # Not on check's output, which would wait for the loop to end.
-    io_loop > /tmp/io.log 2>&1 < /dev/null &
+    compare_loop /tmp/data /mnt/io /tmp/io.stop /tmp/io.rounds > /tmp/io.log 2>&1 < /dev/null &
     pid=$!
     t0=$(uptime_s)
     until [ "$(passes)" -ge 1 ]; do
@@ -71,7 +54,7 @@ fault_under_io() {
     wait $pid
     after=$(connects)
     note "$1: server done after $((t1 - t0)) s ($(cat "/mnt/.fault-$1.done")), $(passes) I/O passes ($p by then), connect count $before -> $after"
-    if [ -s /tmp/io.errors ]; then cat /tmp/io.errors /tmp/io.log; return 1; fi
+    if grep '^fail' /tmp/io.rounds; then cat /tmp/io.log; return 1; fi
     grep -q "done 0" "/mnt/.fault-$1.done" || { echo "server: $(cat "/mnt/.fault-$1.done")"; return 1; }
     if [ "${3:-}" = reconnect ] && [ "$after" -le "$before" ]; then
         echo "no reconnect counted: connect count $before -> $after"; return 1

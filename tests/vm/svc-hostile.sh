@@ -170,25 +170,11 @@ no_stale() {
 
 BG_LOG=/tmp/bg.log
 
-# Write 2 MiB, drop the cache, read it back over the wire and compare, until
-# /tmp/bg.stop appears. One line per round in $BG_LOG.
-bg_io() {
-    i=0
-    while [ ! -e /tmp/bg.stop ]; do
-        i=$((i + 1))
-        if cp /tmp/bgdata /mnt/bg && sync && echo 3 > /proc/sys/vm/drop_caches &&
-            cmp /tmp/bgdata /mnt/bg; then
-            echo "ok $i $(cut -d' ' -f1 /proc/uptime)" >> $BG_LOG
-        else
-            echo "fail $i $(cut -d' ' -f1 /proc/uptime)" >> $BG_LOG
-        fi
-    done
-    echo "stopped $i" >> $BG_LOG
-}
-
 bg_start() {
     dd if=/dev/urandom of=/tmp/bgdata bs=1M count=2 2>/dev/null && : > $BG_LOG || return 1
-    console_bg bg_io
+    # 2 MiB written, read back over the wire and compared, round after
+    # round until /tmp/bg.stop appears.
+    console_bg compare_loop /tmp/bgdata /mnt/bg /tmp/bg.stop $BG_LOG
     # One round done before the peer starts.
     w=0
     until grep -q '^ok ' $BG_LOG; do
