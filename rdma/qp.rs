@@ -8,7 +8,7 @@ use kernel::error::to_result;
 use kernel::prelude::*;
 use kernel::types::Opaque;
 
-use super::DmaBuf;
+use super::{DmaBuf, RwCtx};
 use crate::sys;
 
 /// A queue pair, borrowed from its CM id.
@@ -74,25 +74,7 @@ impl Qp {
         invalidate: Option<u32>,
     ) -> Result {
         let before = before.ends();
-        let mut wr = sys::ib_send_wr {
-            sg_list: sges.as_mut_ptr(),
-            num_sge: i32::try_from(sges.len()).map_err(|_| EINVAL)?,
-            opcode: if invalidate.is_some() {
-                sys::ib_wr_opcode_IB_WR_SEND_WITH_INV
-            } else {
-                sys::ib_wr_opcode_IB_WR_SEND
-            },
-            send_flags: if signalled {
-                sys::ib_send_flags_IB_SEND_SIGNALED
-            } else {
-                0
-            },
-            ..Default::default()
-        };
-        wr.__bindgen_anon_1.wr_cqe = cqe;
-        if let Some(rkey) = invalidate {
-            wr.ex.invalidate_rkey = rkey;
-        }
+        let mut wr = send_wr(cqe, sges, signalled, invalidate)?;
         let mut bad = core::ptr::null();
         let first = match before {
             Some((first, last)) => {
@@ -113,6 +95,41 @@ impl Qp {
             unsafe { (*last).next = core::ptr::null_mut() };
         }
         to_result(rc)
+    }
+
+    /// Posts the work requests of `rw`, unsignalled, then a signalled
+    /// Send gathering `sges` (With Invalidate of `invalidate` if given),
+    /// in one call: the Send completes on `cqe` once all of them did, and
+    /// one that fails flushes the Send.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Qp::post_send_after`]; and each context of `rw` is left
+    /// alone (not dropped, linked or posted again) until the Send
+    /// completed or the QP was drained, even when this fails: some work
+    /// requests may have been posted.
+    pub(crate) unsafe fn post_send_after_rw(
+        &self,
+        cqe: *mut sys::ib_cqe,
+        sges: &mut [sys::ib_sge],
+        rw: &mut [RwCtx],
+        invalidate: Option<u32>,
+    ) -> Result {
+        let mut wr = send_wr(cqe, sges, true, invalidate)?;
+        let mut first = NonNull::from(&mut wr);
+        for ctx in rw.iter_mut().rev() {
+            // SAFETY: `first` is our Send or a work request of a context
+            // linked before it, valid until the post below; the caller
+            // leaves the contexts alone until the Send completes.
+            first = unsafe { ctx.link_before(first) };
+        }
+        let mut bad = core::ptr::null();
+        // SAFETY: `self.ptr` is live; the chain ends with our Send, which
+        // the device has consumed when the call returns (the contexts' last
+        // work requests still point at it, but are never posted again);
+        // `cqe`, the memory and the contexts outlive the Send by the
+        // caller's promise.
+        to_result(unsafe { sys::rpcrdma_rs_post_send(self.ptr.as_ptr(), first.as_ptr(), &mut bad) })
     }
 
     /// Posts `chain` (REG_MRs, LOCAL_INVs) in one call.
@@ -145,6 +162,35 @@ impl Qp {
         // promise.
         to_result(unsafe { sys::rpcrdma_rs_post_recv(self.ptr.as_ptr(), first, &mut bad) })
     }
+}
+
+/// A Send of `sges`, completing on `cqe` if `signalled` (or if it fails).
+fn send_wr(
+    cqe: *mut sys::ib_cqe,
+    sges: &mut [sys::ib_sge],
+    signalled: bool,
+    invalidate: Option<u32>,
+) -> Result<sys::ib_send_wr> {
+    let mut wr = sys::ib_send_wr {
+        sg_list: sges.as_mut_ptr(),
+        num_sge: i32::try_from(sges.len()).map_err(|_| EINVAL)?,
+        opcode: if invalidate.is_some() {
+            sys::ib_wr_opcode_IB_WR_SEND_WITH_INV
+        } else {
+            sys::ib_wr_opcode_IB_WR_SEND
+        },
+        send_flags: if signalled {
+            sys::ib_send_flags_IB_SEND_SIGNALED
+        } else {
+            0
+        },
+        ..Default::default()
+    };
+    wr.__bindgen_anon_1.wr_cqe = cqe;
+    if let Some(rkey) = invalidate {
+        wr.ex.invalidate_rkey = rkey;
+    }
+    Ok(wr)
 }
 
 /// A Receive work request over all of one [`DmaBuf`], kept with the

@@ -5,6 +5,7 @@
 //! work requests (`drivers/infiniband/core/rw.c`).
 
 use core::marker::PhantomData;
+use core::ptr::NonNull;
 
 use kernel::error::to_result;
 use kernel::prelude::*;
@@ -62,8 +63,9 @@ impl RwCtx {
     ///
     /// # Safety
     ///
-    /// The pages of `segs` must stay allocated, and the CPU must not touch
-    /// their bytes, until the returned value is dropped; the QP of `id`
+    /// The pages of `segs` must stay allocated, and the CPU must not write
+    /// their bytes (nor read them, for a Read), until the returned value
+    /// is dropped; the QP of `id`
     /// (created with room for rdma_rw contexts, see
     /// [`QpCaps::rdma_ctxs`](super::QpCaps)) must outlive it.
     pub(crate) unsafe fn new<H: CmHandler>(
@@ -121,8 +123,10 @@ impl RwCtx {
         })
     }
 
-    /// RDMA Read or Write work requests the context posts (memory
-    /// registrations not counted).
+    /// Send Queue entries the context posts: its RDMA Reads or Writes,
+    /// and on a device that needs them (iWARP Reads) the memory
+    /// registrations and invalidations rdma_rw adds, which
+    /// `rdma_rw_ctx_init` counts in.
     pub(crate) fn wr_count(&self) -> u32 {
         self.wrs
     }
@@ -150,6 +154,36 @@ impl RwCtx {
                 core::ptr::null_mut(),
             )
         })
+    }
+
+    /// Links the context's work requests, unsignalled, in front of
+    /// `next`, and returns the first of them: posted with `next`'s chain,
+    /// they complete with the signalled work request that ends it. One
+    /// that fails completes with no handler and flushes the rest.
+    ///
+    /// # Safety
+    ///
+    /// `next` must stay a valid work request until the chain is posted.
+    /// Once posted, `self` must not be dropped, linked or posted again
+    /// until a later signalled work request completed (successfully or
+    /// flushed) or the QP was drained.
+    pub(crate) unsafe fn link_before(
+        &mut self,
+        next: NonNull<sys::ib_send_wr>,
+    ) -> NonNull<sys::ib_send_wr> {
+        // SAFETY: `ctx` is initialised on the live `qp` (type invariant);
+        // with a chain to link to, rdma_rw sets no completion and returns
+        // its first work request, which is never null.
+        let first = unsafe {
+            sys::rdma_rw_ctx_wrs(
+                self.ctx.get(),
+                self.qp.as_ptr(),
+                self.port,
+                core::ptr::null_mut(),
+                next.as_ptr(),
+            )
+        };
+        NonNull::new(first).unwrap_or(next)
     }
 }
 

@@ -26,8 +26,8 @@ pub(crate) use debugfs::DebugDir;
 pub(crate) use rqst::{PinnedRqst, SendRqst, XdrBuf};
 pub(crate) use slots::{alloc_slot, buf_alloc, buf_free, free_slot, Slot, SlotOwner, SlotPool};
 pub(crate) use svc::{
-    discard, new_object, Ctxt, Net, Serv, SockAddr, SvcClass, SvcObject, SvcRqst, SvcTransport,
-    SvcXprt, XptFlag,
+    discard, new_object, Ctxt, Net, PageRefs, Serv, SockAddr, SvcClass, SvcObject, SvcRqst,
+    SvcTransport, SvcXprt, XptFlag,
 };
 pub(crate) use wait::{DelayedWork, HasDelayedWork, WaitQueue};
 pub(crate) use xprt::{hz, jiffies, Xprt, XprtLocked};

@@ -492,6 +492,35 @@ impl SvcRqst<'_> {
         }
     }
 
+    /// Takes the Reply's pages off the request, into `into`, for RDMA
+    /// Writes that outlive this call: sunrpc neither releases nor reuses
+    /// them (it allocates fresh ones where it finds a hole, as it does
+    /// after svcrdma's sendto). The Reply is left empty, so that nothing
+    /// reads the pages through the request any more.
+    pub(crate) fn take_reply_pages(&mut self, into: &mut PageRefs) -> Result {
+        let r = self.raw_mut();
+        // SAFETY: Both point into `rq_pages`, `rq_respages` first.
+        let n = unsafe { r.rq_next_page.offset_from(r.rq_respages) };
+        let n = usize::try_from(n).map_err(|_| EINVAL)?;
+        into.pages.reserve(n, GFP_KERNEL)?;
+        for i in 0..n {
+            // SAFETY: `i` is below `rq_next_page`, within `rq_pages`.
+            let slot = unsafe { &mut *r.rq_respages.add(i) };
+            if let Some(page) = NonNull::new(*slot) {
+                // Cannot fail: reserved above.
+                if into.pages.push_within_capacity(page).is_ok() {
+                    *slot = core::ptr::null_mut();
+                }
+            }
+        }
+        let res = &mut r.rq_res;
+        res.head[0].iov_len = 0;
+        res.tail[0].iov_len = 0;
+        res.page_len = 0;
+        res.len = 0;
+        Ok(())
+    }
+
     /// No reply pages are in use yet (a zero count makes releasing them
     /// a no-op if receiving fails).
     pub(crate) fn reset_reply_pages(&mut self) {
@@ -499,6 +528,45 @@ impl SvcRqst<'_> {
         r.rq_next_page = r.rq_respages;
     }
 }
+
+/// References to pages taken off a request ([`SvcRqst::take_reply_pages`]),
+/// put when released or dropped. The vector keeps its room, so a
+/// connection's Send contexts reuse it without allocating.
+///
+/// # Invariants
+///
+/// Each entry holds one reference to its page.
+pub(crate) struct PageRefs {
+    pages: KVec<NonNull<sys::page>>,
+}
+
+impl PageRefs {
+    /// Holds no page.
+    pub(crate) const fn new() -> Self {
+        Self { pages: KVec::new() }
+    }
+
+    /// Puts every reference held.
+    pub(crate) fn release(&mut self) {
+        if self.pages.is_empty() {
+            return;
+        }
+        let n = c_int::try_from(self.pages.len()).unwrap_or(c_int::MAX);
+        // SAFETY: `n` entries, each a page reference we own (type
+        // invariant), given up here: the vector forgets them next.
+        unsafe { sys::rpcrdma_rs_release_pages(self.pages.as_mut_ptr().cast(), n) };
+        self.pages.clear();
+    }
+}
+
+impl Drop for PageRefs {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
+// SAFETY: Page references may be put from any thread.
+unsafe impl Send for PageRefs {}
 
 /// The server transport, as the `svc_xprt_ops` see it.
 pub(crate) trait SvcTransport: 'static {

@@ -531,6 +531,11 @@ void *rpcrdma_rs_page_address(struct page *page)
 	return page_address(page);
 }
 
+void rpcrdma_rs_release_pages(struct page **pages, int nr)
+{
+	release_pages(pages, nr);
+}
+
 void rpcrdma_rs_module_get(struct module *mod)
 {
 	__module_get(mod);

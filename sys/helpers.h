@@ -121,6 +121,7 @@ void rpcrdma_rs_svc_xprt_set_remote(struct svc_xprt *xprt,
 				    const struct sockaddr *sa);
 void rpcrdma_rs_svc_rqst_set_secure(struct svc_rqst *rqstp);
 void *rpcrdma_rs_page_address(struct page *page);
+void rpcrdma_rs_release_pages(struct page **pages, int nr);
 void rpcrdma_rs_module_get(struct module *mod);
 void rpcrdma_rs_svc_params(unsigned int *max_requests,
 			   unsigned int *max_inline);

@@ -23,9 +23,9 @@ use super::{Counter, SvcConfig, TOTALS};
 use crate::proto::pvt::{self, InlineThresholds, PrivateData};
 use crate::rdma::{
     CmEvent, CmHandler, CmId, ConnParam, ConnRequest, Cq, CqEntry, CqHandler, Device, DmaBuf,
-    DmaDir, Pd, Qp, QpCaps, QpInit, RecvWr, SendChain, Wc,
+    DmaDir, Pd, Qp, QpCaps, QpInit, RecvWr, RwCtx, SendChain, Wc,
 };
-use crate::sunrpc::{new_object, DebugDir, Net, Serv, SvcObject, SvcXprt};
+use crate::sunrpc::{new_object, DebugDir, Net, PageRefs, Serv, SvcObject, SvcXprt};
 use crate::sys;
 
 /// Per-connection counters, summed into [`TOTALS`] as they count.
@@ -196,23 +196,56 @@ impl CqHandler for RecvCtx {
     }
 }
 
-/// A Send buffer.
+/// A Send buffer, with what the RDMA Writes posted before its Send use.
 ///
 /// # Invariants
 ///
-/// As for [`RecvCtx`]; `buf` is only accessed by whoever took the
-/// context off the free list (a [`SendSlot`]), until its Send completes.
+/// As for [`RecvCtx`]; `buf` and `io` are only accessed by whoever took
+/// the context off the free list (a [`SendSlot`]), until its Send
+/// completes, then by the completion handler.
 pub(super) struct SendCtx {
     cqe: CqEntry<SendCtx>,
     buf: UnsafeCell<DmaBuf>,
+    io: UnsafeCell<ReplyIo>,
     conn: ConnRef,
     idx: u32,
 }
 
+/// The RDMA Writes of a Reply (its Write and Reply chunks) and the pages
+/// they read, held from the post until the Send that follows them
+/// completes: the nfsd thread does not wait for them.
+pub(super) struct ReplyIo {
+    /// Declared first: unmapped before the pages are put.
+    pub(super) writes: KVec<RwCtx>,
+    pub(super) pages: PageRefs,
+}
+
+impl ReplyIo {
+    fn new() -> Self {
+        Self {
+            writes: KVec::new(),
+            pages: PageRefs::new(),
+        }
+    }
+
+    /// Send Queue entries of the Writes.
+    fn wrs(&self) -> u32 {
+        self.writes
+            .iter()
+            .fold(0u32, |acc, c| acc.saturating_add(c.wr_count()))
+    }
+
+    /// Unmaps and releases everything; the room of the vectors stays.
+    fn release(&mut self) {
+        self.writes.clear();
+        self.pages.release();
+    }
+}
+
 crate::impl_has_cq_entry!(SendCtx, 0, cqe);
 
-// SAFETY: `buf` has one user at a time (type invariant); `conn` only
-// gives `&SvcConn`.
+// SAFETY: `buf` and `io` have one user at a time (type invariant);
+// `conn` only gives `&SvcConn`.
 unsafe impl Send for SendCtx {}
 // SAFETY: As above.
 unsafe impl Sync for SendCtx {}
@@ -226,14 +259,22 @@ impl CqHandler for SendCtx {
             }
             conn.close();
         }
-        conn.put_send(self.idx, 1);
+        // SAFETY: The Send completed, so did every Write posted before
+        // it: the context is the handler's until it is back on the free
+        // list (type invariant).
+        let io = unsafe { &mut *self.io.get() };
+        let wrs = io.wrs();
+        io.release();
+        conn.put_send(self.idx, 1 + wrs);
     }
 }
 
 /// A Send buffer taken off the free list, with room reserved on the Send
-/// Queue for its Send. Back on the list when dropped unposted.
+/// Queue for its Send and `wrs` RDMA Writes. Back on the list when
+/// dropped unposted.
 pub(super) struct SendSlot<'a> {
     ctx: &'a SendCtx,
+    wrs: u32,
     posted: bool,
 }
 
@@ -243,6 +284,42 @@ impl<'a> SendSlot<'a> {
         // SAFETY: Taken off the free list, so ours alone (type invariant
         // of `SendCtx`); `&mut self` makes the borrow unique.
         unsafe { &mut *self.ctx.buf.get() }
+    }
+
+    /// What the Writes posted with the Send hold, ours until posted.
+    pub(super) fn io(&mut self) -> &mut ReplyIo {
+        // SAFETY: As for `buf`.
+        unsafe { &mut *self.ctx.io.get() }
+    }
+
+    /// Posts the Writes in [`SendSlot::io`], then a Send of the first
+    /// `len` bytes (With Invalidate of `invalidate` if given), in one
+    /// call. The Writes' contexts and pages, and the buffer, are released
+    /// when the Send completes.
+    pub(super) fn post_after_writes(mut self, len: usize, invalidate: Option<u32>) -> Result {
+        let conn = self.conn();
+        let qp = conn.qp().ok_or(ENOTCONN)?;
+        if self.io().wrs() > self.wrs {
+            return Err(EINVAL);
+        }
+        let lkey = conn.lkey;
+        let buf = self.buf();
+        buf.sync_for_device(len);
+        let mut sge = [buf.sge(0, len, lkey)];
+        // SAFETY: We own the context until the Send completes (type
+        // invariant of `SendCtx`).
+        let io = unsafe { &mut *self.ctx.io.get() };
+        // SAFETY: The context, `conn` which owns it, and its Writes live
+        // until the QP is drained; nothing touches them, the buffer or
+        // the pages until the Send's completion releases them. On failure
+        // some Writes may be posted: the context stays off the free list,
+        // and its Writes are released when the connection is freed, after
+        // the drain.
+        let res = unsafe {
+            qp.post_send_after_rw(self.ctx.cqe.as_ptr(), &mut sge, &mut io.writes, invalidate)
+        };
+        self.posted = true;
+        res
     }
 
     /// Posts a Send of the first `len` bytes, after `before`, with Send
@@ -278,7 +355,10 @@ impl Drop for SendSlot<'_> {
     fn drop(&mut self) {
         // Once posted, the completion gives the buffer back.
         if !self.posted {
-            self.conn().put_send(self.ctx.idx, 1);
+            // SAFETY: Ours until back on the free list (type invariant of
+            // `SendCtx`), and nothing was posted.
+            unsafe { (*self.ctx.io.get()).release() };
+            self.conn().put_send(self.ctx.idx, 1 + self.wrs);
         }
     }
 }
@@ -589,6 +669,7 @@ impl SvcConn {
                 SendCtx {
                     cqe: CqEntry::new(),
                     buf: UnsafeCell::new(buf),
+                    io: UnsafeCell::new(ReplyIo::new()),
                     conn: this,
                     idx,
                 },
@@ -661,8 +742,17 @@ impl SvcConn {
     /// Takes a Send buffer and room for its Send, waiting for them if
     /// need be; fails once the connection closes.
     pub(super) fn get_send(&self) -> Result<SendSlot<'_>> {
+        self.get_send_after(0)
+    }
+
+    /// As [`SvcConn::get_send`], with room for `wrs` RDMA Writes posted
+    /// before the Send, all taken at once.
+    pub(super) fn get_send_after(&self, wrs: u32) -> Result<SendSlot<'_>> {
         let ep = self.ep().ok_or(ENOTCONN)?;
-        let need = 1;
+        if wrs > self.rw_room {
+            return Err(E2BIG);
+        }
+        let need = 1 + wrs;
         let mut sq = self.sq.lock();
         loop {
             if sq.closed {
@@ -673,7 +763,11 @@ impl SvcConn {
                     sq.room -= need;
                     drop(sq);
                     let ctx = ep.sends.get(idx as usize).ok_or(EINVAL)?;
-                    return Ok(SendSlot { ctx, posted: false });
+                    return Ok(SendSlot {
+                        ctx,
+                        wrs,
+                        posted: false,
+                    });
                 }
             }
             self.sq_waiters.fetch_add(1, Relaxed);

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! RDMA Reads and Writes an nfsd thread posts and waits for.
+//! RDMA Reads an nfsd thread posts and waits for.
 //!
-//! The thread owns the memory either way: the request's pages for a Read
-//! chunk, the Reply's pages for a Write or Reply chunk. Waiting for the
-//! operations to complete before the thread returns to sunrpc is what
-//! keeps those pages alive and untouched while the device uses them, with
-//! no page references to take or release. A flushed operation completes
-//! too, so a lost connection never leaves a thread waiting.
+//! The thread owns the memory, the request's pages for a Read chunk.
+//! Waiting for the Reads to complete before the Call goes to nfsd is what
+//! keeps those pages alive and untouched while the device fills them. A
+//! flushed operation completes too, so a lost connection never leaves a
+//! thread waiting. (A Reply's Writes are not waited for: they go with its
+//! Send, see `send`.)
 
 use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Full, Relaxed};
@@ -64,18 +64,8 @@ impl CqHandler for IoWait {
 /// Fails if one could not be posted or did not succeed; the connection is
 /// then closed, since its QP is in error or its peer misbehaved.
 pub(super) fn run(conn: &SvcConn, ctxs: &mut [RwCtx]) -> Result {
-    run_with(conn, ctxs, || Ok(()))
-}
-
-/// As [`run`], calling `then` once every context is posted, before
-/// waiting: a Send posted there follows the Writes on the wire.
-pub(super) fn run_with(
-    conn: &SvcConn,
-    ctxs: &mut [RwCtx],
-    then: impl FnOnce() -> Result,
-) -> Result {
     if ctxs.is_empty() {
-        return then();
+        return Ok(());
     }
     let wrs = ctxs
         .iter()
@@ -94,9 +84,6 @@ pub(super) fn run_with(
             res = Err(e);
             break;
         }
-    }
-    if res.is_ok() {
-        res = then();
     }
     wait.finish(1);
     wait.done.wait_for_completion();

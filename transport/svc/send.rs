@@ -11,7 +11,6 @@ use kernel::sync::atomic::Relaxed;
 
 use super::backchannel::BC_SLOTS;
 use super::conn::{SvcConn, NO_PAYLOAD};
-use super::io;
 use super::recv::{idx_of, LIMITS};
 use crate::proto::chunk::ChunkSlices;
 use crate::proto::header::FixedHeader;
@@ -75,23 +74,26 @@ pub(super) fn sendto(conn: &SvcConn, rqst: &mut SvcRqst<'_>) -> i32 {
     }
 }
 
-fn reply(conn: &SvcConn, rqst: &SvcRqst<'_>, call: &Call<'_>, plan: &ReplyPlan<'_>) -> Result {
-    let res = rqst.res();
+fn reply(conn: &SvcConn, rqst: &mut SvcRqst<'_>, call: &Call<'_>, plan: &ReplyPlan<'_>) -> Result {
     let id = conn.id().ok_or(ENOTCONN)?;
     let mut segs = KVec::<PageSeg>::new();
-    let mut ctxs = KVec::<RwCtx>::new();
+    let mut writes = KVec::<RwCtx>::new();
     let mut bytes = 0u64;
     for w in plan.writes() {
-        res.page_segs(&mut segs, w.src, w.len)?;
-        // SAFETY: The Reply's pages stay allocated and unchanged until
-        // `ctxs` is dropped, after `io::run_with` waited for the Writes,
-        // before this function returns to sunrpc; the QP lives as long as
-        // the connection.
+        rqst.res().page_segs(&mut segs, w.src, w.len)?;
+        // SAFETY: The Reply's pages go, with the context, into the Send
+        // slot below, where nothing writes or puts them until the Send
+        // after the Writes completed (`ReplyIo`); on an early return the
+        // context is dropped first, the pages still the request's. The
+        // QP lives as long as the connection.
         let ctx = unsafe { RwCtx::new(id, &segs, w.offset, w.handle, RwOp::Write)? };
-        ctxs.push(ctx, GFP_KERNEL)?;
+        writes.push(ctx, GFP_KERNEL)?;
         bytes += u64::from(w.len);
     }
-    let mut slot = conn.get_send()?;
+    let wrs = writes
+        .iter()
+        .fold(0u32, |acc, c| acc.saturating_add(c.wr_count()));
+    let mut slot = conn.get_send_after(wrs)?;
     let buf = slot.buf().as_mut_slice();
     let mut pos = plan
         .encode_header(buf, call.xid, conn.cfg.credits)
@@ -99,13 +101,16 @@ fn reply(conn: &SvcConn, rqst: &SvcRqst<'_>, call: &Call<'_>, plan: &ReplyPlan<'
     for r in plan.inline_ranges() {
         let n = (r.end - r.start) as usize;
         let dst = buf.get_mut(pos..pos + n).ok_or(EMSGSIZE)?;
-        res.read(r.start, dst)?;
+        rqst.res().read(r.start, dst)?;
         pos += n;
     }
+    if !writes.is_empty() {
+        let io = slot.io();
+        io.writes = writes;
+        rqst.take_reply_pages(&mut io.pages)?;
+    }
     let invalidate = responder::invalidate_handle(&call.chunks, conn.remote_inv);
-    io::run_with(conn, &mut ctxs, || {
-        slot.post(pos, &SendChain::new(), invalidate)
-    })?;
+    slot.post_after_writes(pos, invalidate)?;
     conn.count(|s| &s.replies, 1);
     conn.count(|s| &s.write_bytes, bytes);
     if plan.payload_len() > 0 {
