@@ -3,8 +3,9 @@
 //! Loopback checks of the listener and of rdma_rw on a local soft-RoCE
 //! device, run by KUnit: a client id connects to a [`Listener`] on the
 //! `kunit_addr` module parameter's address; the server RDMA-Reads a
-//! buffer the client registered, then RDMA-Writes another pattern into it;
-//! a second listener rejects its request.
+//! buffer the client registered, then RDMA-Writes another pattern into it
+//! in one post with a Send, whose arrival must find the Write's data in
+//! place; a second listener rejects its request.
 //!
 //! Every check returns an error instead of asserting, so that everything
 //! is torn down (in order) whatever fails: a KUnit assertion would end the
@@ -17,8 +18,8 @@ use kernel::sync::SetOnce;
 use kernel::types::Opaque;
 
 use super::{
-    CmEvent, CmHandler, CmId, ConnParam, ConnRequest, Cq, CqEntry, CqHandler, ListenHandler,
-    Listener, Mr, PageSeg, Pd, QpCaps, QpInit, RwCtx, RwOp, SendChain, Wc,
+    CmEvent, CmHandler, CmId, ConnParam, ConnRequest, Cq, CqEntry, CqHandler, DmaBuf, DmaDir,
+    ListenHandler, Listener, Mr, PageSeg, Pd, QpCaps, QpInit, RecvWr, RwCtx, RwOp, SendChain, Wc,
 };
 use crate::sys;
 
@@ -35,6 +36,8 @@ const CLIENT_PVT: &[u8] = b"rpcrdma_rs client";
 /// Eight bytes: what [`CmEvent::Established`] keeps.
 const SERVER_PVT: &[u8; 8] = b"rs-srv-1";
 const REJECT_PVT: &[u8] = b"no thanks";
+/// What the server Sends after its RDMA Write.
+const SEND_MSG: &[u8] = b"write done";
 
 const EV_ADDR: u32 = 1 << 0;
 const EV_ROUTE: u32 = 1 << 1;
@@ -167,6 +170,8 @@ struct WcWaiter {
     cqe: CqEntry<Self>,
     /// The last status, plus one; zero while none is pending.
     status: Atomic<u32>,
+    /// The last completion's byte count (a Receive's).
+    len: Atomic<u32>,
     waker: Waker,
 }
 
@@ -177,6 +182,7 @@ impl WcWaiter {
         Self {
             cqe: CqEntry::new(),
             status: Atomic::new(0),
+            len: Atomic::new(0),
             waker: Waker::new(),
         }
     }
@@ -194,6 +200,8 @@ impl WcWaiter {
 
 impl CqHandler for WcWaiter {
     fn done(&self, wc: &Wc<'_>) {
+        self.len
+            .store(u32::try_from(wc.byte_len()).unwrap_or(u32::MAX), Relaxed);
         self.status.store(wc.status().saturating_add(1), Release);
         self.waker.wake();
     }
@@ -206,6 +214,8 @@ struct Server {
     child: SetOnce<CmId<Events>>,
     events: Events,
     wc: WcWaiter,
+    /// The accepted connection's PD's local DMA lkey.
+    lkey: Atomic<u32>,
     requests: Atomic<u32>,
     /// Whether the request's private data began with [`CLIENT_PVT`].
     private_ok: Atomic<bool>,
@@ -219,6 +229,7 @@ impl Server {
                 child: SetOnce::new(),
                 events: Events::new(),
                 wc: WcWaiter::new(),
+                lkey: Atomic::new(0),
                 requests: Atomic::new(0),
                 private_ok: Atomic::new(false),
             },
@@ -237,6 +248,7 @@ impl Server {
         let dev = req.device()?;
         let pd = Pd::new(&dev)?;
         let cq = Cq::new(&dev, 16)?;
+        self.lkey.store(pd.local_dma_lkey(), Relaxed);
         let caps = QpCaps {
             send_wr: 4,
             recv_wr: 2,
@@ -289,6 +301,11 @@ impl ListenHandler for Server {
 struct Client {
     /// Memory regions, over pages that outlive the client.
     mrs: KVec<Mr>,
+    /// A Receive buffer, posted by [`Client::post_recv`].
+    recv: Option<(DmaBuf, RecvWr)>,
+    /// Its completion.
+    rwc: WcWaiter,
+    lkey: u32,
     id: Option<CmId<Events>>,
     events: Events,
     wc: WcWaiter,
@@ -305,6 +322,9 @@ impl Client {
         let mut this = KBox::new(
             Self {
                 mrs: KVec::new(),
+                recv: None,
+                rwc: WcWaiter::new(),
+                lkey: 0,
                 id: None,
                 events: Events::new(),
                 wc: WcWaiter::new(),
@@ -316,6 +336,7 @@ impl Client {
         unsafe {
             this.events.waker.init();
             this.wc.waker.init();
+            this.rwc.waker.init();
         }
         // SAFETY: `net` is init_net; `events` outlives the id (declared
         // after it, and the client is boxed).
@@ -332,6 +353,7 @@ impl Client {
         let dev = id.device().map_err(|_| "client: no device")?;
         let pd = Pd::new(&dev).map_err(|_| "client: PD")?;
         let cq = Cq::new(&dev, 16).map_err(|_| "client: CQ")?;
+        let lkey = pd.local_dma_lkey();
         let caps = QpCaps {
             send_wr: 4,
             recv_wr: 2,
@@ -346,6 +368,7 @@ impl Client {
                 .push(mr, GFP_KERNEL)
                 .map_err(|_| "client: no memory")?;
         }
+        this.lkey = lkey;
         let id = this.id.as_ref().ok_or("client: no id")?;
         let mut param = ConnParam::new(CLIENT_PVT, 4, 0, 6, 0);
         id.connect(&mut param).map_err(|_| "client: connect")?;
@@ -397,11 +420,41 @@ impl Client {
         Ok(reg)
     }
 
+    /// Posts a Receive of up to [`LEN`] bytes, completing on `rwc`.
+    fn post_recv(&mut self) -> Check {
+        let id = self.id.as_ref().ok_or("client: no id")?;
+        let qp = id.qp().ok_or("client: no QP")?;
+        let dev = id.device().map_err(|_| "client: no device")?;
+        let buf = DmaBuf::new(&dev, LEN, DmaDir::FromDevice).map_err(|_| "client: buffer")?;
+        let wr = RecvWr::new(&buf, self.lkey);
+        let (_, wr) = self.recv.insert((buf, wr));
+        // SAFETY: The buffer is ours and not posted; it and `wr` stay in
+        // `self.recv` (boxed client), and `rwc` in `self`, until the
+        // Receive completes or `teardown` drained the QP.
+        unsafe {
+            let first = wr.link(self.rwc.cqe.as_ptr(), core::ptr::null_mut());
+            qp.post_recv_chain(first)
+        }
+        .map_err(|_| "client: post Receive")
+    }
+
+    /// The bytes the completed Receive brought.
+    fn received(&self) -> Check<KVec<u8>> {
+        let (buf, _) = self.recv.as_ref().ok_or("client: no Receive")?;
+        let len = (self.rwc.len.load(Relaxed) as usize).min(buf.len());
+        buf.sync_for_cpu(len);
+        let mut out = KVec::new();
+        out.extend_from_slice(&buf.as_slice()[..len], GFP_KERNEL)
+            .map_err(|_| "client: no memory")?;
+        Ok(out)
+    }
+
     fn teardown(&mut self) {
         if let Some(id) = self.id.as_mut() {
             id.drain_qp();
         }
-        // MRs before the id: they use its device.
+        // Buffers and MRs before the id: they use its device.
+        self.recv = None;
         self.mrs.clear();
         self.id = None;
     }
@@ -457,7 +510,8 @@ pub(crate) fn configured() -> bool {
 }
 
 /// Listens, connects, accepts with private data, then the server
-/// RDMA-Reads the client's buffer and RDMA-Writes another pattern into it.
+/// RDMA-Reads the client's buffer and RDMA-Writes another pattern into it,
+/// in one post with a Send the client receives.
 pub(crate) fn accept_read_write() -> Check {
     let sin = test_addr(ACCEPT_PORT).ok_or("no kunit_addr")?;
     // SAFETY: init_net lives forever.
@@ -543,17 +597,42 @@ fn exchange(server: &Server, client: &mut Client, client_page: &Page, server_pag
         return Err("server: RDMA Read brought the wrong bytes");
     }
 
-    // RDMA Write of another pattern into it.
+    // RDMA Write of another pattern into it, linked unsignalled in front
+    // of a Send, in one post: only the Send completes, and the client's
+    // Receive of it comes after the Write's data (a Reply's Write chunk
+    // and the Reply itself).
     fill(server_page, write_pattern)?;
     // SAFETY: As above.
     let reg = unsafe { client.register(1, client_page) }?;
+    client.post_recv()?;
+    let dev = child.device().map_err(|_| "server: no device")?;
+    let mut msg =
+        DmaBuf::new(&dev, SEND_MSG.len(), DmaDir::ToDevice).map_err(|_| "server: Send buffer")?;
+    msg.as_mut_slice()
+        .get_mut(..SEND_MSG.len())
+        .ok_or("server: Send buffer too small")?
+        .copy_from_slice(SEND_MSG);
+    msg.sync_for_device(SEND_MSG.len());
+    let mut sge = [msg.sge(0, SEND_MSG.len(), server.lkey.load(Relaxed))];
     {
+        let qp = child.qp().ok_or("server: no QP")?;
+        let mut ctxs = KVec::new();
         // SAFETY: As above.
-        let mut ctx = unsafe { RwCtx::new(child, &[seg], reg.iova, reg.rkey, RwOp::Write) }
+        let ctx = unsafe { RwCtx::new(child, &[seg], reg.iova, reg.rkey, RwOp::Write) }
             .map_err(|_| "server: rdma_rw_ctx_init (Write)")?;
-        // SAFETY: As above.
-        unsafe { ctx.post(&server.wc.cqe) }.map_err(|_| "server: post Write")?;
-        settle(child, server.wc.wait("server: RDMA Write failed"))?;
+        ctxs.push(ctx, GFP_KERNEL)
+            .map_err(|_| "server: no memory")?;
+        // SAFETY: The context, `msg` and `server.wc` stay until the Send
+        // completed, waited for below (or drained by `settle` before they
+        // go).
+        unsafe { qp.post_send_after_rw(server.wc.cqe.as_ptr(), &mut sge, &mut ctxs, None) }
+            .map_err(|_| "server: post Write and Send")?;
+        settle(child, server.wc.wait("server: Write and Send failed"))?;
+    }
+    let id = client.id.as_ref().ok_or("client: no id")?;
+    settle(id, client.rwc.wait("client: Receive failed"))?;
+    if client.received()?.as_slice() != SEND_MSG {
+        return Err("client: the Send after the Write brought the wrong bytes");
     }
     // The Write completed, so the responder placed the data; the caller
     // checks it once the client's MR is unmapped.
