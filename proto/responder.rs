@@ -525,14 +525,29 @@ pub fn assemble<'a>(call: &Call<'a>, max_len: u32) -> Result<Assembly<'a>, RdmaE
 // Planning the Reply
 // ---------------------------------------------------------------------
 
+/// Most result payloads of one Reply that go into Write chunks (an NFSv4
+/// COMPOUND with several READs); any later one stays in the body.
+pub const MAX_PAYLOADS: usize = 4;
+
 /// The RPC Reply the upper layer built in `rq_res`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ReplyShape {
     /// Length of the whole Reply.
     pub len: u32,
-    /// The result payload (`xpo_result_payload`): offset and length in
-    /// the Reply. It goes into the first Write chunk, if there is one.
-    pub payload: Option<(u32, u32)>,
+    /// The non-empty result payloads (`xpo_result_payload`), in Reply
+    /// order: offset and length. The `i`-th goes into Write chunk `i`, if
+    /// the Call offered that many, as `svc_rdma_result_payload` pairs
+    /// them.
+    pub payloads: [Option<(u32, u32)>; MAX_PAYLOADS],
+}
+
+impl ReplyShape {
+    /// A Reply of `len` bytes with at most one result payload.
+    pub fn new(len: u32, payload: Option<(u32, u32)>) -> Self {
+        let mut payloads = [None; MAX_PAYLOADS];
+        payloads[0] = payload;
+        Self { len, payloads }
+    }
 }
 
 /// One RDMA Write to post: `len` bytes of the Reply at `src` to the
@@ -555,10 +570,10 @@ pub struct RdmaWrite {
 pub struct ReplyPlan<'a> {
     writes: WriteList<'a>,
     reply: Option<WriteChunk<'a>>,
-    /// The payload placed in Write chunk 0, if any.
-    payload: Option<(u32, u32)>,
-    /// Reply ranges not sent by Write chunk: before and after the payload.
-    body: [(u32, u32); 2],
+    /// The payload placed in Write chunk `i`, if any.
+    payloads: [Option<(u32, u32)>; MAX_PAYLOADS],
+    /// Reply ranges not sent by Write chunk: around the placed payloads.
+    body: [(u32, u32); MAX_PAYLOADS + 1],
     nomsg: bool,
     header_len: u32,
 }
@@ -585,45 +600,62 @@ fn header_len(writes: &WriteList<'_>, reply: Option<usize>) -> Option<u32> {
 /// most `inline_max` bytes (the smaller of the client's receive size,
 /// RFC 8797, and the server's send buffer).
 ///
-/// - The payload goes into Write chunk 0, filling its segments in order
-///   (ERR_CHUNK if it is longer, as `svc_rdma_result_payload`'s
-///   `-E2BIG`); without a Write chunk it stays in the body. Other Write
-///   chunks are echoed unused.
-/// - The body is the Reply minus the payload and its XDR pad
+/// - Result payload `i` goes into Write chunk `i`, filling its segments
+///   in order (ERR_CHUNK if it is longer, as `svc_rdma_result_payload`'s
+///   `-E2BIG`); a payload without a Write chunk stays in the body. Write
+///   chunks without a payload are echoed unused.
+/// - The body is the Reply minus the placed payloads and their XDR pads
 ///   (`pcl_chunk_end_offset`). It goes inline (RDMA_MSG) when the header
 ///   and the body fit `inline_max`, else into the Reply chunk
 ///   (RDMA_NOMSG). rpcrdma.ko uses the Reply chunk whenever one is
 ///   offered, and ignores the client's receive size.
 /// - Neither possible: ERR_CHUNK, as rpcrdma.ko answers a Reply larger
 ///   than its Reply chunk or too large to pull up (`svc_rdma_sendto`'s
-///   `send_err`).
+///   `send_err`). So is a payload outside the Reply, or before the end of
+///   the one ahead of it.
 pub fn plan_reply<'a>(
     call_chunks: &ChunkLists<'a>,
     shape: ReplyShape,
     inline_max: u32,
 ) -> Result<ReplyPlan<'a>, RdmaError> {
-    let chunk0 = call_chunks.writes.chunks().next();
-    let payload = match (shape.payload, chunk0) {
-        (Some((off, len)), Some(chunk)) if len != 0 => {
+    let mut payloads = [None; MAX_PAYLOADS];
+    let mut body = [(shape.len, shape.len); MAX_PAYLOADS + 1];
+    {
+        let mut placed = payloads.iter_mut();
+        let mut gaps = body.iter_mut();
+        // Where the body resumes after the last placed payload.
+        let mut resume = 0u32;
+        let mut chunks = call_chunks.writes.chunks();
+        for &(off, len) in shape.payloads.iter().flatten() {
             let end = off.checked_add(len).filter(|&e| e <= shape.len);
-            if end.is_none() || u64::from(len) > chunk.total_length() {
+            if end.is_none() || off < resume {
                 return Err(RdmaError::Chunk);
             }
-            Some((off, len))
-        }
-        _ => None,
-    };
-    let body = match payload {
-        Some((off, len)) => {
-            let end = u64::from(off)
+            if len == 0 {
+                continue;
+            }
+            let Some(chunk) = chunks.next() else {
+                break;
+            };
+            if u64::from(len) > chunk.total_length() {
+                return Err(RdmaError::Chunk);
+            }
+            // One of each per payload, and a gap more than payloads.
+            let (Some(slot), Some(gap)) = (placed.next(), gaps.next()) else {
+                break;
+            };
+            *slot = Some((off, len));
+            *gap = (resume, off);
+            let padded = u64::from(off)
                 .saturating_add(u64::from(len))
                 .saturating_add(3)
                 & !3;
-            let resume = u32::try_from(end).unwrap_or(u32::MAX).min(shape.len);
-            [(0, off), (resume, shape.len)]
+            resume = u32::try_from(padded).unwrap_or(u32::MAX).min(shape.len);
         }
-        None => [(0, shape.len), (shape.len, shape.len)],
-    };
+        if let Some(gap) = gaps.next() {
+            *gap = (resume, shape.len);
+        }
+    }
     let body_len = body
         .iter()
         .map(|&(s, e)| u64::from(e.saturating_sub(s)))
@@ -633,7 +665,7 @@ pub fn plan_reply<'a>(
     let mut plan = ReplyPlan {
         writes,
         reply: None,
-        payload,
+        payloads,
         body,
         nomsg: false,
         header_len: msg_hdr,
@@ -673,9 +705,18 @@ impl<'a> ReplyPlan<'a> {
             .fold(0, u32::saturating_add)
     }
 
-    /// Bytes of the payload placed in Write chunk 0.
+    /// Bytes of the payloads placed in Write chunks.
     pub fn payload_len(&self) -> u32 {
-        self.payload.map_or(0, |(_, len)| len)
+        self.payloads
+            .iter()
+            .flatten()
+            .map(|&(_, len)| len)
+            .fold(0, u32::saturating_add)
+    }
+
+    /// Write chunks that carry a payload.
+    pub fn write_chunks_used(&self) -> usize {
+        self.payloads.iter().flatten().count()
     }
 
     /// The body's ranges of the Reply, in order, empty ones left out.
@@ -693,17 +734,26 @@ impl<'a> ReplyPlan<'a> {
         self.body_ranges().filter(move |_| !nomsg)
     }
 
-    /// The RDMA Writes to post before the Send: the payload into Write
-    /// chunk 0, then, for RDMA_NOMSG, the body into the Reply chunk.
+    /// The RDMA Writes to post before the Send: each payload into its
+    /// Write chunk, then, for RDMA_NOMSG, the body into the Reply chunk.
     pub fn writes(&self) -> Writes<'a> {
-        let none = [(0, 0); 2];
-        let payload = self
-            .payload
-            .map_or(none, |(off, len)| [(off, off.saturating_add(len)), (0, 0)]);
-        let chunk0 = self.writes.chunks().next();
+        let mut chunks = self.writes.chunks();
+        let payloads = self.payloads.map(|p| {
+            let chunk = chunks.next();
+            match p {
+                Some((off, len)) => Fill::new([(off, off.saturating_add(len))], chunk),
+                None => Fill::new([(0, 0)], None),
+            }
+        });
+        let body = if self.nomsg {
+            self.body
+        } else {
+            [(0, 0); MAX_PAYLOADS + 1]
+        };
         Writes {
-            payload: Fill::new(payload, chunk0),
-            body: Fill::new(if self.nomsg { self.body } else { none }, self.reply),
+            payloads,
+            next: 0,
+            body: Fill::new(body, self.reply),
         }
     }
 
@@ -732,8 +782,9 @@ impl<'a> ReplyPlan<'a> {
         };
         fixed.encode(&mut w, proc)?;
         w.bool(false)?;
-        let mut remaining = self.payload_len();
+        let mut payloads = self.payloads.iter();
         for chunk in self.writes.chunks() {
+            let mut remaining = payloads.next().copied().flatten().map_or(0, |(_, len)| len);
             w.bool(true)?;
             echo(&mut w, &chunk, &mut remaining)?;
         }
@@ -767,15 +818,15 @@ fn echo(
     Ok(())
 }
 
-/// Streams up to two source ranges into a chunk's segments.
+/// Streams up to `N` source ranges into a chunk's segments.
 #[derive(Clone, Debug)]
-struct Fill<'a> {
-    ranges: [(u32, u32); 2],
+struct Fill<'a, const N: usize> {
+    ranges: [(u32, u32); N],
     cursor: Option<Cursor<super::chunk::Segments<'a>>>,
 }
 
-impl<'a> Fill<'a> {
-    fn new(ranges: [(u32, u32); 2], chunk: Option<WriteChunk<'a>>) -> Self {
+impl<'a, const N: usize> Fill<'a, N> {
+    fn new(ranges: [(u32, u32); N], chunk: Option<WriteChunk<'a>>) -> Self {
         Self {
             ranges,
             cursor: chunk.map(|c| Cursor::new(c.segments())),
@@ -783,7 +834,7 @@ impl<'a> Fill<'a> {
     }
 }
 
-impl Iterator for Fill<'_> {
+impl<const N: usize> Iterator for Fill<'_, N> {
     type Item = RdmaWrite;
 
     fn next(&mut self) -> Option<RdmaWrite> {
@@ -804,14 +855,22 @@ impl Iterator for Fill<'_> {
 /// The RDMA Writes of a [`ReplyPlan`], in posting order.
 #[derive(Clone, Debug)]
 pub struct Writes<'a> {
-    payload: Fill<'a>,
-    body: Fill<'a>,
+    payloads: [Fill<'a, 1>; MAX_PAYLOADS],
+    /// The payload being written.
+    next: usize,
+    body: Fill<'a, { MAX_PAYLOADS + 1 }>,
 }
 
 impl Iterator for Writes<'_> {
     type Item = RdmaWrite;
 
     fn next(&mut self) -> Option<RdmaWrite> {
-        self.payload.next().or_else(|| self.body.next())
+        while let Some(fill) = self.payloads.get_mut(self.next) {
+            if let Some(w) = fill.next() {
+                return Some(w);
+            }
+            self.next = self.next.saturating_add(1);
+        }
+        self.body.next()
     }
 }

@@ -1499,7 +1499,8 @@ pub fn responder_receive_rules() -> Outcome {
 
 /// How a Responder sends a Reply (`responder::plan_reply`): inline when
 /// header and body fit the client's receive size, else by Reply chunk;
-/// the payload into Write chunk 0; the header echoing what was written;
+/// each payload into its own Write chunk; the header echoing what was
+/// written;
 /// and which handle Send With Invalidate may take.
 pub fn responder_reply_rules() -> Outcome {
     use super::responder::{self, RdmaWrite, Received, ReplyShape};
@@ -1518,7 +1519,7 @@ pub fn responder_reply_rules() -> Outcome {
         return check(false, "reply: the Call decodes");
     };
     let plan =
-        |len, payload, max| responder::plan_reply(&call.chunks, ReplyShape { len, payload }, max);
+        |len, payload, max| responder::plan_reply(&call.chunks, ReplyShape::new(len, payload), max);
     // 120 bytes of RPC header, 10001 bytes of data (+3 pad), 8 after.
     let p = plan(10132, Some((120, 10001)), 1024).map_err(|_| SelftestFailure("plan"))?;
     let mut writes = p.writes();
@@ -1606,14 +1607,8 @@ pub fn responder_reply_rules() -> Outcome {
         return check(false, "reply: a Call without chunks");
     };
     check(
-        responder::plan_reply(
-            &short.chunks,
-            ReplyShape {
-                len: 997,
-                payload: None,
-            },
-            1024,
-        ) == Err(v1::RdmaError::Chunk),
+        responder::plan_reply(&short.chunks, ReplyShape::new(997, None), 1024)
+            == Err(v1::RdmaError::Chunk),
         "reply: too long for inline without a Reply chunk refused",
     )?;
     let n = responder::encode_error(
@@ -1626,6 +1621,48 @@ pub fn responder_reply_rules() -> Outcome {
     .map_err(|_| SelftestFailure("encode error"))?;
     let want = Wire::new(&[&[XID, 2, CREDITS, v1::proc::ERROR, 1, 1, 1]])?;
     check(buf.get(..n) == Some(want.bytes()), "reply: ERR_VERS")?;
+    // An NFSv4 COMPOUND with two READs: a Write chunk for each.
+    let two = Wire::new(&[
+        &[XID, 1, CREDITS, v1::proc::MSG, 0, 1, 1],
+        &hloo(H1),
+        &[1, 1],
+        &hloo(H2),
+        &[0, 0],
+        &RPC_CALL,
+    ])?;
+    let Ok(Received::Call(two)) = responder::receive(two.bytes(), &limits) else {
+        return check(false, "reply: a Call with two Write chunks");
+    };
+    let mut shape = ReplyShape::new(1750, Some((100, 1001)));
+    shape.payloads[1] = Some((1200, 500));
+    let p = responder::plan_reply(&two.chunks, shape, 1024)
+        .map_err(|_| SelftestFailure("plan two payloads"))?;
+    let mut writes = p.writes().map(|w| (w.src, w.len, w.handle));
+    let mut ranges = p.inline_ranges();
+    check(
+        writes.next() == Some((100, 1001, H1.handle))
+            && writes.next() == Some((1200, 500, H2.handle))
+            && writes.next().is_none()
+            && ranges.next() == Some(0..100)
+            && ranges.next() == Some(1104..1200)
+            && ranges.next() == Some(1700..1750)
+            && ranges.next().is_none(),
+        "reply: each payload into its own Write chunk",
+    )?;
+    let n = p
+        .encode_header(&mut buf, XID, CREDITS)
+        .map_err(|_| SelftestFailure("encode two payloads"))?;
+    let want = Wire::new(&[
+        &[XID, 1, CREDITS, v1::proc::MSG, 0, 1, 1],
+        &hloo(written(H1, 1001)),
+        &[1, 1],
+        &hloo(written(H2, 500)),
+        &[0, 0],
+    ])?;
+    check(
+        buf.get(..n) == Some(want.bytes()),
+        "reply: the header echoes each Write chunk with its payload's length",
+    )?;
     let one = Wire::new(&[
         &[XID, 1, CREDITS, v1::proc::MSG, 0, 1, 1],
         &hloo(H1),

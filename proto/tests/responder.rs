@@ -657,7 +657,7 @@ fn lists(buf: &[u8]) -> ChunkLists<'_> {
 }
 
 fn shape(len: u32, payload: Option<(u32, u32)>) -> ReplyShape {
-    ReplyShape { len, payload }
+    ReplyShape::new(len, payload)
 }
 
 #[test]
@@ -772,6 +772,64 @@ fn the_payload_fills_write_chunk_segments_in_order() {
 }
 
 #[test]
+fn each_payload_takes_the_next_write_chunk() {
+    let w1 = s(0x71, 2000, 0x1_0000);
+    let w2 = s(0x72, 300, 0x2_0000);
+    let w3 = s(0x73, 300, 0x3_0000);
+    let unused = s(0x74, 4096, 0x4_0000);
+    let buf = msg(0, &[], &[&[w1], &[w2, w3], &[unused]], None, &rpc(0, 8));
+    let l = lists(&buf);
+    // Two READs: 1001 bytes at 100 (+3 pad), 500 at 1200; 50 bytes after.
+    let mut sh = shape(1750, Some((100, 1001)));
+    sh.payloads[1] = Some((1200, 500));
+    let p = plan_reply(&l, sh, 1024).unwrap();
+    assert_eq!(p.payload_len(), 1501);
+    assert_eq!(p.write_chunks_used(), 2);
+    assert_eq!(
+        p.inline_ranges().collect::<Vec<_>>(),
+        vec![0..100, 1104..1200, 1700..1750]
+    );
+    let writes: Vec<_> = p.writes().map(|w| (w.src, w.len, w.handle)).collect();
+    assert_eq!(
+        writes,
+        vec![(100, 1001, 0x71), (1200, 300, 0x72), (1500, 200, 0x73)]
+    );
+    let mut hdr = [0u8; 256];
+    let n = p.encode_header(&mut hdr, XID, 1).unwrap();
+    assert_eq!(n as u32, p.header_len());
+    let mut want = vec![XID, 1, 1, 0, 0];
+    want.extend([1, 1]);
+    want.extend(seg(s(0x71, 1001, 0x1_0000)));
+    want.extend([1, 2]);
+    want.extend(seg(w2));
+    want.extend(seg(s(0x73, 200, 0x3_0000)));
+    want.extend([1, 1]);
+    want.extend(seg(s(0x74, 0, 0x4_0000)));
+    want.extend([0, 0]);
+    assert_eq!(&hdr[..n], &words(&want)[..]);
+    // A third payload takes the third chunk...
+    let mut sh3 = sh;
+    sh3.payloads[2] = Some((1704, 8));
+    let p = plan_reply(&l, sh3, 1024);
+    assert_eq!(p.map(|p| p.write_chunks_used()), Ok(3));
+    // ...while with two chunks it stays in the body.
+    let two = msg(0, &[], &[&[w1], &[w2, w3]], None, &rpc(0, 8));
+    let p = plan_reply(&lists(&two), sh3, 1024).unwrap();
+    assert_eq!(p.write_chunks_used(), 2);
+    assert_eq!(
+        p.inline_ranges().collect::<Vec<_>>(),
+        vec![0..100, 1104..1200, 1700..1750]
+    );
+    // Payloads out of order, or overlapping the one before (or its
+    // pad), are nfsd's mistake: refused rather than sent wrong.
+    let mut bad = sh;
+    bad.payloads[1] = Some((1102, 10));
+    assert_eq!(plan_reply(&l, bad, 1024), Err(RdmaError::Chunk));
+    bad.payloads[1] = Some((50, 10));
+    assert_eq!(plan_reply(&l, bad, 1024), Err(RdmaError::Chunk));
+}
+
+#[test]
 fn a_payload_without_write_chunk_stays_in_the_body() {
     let buf = msg(0, &[], &[], None, &rpc(0, 8));
     let p = plan_reply(&lists(&buf), shape(500, Some((100, 300))), 1024).unwrap();
@@ -835,23 +893,37 @@ fn a_nomsg_header_must_fit_the_send_too() {
 #[test]
 fn random_replies_put_every_byte_in_one_place() {
     let mut rng = Rng(0x1234_5678_9abc_def1);
+    let mut multi = 0u32;
     for round in 0..3000 {
-        let wl = rng.below(3000) as u32;
-        let wsegs = split(&mut rng, 5, wl);
+        // Up to three Write chunks (handles 5, 7, 8) and three payloads.
+        let wsegs: Vec<Vec<Segment>> = (0..rng.below(4))
+            .map(|i| {
+                let wl = rng.below(3000) as u32;
+                split(&mut rng, [5, 7, 8][i as usize], wl)
+            })
+            .collect();
         let rl = rng.below(3000) as u32;
         let rsegs = split(&mut rng, 6, rl);
-        let with_w = rng.below(2) == 0;
         let with_r = rng.below(2) == 0;
-        let writes: Vec<&[Segment]> = if with_w { vec![&wsegs] } else { vec![] };
+        let writes: Vec<&[Segment]> = wsegs.iter().map(|w| &w[..]).collect();
         let buf = msg(0, &[], &writes, with_r.then_some(&rsegs[..]), &rpc(0, 8));
         let l = lists(&buf);
         let len = 4 * rng.below(1000) as u32;
-        let payload = (rng.below(2) == 0).then(|| {
-            let off = 4 * rng.below(u64::from(len) / 4 + 1) as u32;
-            (off, rng.below(u64::from(len - off) + 1) as u32)
-        });
+        let mut shape = ReplyShape::new(len, None);
+        let mut at = 0u32;
+        let mut payloads: Vec<(u32, u32)> = Vec::new();
+        for slot in shape.payloads.iter_mut().take(rng.below(4) as usize) {
+            let off = at + 4 * rng.below(u64::from(len - at) / 4 + 1) as u32;
+            let plen = 1 + rng.below(u64::from(len - off) + 1) as u32;
+            if off + plen > len {
+                break;
+            }
+            *slot = Some((off, plen));
+            payloads.push((off, plen));
+            at = ((off + plen + 3) & !3).min(len);
+        }
         let inline_max = 28 + rng.below(2000) as u32;
-        let Ok(p) = plan_reply(&l, shape(len, payload), inline_max) else {
+        let Ok(p) = plan_reply(&l, shape, inline_max) else {
             continue;
         };
         // Client memory after the Writes, and the Send.
@@ -890,34 +962,40 @@ fn random_replies_put_every_byte_in_one_place() {
                 .map(|k| mem[&k])
                 .collect()
         };
-        let payload_bytes: Vec<u8> = got
-            .writes
-            .chunks()
-            .next()
-            .map(|c| read(&c))
-            .unwrap_or_default();
         let body: Vec<u8> = if nomsg {
             read(&got.reply.unwrap())
         } else {
             inline
         };
-        // Rebuild: body with the payload (and its pad) reinserted.
-        let mut rebuilt = body.clone();
-        if !payload_bytes.is_empty() {
-            let (off, plen) = payload.unwrap();
-            assert_eq!(payload_bytes.len(), plen as usize);
-            let pad_end = ((off + plen + 3) & !3).min(len);
-            let mut r = body[..off as usize].to_vec();
-            r.extend(&reply[off as usize..pad_end as usize]);
-            r.extend(&body[off as usize..]);
-            assert_eq!(
-                &payload_bytes[..],
-                &reply[off as usize..(off + plen) as usize]
-            );
-            rebuilt = r;
+        // Rebuild as the client does: Write chunk i holds the i-th
+        // payload, whose place it knows; the body has the rest, without
+        // the payloads' pads.
+        let mut rebuilt: Vec<u8> = Vec::new();
+        let (mut b, mut r) = (0usize, 0usize);
+        let mut placed = 0u32;
+        for (i, chunk) in got.writes.chunks().enumerate() {
+            let data = read(&chunk);
+            if data.is_empty() {
+                continue;
+            }
+            let (off, plen) = payloads[i];
+            assert_eq!(data.len(), plen as usize, "round {round}");
+            assert_eq!(&data[..], &reply[off as usize..(off + plen) as usize]);
+            let gap = off as usize - r;
+            rebuilt.extend(&body[b..b + gap]);
+            b += gap;
+            let pad_end = ((off + plen + 3) & !3).min(len) as usize;
+            rebuilt.extend(&reply[off as usize..pad_end]);
+            r = pad_end;
+            placed += plen;
         }
+        rebuilt.extend(&body[b..]);
+        assert_eq!(placed, p.payload_len(), "round {round}");
+        assert!(p.write_chunks_used() <= wsegs.len().min(payloads.len()));
+        multi += u32::from(p.write_chunks_used() >= 2);
         assert_eq!(rebuilt, reply, "round {round}");
     }
+    assert!(multi > 100, "only {multi} Replies with two payloads placed");
 }
 
 #[test]

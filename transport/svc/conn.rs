@@ -21,6 +21,7 @@ use kernel::sync::{new_condvar, new_spinlock, CondVar, SetOnce, SpinLock};
 
 use super::{Counter, SvcConfig, TOTALS};
 use crate::proto::pvt::{self, InlineThresholds, PrivateData};
+use crate::proto::responder::MAX_PAYLOADS;
 use crate::rdma::{
     CmEvent, CmHandler, CmId, ConnParam, ConnRequest, Cq, CqEntry, CqHandler, Device, DmaBuf,
     DmaDir, Pd, Qp, QpCaps, QpInit, RecvWr, RwCtx, SendChain, Wc,
@@ -148,12 +149,12 @@ pub(super) struct RecvCtx {
     pub(super) idx: u32,
     /// Bytes received.
     pub(super) len: Atomic<u32>,
-    /// The result payload nfsd reported for the Call in this buffer:
-    /// offset << 32 | length, or [`NO_PAYLOAD`].
-    pub(super) payload: Atomic<u64>,
+    /// The result payloads nfsd reported for the Call in this buffer, in
+    /// order: offset << 32 | length each, [`NO_PAYLOAD`] for none.
+    pub(super) payloads: [Atomic<u64>; MAX_PAYLOADS],
 }
 
-/// [`RecvCtx::payload`] when nfsd reported none.
+/// A slot of [`RecvCtx::payloads`] that holds none.
 pub(super) const NO_PAYLOAD: u64 = u64::MAX;
 
 crate::impl_has_cq_entry!(RecvCtx, 0, cqe);
@@ -654,7 +655,7 @@ impl SvcConn {
                     conn: this,
                     idx,
                     len: Atomic::new(0),
-                    payload: Atomic::new(NO_PAYLOAD),
+                    payloads: [const { Atomic::new(NO_PAYLOAD) }; MAX_PAYLOADS],
                 },
                 GFP_KERNEL,
             )?;
@@ -714,7 +715,9 @@ impl SvcConn {
 
     fn post_recv(&self, ctx: &RecvCtx) -> Result {
         let qp = self.qp().ok_or(ENOTCONN)?;
-        ctx.payload.store(NO_PAYLOAD, Relaxed);
+        for p in &ctx.payloads {
+            p.store(NO_PAYLOAD, Relaxed);
+        }
         // SAFETY: The buffer is ours (not posted, not held by a request:
         // the callers own it); the context stays at its address, in `ep`,
         // until the QP is drained.

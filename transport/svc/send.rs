@@ -35,10 +35,12 @@ pub(super) fn sendto(conn: &SvcConn, rqst: &mut SvcRqst<'_>) -> i32 {
         conn.close();
         return ENOTCONN.to_errno();
     };
-    let payload = ctx.payload.load(Relaxed);
     let shape = ReplyShape {
         len: rqst.res().len(),
-        payload: (payload != NO_PAYLOAD).then_some(((payload >> 32) as u32, payload as u32)),
+        payloads: ctx.payloads.each_ref().map(|p| {
+            let word = p.load(Relaxed);
+            (word != NO_PAYLOAD).then_some(((word >> 32) as u32, word as u32))
+        }),
     };
     let inline_max = conn.inline_send;
     let plan = match responder::plan_reply(&call.chunks, shape, inline_max) {
@@ -113,9 +115,7 @@ fn reply(conn: &SvcConn, rqst: &mut SvcRqst<'_>, call: &Call<'_>, plan: &ReplyPl
     slot.post_after_writes(pos, invalidate)?;
     conn.count(|s| &s.replies, 1);
     conn.count(|s| &s.write_bytes, bytes);
-    if plan.payload_len() > 0 {
-        conn.count(|s| &s.write_chunks, 1);
-    }
+    conn.count(|s| &s.write_chunks, plan.write_chunks_used() as u64);
     if plan.nomsg() {
         conn.count(|s| &s.reply_chunks, 1);
     }
@@ -184,9 +184,10 @@ pub(super) fn error(conn: &SvcConn, xid: u32, vers: u32, err: RdmaError) {
     }
 }
 
-/// `xpo_result_payload`: remember where nfsd put the data item that may
-/// go in the Write chunk. Only the first goes there (the Linux client
-/// offers one Write chunk, for the one READ of a COMPOUND).
+/// `xpo_result_payload`: remember where nfsd put a data item that may go
+/// in a Write chunk: the `i`-th non-empty one goes in Write chunk `i`, if
+/// the client offered that many (the Linux client offers one, for the one
+/// READ of a COMPOUND). Past `MAX_PAYLOADS` they stay in the body.
 pub(super) fn result_payload(conn: &SvcConn, rqst: &SvcRqst<'_>, offset: u32, len: u32) -> i32 {
     let Some(ctx) = rqst
         .ctxt()
@@ -196,7 +197,10 @@ pub(super) fn result_payload(conn: &SvcConn, rqst: &SvcRqst<'_>, offset: u32, le
     };
     if len > 0 {
         let word = (u64::from(offset) << 32) | u64::from(len);
-        let _ = ctx.payload.cmpxchg(NO_PAYLOAD, word, Relaxed);
+        // The request's thread alone calls this, in Reply order.
+        if let Some(slot) = ctx.payloads.iter().find(|p| p.load(Relaxed) == NO_PAYLOAD) {
+            slot.store(word, Relaxed);
+        }
     }
     0
 }

@@ -36,7 +36,14 @@ fuzz_target!(|data: &[u8]| {
         }
         assert_eq!(at, total);
     }
-    let Ok(plan) = plan_reply(&call.chunks, ReplyShape { len, payload }, inline_max) else {
+    // With knobs[10] bit 1, a second payload after the first: an NFSv4
+    // COMPOUND with two READs.
+    let mut shape = ReplyShape::new(len, payload);
+    if let Some((off, plen)) = payload.filter(|_| knobs[10] & 2 != 0) {
+        let at = off.saturating_add(plen).saturating_add(3) & !3;
+        shape.payloads[1] = Some((at, len.saturating_sub(at) / 2));
+    }
+    let Ok(plan) = plan_reply(&call.chunks, shape, inline_max) else {
         return;
     };
     let mut sent = 0u64;
