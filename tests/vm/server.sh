@@ -65,11 +65,11 @@ wait_carrier() {
 # What the server's side of the link looks like once it is back, for
 # diagnosing clients that fail to reconnect: neighbours, RDMA resources,
 # rxe packet counters and nfsd's pool counters every 15 s for two minutes,
-# then where each nfsd thread is (a connection request nfsd never accepts
-# goes unanswered: the client's CM resends its REQ, rpcrdma.ko's connect
-# waits on).
+# and after 30 s where each nfsd thread is (a connection request nfsd never
+# accepts goes unanswered: the client's CM resends its REQ, and rpcrdma.ko's
+# connect waits on).
 link_state_log() {
-    for _ in 1 2 3 4 5 6 7 8; do
+    for i in 1 2 3 4 5 6 7 8; do
         sleep 15
         echo "== server link state at $(cut -d' ' -f1 /proc/uptime)"
         $IP neigh show dev eth0
@@ -78,10 +78,11 @@ link_state_log() {
         rdma resource show cm_id
         rdma statistic show link rxe0/1
         cat /proc/fs/nfsd/pool_stats 2>/dev/null
-    done
-    for d in /proc/[0-9]*; do
-        [ "$(cat "$d/comm" 2>/dev/null)" = nfsd ] || continue
-        echo "== nfsd ${d#/proc/}: $(tr '\n' ' ' < "$d/stack" 2>/dev/null)"
+        [ "$i" = 2 ] || continue
+        for d in /proc/[0-9]*; do
+            [ "$(cat "$d/comm" 2>/dev/null)" = nfsd ] || continue
+            echo "== nfsd ${d#/proc/}: $(tr '\n' ' ' < "$d/stack" 2>/dev/null)"
+        done
     done
 }
 
