@@ -53,28 +53,8 @@ impl Qp {
         signalled: bool,
         before: &SendChain,
     ) -> Result {
-        // SAFETY: The caller's promises, passed on.
-        unsafe { self.post_send_inv(cqe, sges, signalled, before, None) }
-    }
-
-    /// As [`Qp::post_send_after`], as a Send With Invalidate of
-    /// `invalidate` when it is given: the peer's NIC invalidates that
-    /// rkey of its own when the Send arrives (RFC 8797 remote
-    /// invalidation).
-    ///
-    /// # Safety
-    ///
-    /// As for [`Qp::post_send_after`].
-    pub(crate) unsafe fn post_send_inv(
-        &self,
-        cqe: *mut sys::ib_cqe,
-        sges: &mut [sys::ib_sge],
-        signalled: bool,
-        before: &SendChain,
-        invalidate: Option<u32>,
-    ) -> Result {
         let before = before.ends();
-        let mut wr = send_wr(cqe, sges, signalled, invalidate)?;
+        let mut wr = send_wr(cqe, sges, signalled, None)?;
         let mut bad = core::ptr::null();
         let first = match before {
             Some((first, last)) => {
@@ -98,7 +78,9 @@ impl Qp {
     }
 
     /// Posts the work requests of `rw`, unsignalled, then a signalled
-    /// Send gathering `sges` (With Invalidate of `invalidate` if given),
+    /// Send gathering `sges`, as a Send With Invalidate of `invalidate`
+    /// when it is given (the peer's NIC invalidates that rkey of its own
+    /// when the Send arrives: RFC 8797 remote invalidation),
     /// in one call: the Send completes on `cqe` once all of them did, and
     /// one that fails flushes the Send.
     ///

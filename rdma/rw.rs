@@ -131,6 +131,12 @@ impl RwCtx {
         self.wrs
     }
 
+    /// Send Queue entries of `ctxs` together.
+    pub(crate) fn total_wrs(ctxs: &[RwCtx]) -> u32 {
+        ctxs.iter()
+            .fold(0u32, |acc, c| acc.saturating_add(c.wr_count()))
+    }
+
     /// Posts the context's work requests; the last one is signalled and
     /// completes on `entry`'s handler (so does any that fails).
     ///

@@ -24,7 +24,7 @@ use crate::proto::pvt::{self, InlineThresholds, PrivateData};
 use crate::proto::responder::MAX_PAYLOADS;
 use crate::rdma::{
     CmEvent, CmHandler, CmId, ConnParam, ConnRequest, Cq, CqEntry, CqHandler, Device, DmaBuf,
-    DmaDir, Pd, Qp, QpCaps, QpInit, RecvWr, RwCtx, SendChain, Wc,
+    DmaDir, Pd, Qp, QpCaps, QpInit, RecvWr, RwCtx, Wc,
 };
 use crate::sunrpc::{new_object, DebugDir, Net, PageRefs, Serv, SvcObject, SvcXprt};
 use crate::sys;
@@ -219,6 +219,9 @@ pub(super) struct ReplyIo {
     /// Declared first: unmapped before the pages are put.
     pub(super) writes: KVec<RwCtx>,
     pub(super) pages: PageRefs,
+    /// Send Queue room the slot reserved for the Writes, given back with
+    /// the Send's when it completes.
+    room: u32,
 }
 
 impl ReplyIo {
@@ -226,20 +229,16 @@ impl ReplyIo {
         Self {
             writes: KVec::new(),
             pages: PageRefs::new(),
+            room: 0,
         }
     }
 
-    /// Send Queue entries of the Writes.
-    fn wrs(&self) -> u32 {
-        self.writes
-            .iter()
-            .fold(0u32, |acc, c| acc.saturating_add(c.wr_count()))
-    }
-
-    /// Unmaps and releases everything; the room of the vectors stays.
-    fn release(&mut self) {
+    /// Unmaps and releases everything; returns the room reserved for the
+    /// Writes.
+    fn release(&mut self) -> u32 {
         self.writes.clear();
         self.pages.release();
+        core::mem::take(&mut self.room)
     }
 }
 
@@ -263,10 +262,8 @@ impl CqHandler for SendCtx {
         // SAFETY: The Send completed, so did every Write posted before
         // it: the context is the handler's until it is back on the free
         // list (type invariant).
-        let io = unsafe { &mut *self.io.get() };
-        let wrs = io.wrs();
-        io.release();
-        conn.put_send(self.idx, 1 + wrs);
+        let room = unsafe { (*self.io.get()).release() };
+        conn.put_send(self.idx, 1 + room);
     }
 }
 
@@ -293,14 +290,14 @@ impl<'a> SendSlot<'a> {
         unsafe { &mut *self.ctx.io.get() }
     }
 
-    /// Posts the Writes in [`SendSlot::io`], then a Send of the first
-    /// `len` bytes (With Invalidate of `invalidate` if given), in one
+    /// Posts the Writes in [`SendSlot::io`], if any, then a Send of the
+    /// first `len` bytes (With Invalidate of `invalidate` if given), in one
     /// call. The Writes' contexts and pages, and the buffer, are released
     /// when the Send completes.
-    pub(super) fn post_after_writes(mut self, len: usize, invalidate: Option<u32>) -> Result {
+    pub(super) fn post(mut self, len: usize, invalidate: Option<u32>) -> Result {
         let conn = self.conn();
         let qp = conn.qp().ok_or(ENOTCONN)?;
-        if self.io().wrs() > self.wrs {
+        if RwCtx::total_wrs(&self.io().writes) > self.wrs {
             return Err(EINVAL);
         }
         let lkey = conn.lkey;
@@ -310,6 +307,7 @@ impl<'a> SendSlot<'a> {
         // SAFETY: We own the context until the Send completes (type
         // invariant of `SendCtx`).
         let io = unsafe { &mut *self.ctx.io.get() };
+        io.room = self.wrs;
         // SAFETY: The context, `conn` which owns it, and its Writes live
         // until the QP is drained; nothing touches them, the buffer or
         // the pages until the Send's completion releases them. On failure
@@ -319,32 +317,9 @@ impl<'a> SendSlot<'a> {
         let res = unsafe {
             qp.post_send_after_rw(self.ctx.cqe.as_ptr(), &mut sge, &mut io.writes, invalidate)
         };
-        self.posted = true;
+        // A Send alone that failed was not posted: its buffer goes back.
+        self.posted = res.is_ok() || !io.writes.is_empty();
         res
-    }
-
-    /// Posts a Send of the first `len` bytes, after `before`, with Send
-    /// With Invalidate of `invalidate` if given. The buffer returns to the
-    /// free list when the Send completes.
-    pub(super) fn post(
-        mut self,
-        len: usize,
-        before: &SendChain,
-        invalidate: Option<u32>,
-    ) -> Result {
-        let conn = self.conn();
-        let qp = conn.qp().ok_or(ENOTCONN)?;
-        let lkey = conn.lkey;
-        let buf = self.buf();
-        buf.sync_for_device(len);
-        let mut sge = [buf.sge(0, len, lkey)];
-        // SAFETY: The context, and `conn` which owns it, live until the
-        // QP is drained; the buffer is not touched until the completion
-        // puts it back on the free list. The `before` chain's owner keeps
-        // it alive until it completes.
-        unsafe { qp.post_send_inv(self.ctx.cqe.as_ptr(), &mut sge, true, before, invalidate)? };
-        self.posted = true;
-        Ok(())
     }
 
     fn conn(&self) -> &'a SvcConn {
@@ -358,7 +333,7 @@ impl Drop for SendSlot<'_> {
         if !self.posted {
             // SAFETY: Ours until back on the free list (type invariant of
             // `SendCtx`), and nothing was posted.
-            unsafe { (*self.ctx.io.get()).release() };
+            let _ = unsafe { (*self.ctx.io.get()).release() };
             self.conn().put_send(self.ctx.idx, 1 + self.wrs);
         }
     }

@@ -67,9 +67,7 @@ pub(super) fn run(conn: &SvcConn, ctxs: &mut [RwCtx]) -> Result {
     if ctxs.is_empty() {
         return Ok(());
     }
-    let wrs = ctxs
-        .iter()
-        .fold(0u32, |acc, c| acc.saturating_add(c.wr_count()));
+    let wrs = RwCtx::total_wrs(ctxs);
     conn.get_wrs(wrs)?;
     pin_init::stack_pin_init!(let wait = IoWait::new());
     let mut res = Ok(());

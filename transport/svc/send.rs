@@ -16,7 +16,7 @@ use crate::proto::chunk::ChunkSlices;
 use crate::proto::header::FixedHeader;
 use crate::proto::responder::{self, Call, Received, ReplyPlan, ReplyShape};
 use crate::proto::v1::{self, RdmaError};
-use crate::rdma::{PageSeg, RwCtx, RwOp, SendChain};
+use crate::rdma::{PageSeg, RwCtx, RwOp};
 use crate::sunrpc::{Ctxt, SendRqst, SvcRqst, XptFlag};
 
 pub(super) fn sendto(conn: &SvcConn, rqst: &mut SvcRqst<'_>) -> i32 {
@@ -92,10 +92,7 @@ fn reply(conn: &SvcConn, rqst: &mut SvcRqst<'_>, call: &Call<'_>, plan: &ReplyPl
         writes.push(ctx, GFP_KERNEL)?;
         bytes += u64::from(w.len);
     }
-    let wrs = writes
-        .iter()
-        .fold(0u32, |acc, c| acc.saturating_add(c.wr_count()));
-    let mut slot = conn.get_send_after(wrs)?;
+    let mut slot = conn.get_send_after(RwCtx::total_wrs(&writes))?;
     let buf = slot.buf().as_mut_slice();
     let mut pos = plan
         .encode_header(buf, call.xid, conn.cfg.credits)
@@ -112,7 +109,7 @@ fn reply(conn: &SvcConn, rqst: &mut SvcRqst<'_>, call: &Call<'_>, plan: &ReplyPl
         rqst.take_reply_pages(&mut io.pages)?;
     }
     let invalidate = responder::invalidate_handle(&call.chunks, conn.remote_inv);
-    slot.post_after_writes(pos, invalidate)?;
+    slot.post(pos, invalidate)?;
     conn.count(|s| &s.replies, 1);
     conn.count(|s| &s.write_bytes, bytes);
     conn.count(|s| &s.write_chunks, plan.write_chunks_used() as u64);
@@ -160,7 +157,7 @@ pub(super) fn backward_call(conn: &SvcConn, rqst: &SendRqst<'_>) -> Result {
         let dst = buf.get_mut(hlen..hlen + len).ok_or(EMSGSIZE)?;
         snd.read(0, dst)?;
         rqst.stamp_xmit();
-        slot.post(hlen + len, &SendChain::new(), None)
+        slot.post(hlen + len, None)
     })();
     match res {
         Ok(()) => conn.count(|s| &s.bc_calls, 1),
@@ -179,7 +176,7 @@ pub(super) fn error(conn: &SvcConn, xid: u32, vers: u32, err: RdmaError) {
     let Ok(len) = len else {
         return;
     };
-    if slot.post(len, &SendChain::new(), None).is_err() {
+    if slot.post(len, None).is_err() {
         conn.close();
     }
 }
