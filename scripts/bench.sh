@@ -9,7 +9,7 @@
 # fio workloads on the client's
 # NFSv4.2 mount (rsize/wsize 1 MiB asked for): sequential 1 MiB write and
 # read (libaio, direct, iodepth 4), 4 KiB random read at iodepth 1 and 16,
-# and metadata (fio's filecreate, filestat and filedelete engines on 200
+# and metadata (fio's filecreate, filestat and filedelete engines on MDFILES
 # files, on a second mount with actimeo=0: see tests/vm/bench.sh). Prints
 # one table per dimension ("client: rpcrdma.ko vs rpcrdma_rs", "server:
 # ..."): per workload and module, the median over the rounds and the
@@ -24,6 +24,10 @@
 #                 so a server without a backchannel is measured without
 #                 the client's reaction to a callback path that is down)
 #   SIZE=64       MiB in the data file
+#   MDFILES=1000  files the metadata jobs create, stat and delete (create
+#                 and delete are not time-based: at ~200 files/s under TCG,
+#                 200 files took one second, too short a window for a
+#                 stable rate or a CPU sample)
 #   CLIENTS="c rs"   which client modules the client dimension runs
 #   SERVERS="c rs"   which server modules the server dimension runs
 #   LINK=unix     the guests' link: unix (QEMU stream netdev over a unix
@@ -58,18 +62,21 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$REPO_DIR/scripts/vm.sh"
 
-REPS=${REPS:-3} RUNTIME=${RUNTIME:-10} SIZE=${SIZE:-64} CLIENTS=${CLIENTS:-c rs} SERVERS=${SERVERS:-c rs}
+REPS=${REPS:-3} RUNTIME=${RUNTIME:-10} SIZE=${SIZE:-64} MDFILES=${MDFILES:-1000} CLIENTS=${CLIENTS:-c rs} SERVERS=${SERVERS:-c rs}
 BENCH_DIMS=${BENCH_DIMS:-client server}
 VERS=${VERS:-4.2} REPORT=${REPORT:-} VM_LINK=${LINK:-unix} KERNEL=${KERNEL:-bench} JOBS=${JOBS:-} PROFILE=${PROFILE:-}
 T_PASS=0 T_FAIL=0
 RUN_DIR=${REPORT:-$REPO_DIR/out/bench-$(date +%Y%m%d-%H%M%S)}
 [[ $REPS =~ ^[1-9][0-9]*$ ]] || die "REPS=$REPS: a positive number"
+[[ $MDFILES =~ ^[1-9][0-9]*$ ]] || die "MDFILES=$MDFILES: a positive number"
 for dim in $BENCH_DIMS; do
     case $dim in client | server) ;; *) die "BENCH_DIMS=$BENCH_DIMS: client and/or server" ;; esac
 done
 [ -n "${BENCH_DIMS// /}" ] || die "BENCH_DIMS is empty: client and/or server"
 [ -z "$REPORT" ] || [ -d "$REPORT" ] || die "REPORT=$REPORT: no such directory"
 mkdir -p "$RUN_DIR"
+# An older run's report: the file count it ran with (200 before MDFILES).
+if [ -n "$REPORT" ]; then MDFILES=$(cat "$RUN_DIR/mdfiles.txt" 2>/dev/null || echo 200); fi
 
 # The host side needs jq for fio's JSON and gnuplot for the chart.
 need=()
@@ -89,9 +96,9 @@ WORKLOADS=(
     "seq read 1 MiB qd4|seq_read_1m|read MB/s"
     "rand read 4 KiB qd1|rand_read_4k_qd1|read IOPS"
     "rand read 4 KiB qd16|rand_read_4k_qd16|read IOPS"
-    "create 200 files|md_create|read IOPS"
+    "create $MDFILES files|md_create|read IOPS"
     "stat files|md_stat|read IOPS"
-    "delete 200 files|md_delete|read IOPS"
+    "delete $MDFILES files|md_delete|read IOPS"
 )
 
 # fio_value DIR JOB DIRECTION METRIC: one number from that job's JSON.
@@ -122,7 +129,8 @@ if [ -z "$REPORT" ]; then
     echo "$VM_LINK" > "$RUN_DIR/link.txt"
     echo "$KERNEL" > "$RUN_DIR/kernel.txt"
     echo "$VERS" > "$RUN_DIR/vers.txt"
-    words="rr.runtime=$RUNTIME rr.size=$SIZE"
+    echo "$MDFILES" > "$RUN_DIR/mdfiles.txt"
+    words="rr.runtime=$RUNTIME rr.size=$SIZE rr.mdfiles=$MDFILES"
     [ -z "$JOBS" ] || words="$words rr.jobs=${JOBS// /,}"
     [ -z "$PROFILE" ] || words="$words rr.profile=${PROFILE// /,}"
     for ((round = 1; round <= REPS; round++)); do

@@ -100,12 +100,12 @@ md_mount() {
 
 data="--directory=$dir --filename=data --size=${size}M --ioengine=libaio --direct=1"
 timed="--time_based --runtime=$runtime --ramp_time=2"
-# The same 200 files for create, stat and delete (fio names files per job,
+# The same RR_MDFILES files for create, stat and delete (fio names files per job,
 # but not with filename_format). create_on_open=1 on stat and delete too:
 # the created files are empty, and without it fio would first write 4 KiB
 # into each (minutes of untimed I/O before the timed part).
 # shellcheck disable=SC2016 # $filenum is fio's
-md='--directory='$md_dir' --nrfiles=200 --filesize=4k --openfiles=1 --create_on_open=1 --filename_format=md.$filenum'
+md='--directory='$md_dir' --nrfiles='${RR_MDFILES:-200}' --filesize=4k --openfiles=1 --create_on_open=1 --filename_format=md.$filenum'
 
 
 check client_net net_up 192.0.2.2 2001:db8::2
