@@ -162,6 +162,46 @@ impl RwCtx {
         })
     }
 
+    /// Links the work requests of every context in `ctxs`, in order, into
+    /// one chain to post with [`RwChain::post`]: only the last is
+    /// signalled, and completes on `entry`'s handler, by which time the
+    /// others have completed too (a failing one completes with no handler
+    /// and flushes the rest, so `entry` still sees the outcome). `None`
+    /// for no contexts.
+    ///
+    /// # Safety
+    ///
+    /// The contexts must all be on one QP, and stay unchanged until the
+    /// chain is posted or dropped unposted. Once posted, none may be
+    /// dropped, linked or posted again, and the context holding `entry`
+    /// must stay alive, until that completion ran or the QP was drained.
+    pub(crate) unsafe fn chain<T: CqHandler<ID>, const ID: u64>(
+        ctxs: &mut [RwCtx],
+        entry: &CqEntry<T, ID>,
+    ) -> Option<RwChain> {
+        let (last, rest) = ctxs.split_last_mut()?;
+        let qp = last.qp;
+        // SAFETY: `last` is initialised on the live `qp` (type invariant);
+        // without a chain, rdma_rw signals its last work request on
+        // `entry` and returns its first.
+        let first = unsafe {
+            sys::rdma_rw_ctx_wrs(
+                last.ctx.get(),
+                qp.as_ptr(),
+                last.port,
+                entry.as_ptr(),
+                core::ptr::null_mut(),
+            )
+        };
+        let mut first = NonNull::new(first)?;
+        for ctx in rest.iter_mut().rev() {
+            // SAFETY: `first` heads the chain built so far, valid until
+            // it is posted (the caller's promise).
+            first = unsafe { ctx.link_before(first) };
+        }
+        Some(RwChain { qp, first })
+    }
+
     /// Links the context's work requests, unsignalled, in front of
     /// `next`, and returns the first of them: posted with `next`'s chain,
     /// they complete with the signalled work request that ends it. One
@@ -210,5 +250,30 @@ impl Drop for RwCtx {
                 self.op.dir().raw(),
             )
         };
+    }
+}
+
+/// RDMA Read or Write work requests linked by [`RwCtx::chain`]. It holds
+/// no borrow of the contexts: once posted, their completion may hand them
+/// to another thread before [`RwChain::post`] returns.
+pub(crate) struct RwChain {
+    qp: Qp,
+    first: NonNull<sys::ib_send_wr>,
+}
+
+impl RwChain {
+    /// Posts the chain in one call. Some work requests may have been
+    /// posted even when it fails.
+    ///
+    /// # Safety
+    ///
+    /// The contexts linked stay as [`RwCtx::chain`]'s contract says.
+    pub(crate) unsafe fn post(self) -> Result {
+        let mut bad = core::ptr::null();
+        // SAFETY: `qp` is live and every context of the chain is on it;
+        // the chain stays valid until it completed (the caller's promise).
+        to_result(unsafe {
+            sys::rpcrdma_rs_post_send(self.qp.as_ptr(), self.first.as_ptr(), &mut bad)
+        })
     }
 }

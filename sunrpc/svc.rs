@@ -447,27 +447,56 @@ impl SvcRqst<'_> {
         Ok(())
     }
 
-    /// Appends to `out` the page pieces of `len` bytes at byte `dest` of
-    /// the request's pages, for an RDMA Read into them.
-    pub(crate) fn arg_page_segs(&self, out: &mut KVec<PageSeg>, dest: usize, len: usize) -> Result {
-        let end = dest.checked_add(len).ok_or(EMSGSIZE)?;
-        if end > self.arg_room() {
+    /// Takes the first `n` Call pages off the request, into `into`, for
+    /// RDMA Reads that outlive this call. sunrpc allocates fresh ones in
+    /// their place before the thread's next request (`rq_pages_nfree`),
+    /// and does not put these.
+    pub(crate) fn take_arg_pages(&mut self, n: usize, into: &mut PageRefs) -> Result {
+        let r = self.raw_mut();
+        if n > r.rq_maxpages as usize {
             return Err(EMSGSIZE);
         }
-        let mut pos = dest;
-        while pos < end {
-            let off = pos % PAGE_SIZE;
-            let n = (PAGE_SIZE - off).min(end - pos);
-            out.push(
-                PageSeg {
-                    page: self.arg_page(pos / PAGE_SIZE)?,
-                    offset: off as u32,
-                    len: n as u32,
-                },
-                GFP_KERNEL,
-            )?;
-            pos += n;
+        into.pages.reserve(n, GFP_KERNEL)?;
+        // sunrpc fills the empty entries among the first `rq_pages_nfree`,
+        // however far the loop gets.
+        r.rq_pages_nfree = r.rq_pages_nfree.max(n as u64);
+        for i in 0..n {
+            // SAFETY: `i < rq_maxpages`, within `rq_pages` (type invariant).
+            let slot = unsafe { &mut *r.rq_pages.add(i) };
+            let page = NonNull::new(*slot).ok_or(ENOMEM)?;
+            // Cannot fail: reserved above.
+            if into.pages.push_within_capacity(page).is_ok() {
+                *slot = core::ptr::null_mut();
+            }
         }
+        Ok(())
+    }
+
+    /// Puts the pages of `from` in place of the request's first Call
+    /// pages, whose references `from` then drops: the Call assembled in
+    /// them by RDMA Reads becomes this request's.
+    pub(crate) fn put_arg_pages(&mut self, from: &mut PageRefs) -> Result {
+        let r = self.raw_mut();
+        let n = from.pages.len();
+        if n > r.rq_maxpages as usize {
+            return Err(EMSGSIZE);
+        }
+        let mut kept = 0;
+        for i in 0..n {
+            let ours = from.pages[i];
+            // SAFETY: `i < rq_maxpages`, within `rq_pages` (type invariant).
+            let slot = unsafe { &mut *r.rq_pages.add(i) };
+            let old = core::mem::replace(slot, ours.as_ptr());
+            // INVARIANT: `from` gives up `ours` to the request and holds
+            // the request's page instead (`kept <= i`: no entry yet to
+            // be read is overwritten).
+            if let Some(old) = NonNull::new(old) {
+                from.pages[kept] = old;
+                kept += 1;
+            }
+        }
+        from.pages.truncate(kept);
+        from.release();
         Ok(())
     }
 
@@ -544,6 +573,28 @@ impl PageRefs {
     /// Holds no page.
     pub(crate) const fn new() -> Self {
         Self { pages: KVec::new() }
+    }
+
+    /// Appends to `out` the page pieces of `len` bytes at byte `dest` of
+    /// the pages held, in order.
+    pub(crate) fn segs(&self, out: &mut KVec<PageSeg>, dest: usize, len: usize) -> Result {
+        let end = dest.checked_add(len).ok_or(EMSGSIZE)?;
+        let mut pos = dest;
+        while pos < end {
+            let off = pos % PAGE_SIZE;
+            let n = (PAGE_SIZE - off).min(end - pos);
+            let page = self.pages.get(pos / PAGE_SIZE).ok_or(EMSGSIZE)?;
+            out.push(
+                PageSeg {
+                    page: page.as_ptr(),
+                    offset: off as u32,
+                    len: n as u32,
+                },
+                GFP_KERNEL,
+            )?;
+            pos += n;
+        }
+        Ok(())
     }
 
     /// Puts every reference held.

@@ -133,16 +133,22 @@ impl core::ops::Deref for ConnRef {
     }
 }
 
-/// A Receive buffer and its work request.
+/// A Receive buffer and its work request, and the RDMA Reads of the Call
+/// it holds.
 ///
 /// # Invariants
 ///
 /// `conn` is the connection owning the [`Ep`] this context lives in; it
 /// outlives the context. The buffer belongs to the device while posted,
 /// to the receive queue or an nfsd request while received, and is
-/// reposted only by [`SvcConn::repost`].
+/// reposted only by [`SvcConn::repost`]. `reads` is used only by whoever
+/// holds the buffer: the nfsd thread that took it off the receive queue,
+/// until it posts the Reads; after their completion queued the buffer
+/// again, the thread that takes it off; or the connection's drop, after
+/// the drain.
 pub(super) struct RecvCtx {
     cqe: CqEntry<RecvCtx>,
+    read_cqe: CqEntry<RecvCtx, READ_DONE>,
     wr: RecvWr,
     pub(super) buf: DmaBuf,
     conn: ConnRef,
@@ -152,15 +158,36 @@ pub(super) struct RecvCtx {
     /// The result payloads nfsd reported for the Call in this buffer, in
     /// order: offset << 32 | length each, [`NO_PAYLOAD`] for none.
     pub(super) payloads: [Atomic<u64>; MAX_PAYLOADS],
+    reads: UnsafeCell<CallReads>,
+    /// Send Queue room the posted Reads took, given back when they
+    /// complete.
+    read_wrs: Atomic<u32>,
+}
+
+/// The RDMA Reads of a Call's chunks and the pages they fill, from the
+/// post until an nfsd thread takes the Call on (or the connection is
+/// freed): the thread that posted them does not wait.
+pub(super) struct CallReads {
+    /// Declared first: unmapped, which makes the data visible to the CPU,
+    /// before the pages are put.
+    pub(super) ctxs: KVec<RwCtx>,
+    pub(super) pages: PageRefs,
+    pub(super) segments: u64,
+    pub(super) bytes: u64,
 }
 
 /// A slot of [`RecvCtx::payloads`] that holds none.
 pub(super) const NO_PAYLOAD: u64 = u64::MAX;
 
+/// The completion entry of a Call's last RDMA Read.
+const READ_DONE: u64 = 1;
+
 crate::impl_has_cq_entry!(RecvCtx, 0, cqe);
+crate::impl_has_cq_entry!(RecvCtx, 1, read_cqe);
 
 // SAFETY: Shared state is atomic; `conn` only gives `&SvcConn`, which is
-// `Sync`; the buffer is handed over by completion ordering.
+// `Sync`; the buffer and `reads` are handed over by completion ordering
+// and the receive queue's lock (type invariant).
 unsafe impl Send for RecvCtx {}
 // SAFETY: As above.
 unsafe impl Sync for RecvCtx {}
@@ -168,6 +195,60 @@ unsafe impl Sync for RecvCtx {}
 impl RecvCtx {
     fn conn(&self) -> &SvcConn {
         &self.conn
+    }
+
+    /// The Call's Reads.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the buffer (type invariant), and drops the
+    /// reference before giving it up.
+    #[allow(clippy::mut_from_ref)]
+    pub(super) unsafe fn reads(&self) -> &mut CallReads {
+        // SAFETY: Nobody else uses `reads` while the caller holds the
+        // buffer (type invariant).
+        unsafe { &mut *self.reads.get() }
+    }
+
+    /// Posts the Reads in [`RecvCtx::reads`], which took `wrs` of the Send
+    /// Queue's room. Their completion gives the room back and queues the
+    /// buffer for an nfsd thread, which finds the pages filled.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the buffer, holds no reference from
+    /// [`RecvCtx::reads`], and gives the buffer up: even when this fails
+    /// (some Reads may be posted), it is the connection's to release.
+    pub(super) unsafe fn post_reads(&self, wrs: u32) -> Result {
+        self.read_wrs.store(wrs, Relaxed);
+        // SAFETY: We hold the buffer (the caller's promise); the contexts
+        // and this context stay until the completion ran or the QP was
+        // drained: only the thread that takes the buffer off the queue
+        // after the completion, or the connection's drop, touches them.
+        let chain = unsafe { RwCtx::chain(&mut (*self.reads.get()).ctxs, &self.read_cqe) };
+        let chain = chain.ok_or(EINVAL)?;
+        // SAFETY: As above; no borrow of `reads` is held across the post.
+        unsafe { chain.post() }
+    }
+}
+
+impl CqHandler<READ_DONE> for RecvCtx {
+    /// The Call's last RDMA Read completed, and every one before it.
+    fn done(&self, wc: &Wc<'_>) {
+        let conn = self.conn();
+        conn.put_wrs(self.read_wrs.load(Relaxed));
+        if !wc.ok() {
+            // Flushed: the connection is already going, as with a flushed
+            // Receive.
+            if !wc.flushed() {
+                rwarn!("server: RDMA Read failed, status {}\n", wc.status());
+            }
+            // The Reads and pages stay with the buffer until the
+            // connection is freed.
+            conn.close();
+            return;
+        }
+        conn.queue(self.idx, true);
     }
 }
 
@@ -182,18 +263,7 @@ impl CqHandler for RecvCtx {
             return;
         }
         self.len.store(wc.byte_len() as u32, Relaxed);
-        {
-            let mut ready = conn.ready.lock();
-            ready.push(self.idx);
-            // Set under the lock that `recvfrom` clears it under, so a
-            // Receive is never left queued with XPT_DATA clear.
-            conn.xprt.set(crate::sunrpc::XptFlag::Data);
-        }
-        // Before ESTABLISHED the QP cannot Send a reply yet; the CM
-        // handler enqueues the transport then.
-        if conn.established.load(Acquire) {
-            conn.xprt.enqueue();
-        }
+        conn.queue(self.idx, false);
     }
 }
 
@@ -376,7 +446,7 @@ pub(crate) struct SvcConn {
     qp: Atomic<*mut sys::ib_qp>,
     /// Receive buffers waiting for an nfsd thread.
     #[pin]
-    pub(super) ready: SpinLock<ReadyQueue>,
+    pub(super) ready: SpinLock<Incoming>,
     #[pin]
     sq: SpinLock<SqState>,
     #[pin]
@@ -437,7 +507,7 @@ impl ReadyQueue {
         }
     }
 
-    pub(super) fn pop(&mut self) -> Option<u32> {
+    fn pop(&mut self) -> Option<u32> {
         if self.len == 0 {
             return None;
         }
@@ -445,6 +515,31 @@ impl ReadyQueue {
         self.head = (self.head + 1) % self.ring.len();
         self.len -= 1;
         Some(idx)
+    }
+}
+
+/// The Receive buffers waiting for an nfsd thread: new Calls, and Calls
+/// whose Read chunks have arrived.
+pub(super) struct Incoming {
+    received: ReadyQueue,
+    pulled: ReadyQueue,
+}
+
+impl Incoming {
+    fn new(cap: usize) -> Result<Self> {
+        Ok(Self {
+            received: ReadyQueue::new(cap)?,
+            pulled: ReadyQueue::new(cap)?,
+        })
+    }
+
+    /// The next buffer, and whether its Reads are done: those first, as
+    /// svcrdma takes them, since they arrived before anything queued.
+    pub(super) fn pop(&mut self) -> Option<(u32, bool)> {
+        if let Some(idx) = self.pulled.pop() {
+            return Some((idx, true));
+        }
+        self.received.pop().map(|idx| (idx, false))
     }
 }
 
@@ -495,7 +590,7 @@ impl SvcConn {
                     dev,
                     lkey,
                     qp: Atomic::new(core::ptr::null_mut()),
-                    ready <- new_spinlock!(ReadyQueue::new(nrecv as usize)?, "rpcrdma_rs_svc_ready"),
+                    ready <- new_spinlock!(Incoming::new(nrecv as usize)?, "rpcrdma_rs_svc_ready"),
                     sq <- new_spinlock!(
                         SqState {
                             free: KVec::with_capacity(nsend as usize, GFP_KERNEL)?,
@@ -625,12 +720,20 @@ impl SvcConn {
             recvs.push(
                 RecvCtx {
                     cqe: CqEntry::new(),
+                    read_cqe: CqEntry::new(),
                     wr,
                     buf,
                     conn: this,
                     idx,
                     len: Atomic::new(0),
                     payloads: [const { Atomic::new(NO_PAYLOAD) }; MAX_PAYLOADS],
+                    reads: UnsafeCell::new(CallReads {
+                        ctxs: KVec::new(),
+                        pages: PageRefs::new(),
+                        segments: 0,
+                        bytes: 0,
+                    }),
+                    read_wrs: Atomic::new(0),
                 },
                 GFP_KERNEL,
             )?;
@@ -699,6 +802,32 @@ impl SvcConn {
         unsafe {
             let wr = ctx.wr.link(ctx.cqe.as_ptr(), core::ptr::null_mut());
             qp.post_recv_chain(wr)
+        }
+    }
+
+    /// Queues buffer `idx` for an nfsd thread: a new Call, or one whose
+    /// Reads are done (`pulled`).
+    fn queue(&self, idx: u32, pulled: bool) {
+        // Completions that ran before the drain's flush: nobody takes
+        // the buffer any more, and the `svc_xprt` is gone.
+        if self.freeing.load(Acquire) {
+            return;
+        }
+        {
+            let mut ready = self.ready.lock();
+            if pulled {
+                ready.pulled.push(idx);
+            } else {
+                ready.received.push(idx);
+            }
+            // Set under the lock that `recvfrom` clears it under, so a
+            // buffer is never left queued with XPT_DATA clear.
+            self.xprt.set(crate::sunrpc::XptFlag::Data);
+        }
+        // Before ESTABLISHED the QP cannot Send a reply yet; the CM
+        // handler enqueues the transport then.
+        if self.established.load(Acquire) {
+            self.xprt.enqueue();
         }
     }
 

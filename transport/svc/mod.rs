@@ -7,13 +7,11 @@
 //! accept queue), `conn` (one connection, its buffers and Send Queue
 //! room), `recv` (`xpo_recvfrom`, with Read chunks), `send`
 //! (`xpo_sendto`: Write and Reply chunks, Send With Invalidate,
-//! RDMA_ERROR), `io` (RDMA Reads and Writes a thread waits for) and
-//! `backchannel` (class "rdma backchannel", for nfsd's NFSv4.1
+//! RDMA_ERROR) and `backchannel` (class "rdma backchannel", for nfsd's NFSv4.1
 //! callbacks). The protocol decisions are [`crate::proto::responder`]'s.
 
 mod backchannel;
 mod conn;
-mod io;
 mod listener;
 mod recv;
 mod send;

@@ -6,19 +6,24 @@
 //!
 //! An inline Call is handed to nfsd in place: `rq_arg` points into the
 //! Receive buffer, which the request holds until `xpo_release_ctxt`
-//! reposts it. A Call with Read chunks is assembled in the request's own
-//! pages: RDMA Reads put each chunk where the protocol core places it, and
-//! the inline parts are copied around them once the Reads are done.
+//! reposts it. A Call with Read chunks is assembled in pages taken off
+//! the request: RDMA Reads put each chunk where the protocol core places
+//! it, and the thread goes back to nfsd without waiting. The Reads'
+//! completion queues the buffer again; the thread that takes it then swaps
+//! the pages into its own request and copies the inline parts around the
+//! chunks. As svcrdma does (`sc_read_complete_q`), so that a client
+//! slow to answer Reads holds no nfsd thread.
 
+use kernel::page::PAGE_SIZE;
 use kernel::prelude::*;
 use kernel::sync::atomic::Relaxed;
 
-use super::conn::SvcConn;
-use super::{backchannel, io, send};
+use super::conn::{CallReads, RecvCtx, SvcConn};
+use super::{backchannel, send};
 use crate::proto::limits::Limits;
-use crate::proto::responder::{self, Call, Piece, Received, Refusal};
+use crate::proto::responder::{self, Assembly, Call, Piece, Received, Refusal};
 use crate::proto::v1::RdmaError;
-use crate::rdma::{PageSeg, RwCtx, RwOp};
+use crate::rdma::{CmId, PageSeg, RwCtx, RwOp};
 use crate::sunrpc::{Ctxt, SvcRqst, XptFlag};
 
 /// Limits on what one Call may ask of us.
@@ -47,17 +52,24 @@ pub(super) fn recvfrom(conn: &SvcConn, rqst: &mut SvcRqst<'_>) -> i32 {
     };
     // Another thread may take the next message now.
     conn.xprt().received();
-    let Some(idx) = next else {
+    let Some((idx, pulled)) = next else {
         return 0;
     };
     let Some(ctx) = conn.ep().and_then(|ep| ep.recvs.get(idx as usize)) else {
         return 0;
     };
     let len = (ctx.len.load(Relaxed) as usize).min(ctx.buf.len());
-    ctx.buf.sync_for_cpu(len);
+    if !pulled {
+        ctx.buf.sync_for_cpu(len);
+    }
     let msg = &ctx.buf.as_slice()[..len];
     let call = match responder::receive(msg, &LIMITS) {
         Ok(Received::Call(call)) => call,
+        // Checked when it arrived, and nobody wrote the buffer since.
+        _ if pulled => {
+            conn.close();
+            return 0;
+        }
         Ok(Received::BackchannelReply {
             xid,
             credits,
@@ -91,25 +103,37 @@ pub(super) fn recvfrom(conn: &SvcConn, rqst: &mut SvcRqst<'_>) -> i32 {
             return 0;
         }
     };
-    rdebug!(
-        "server: Call xid {:#x}, {} inline bytes, {} Read segments{}\n",
-        call.xid,
-        call.inline.len(),
-        call.chunks.reads.segment_count(),
-        if call.nomsg { " (Long Call)" } else { "" }
-    );
     let arg_len = if call.chunks.reads.is_empty() {
+        rdebug!(
+            "server: Call xid {:#x}, {} inline bytes\n",
+            call.xid,
+            call.inline.len()
+        );
         // SAFETY: The Receive buffer is the request's until its context,
         // set below, is released: only `release_ctxt` reposts it.
         unsafe { rqst.set_arg_inline(call.inline.as_ptr(), call.inline.len()) };
         call.inline.len()
+    } else if !pulled {
+        rdebug!(
+            "server: Call xid {:#x}, {} inline bytes, {} Read segments{}\n",
+            call.xid,
+            call.inline.len(),
+            call.chunks.reads.segment_count(),
+            if call.nomsg { " (Long Call)" } else { "" }
+        );
+        if let Err(e) = pull(conn, ctx, rqst, &call) {
+            if let Some(error) = e {
+                send::error(conn, call.xid, crate::proto::v1::VERSION, error);
+            }
+            conn.repost(idx);
+        }
+        // The buffer comes back, its Reads done, to this or another thread.
+        return 0;
     } else {
-        match pull(conn, rqst, &call) {
+        match assemble(conn, ctx, rqst, &call) {
             Ok(len) => len,
-            Err(e) => {
-                if let Some(error) = e {
-                    send::error(conn, call.xid, crate::proto::v1::VERSION, error);
-                }
+            Err(error) => {
+                send::error(conn, call.xid, crate::proto::v1::VERSION, error);
                 conn.repost(idx);
                 return 0;
             }
@@ -121,23 +145,65 @@ pub(super) fn recvfrom(conn: &SvcConn, rqst: &mut SvcRqst<'_>) -> i32 {
     i32::try_from(arg_len).unwrap_or(0)
 }
 
-/// Pulls the Read chunks of `call` into the request's pages and copies
-/// the inline parts around them; the Call's length. An error to answer
-/// with, if any, when the Call cannot be assembled; the connection is
-/// closed when a Read failed.
+/// Posts RDMA Reads that pull the Read chunks of `call`, in `ctx`, into
+/// pages taken off `rqst`, each chunk where the protocol core places it;
+/// their completion queues the buffer again. An error to answer with, if
+/// any, when they cannot be posted; the buffer is then still ours.
 fn pull(
     conn: &SvcConn,
+    ctx: &RecvCtx,
     rqst: &mut SvcRqst<'_>,
     call: &Call<'_>,
-) -> Result<usize, Option<RdmaError>> {
+) -> Result<(), Option<RdmaError>> {
     let room = u32::try_from(rqst.arg_room()).unwrap_or(u32::MAX);
     let asm = responder::assemble(call, room).map_err(Some)?;
-    let total = asm.total_len() as usize;
+    let pages = (asm.total_len() as usize).div_ceil(PAGE_SIZE);
     let id = conn.id().ok_or(None)?;
+    let wrs = {
+        // SAFETY: We hold the buffer: it came off the receive queue. The
+        // reference is gone before the post.
+        let reads = unsafe { ctx.reads() };
+        let res = prepare(id, rqst, reads, &asm, pages);
+        if res.is_err() {
+            reads.ctxs.clear();
+            reads.pages.release();
+        }
+        res?
+    };
+    // A chunk needing more Send Queue room than the connection has is
+    // refused; any other failure closes the connection.
+    if let Err(e) = conn.get_wrs(wrs) {
+        // SAFETY: As above; nothing was posted.
+        let reads = unsafe { ctx.reads() };
+        reads.ctxs.clear();
+        reads.pages.release();
+        return Err((e == E2BIG).then_some(RdmaError::Chunk));
+    }
+    // SAFETY: We hold the buffer and give it up; no reference from
+    // `reads` is held.
+    if let Err(e) = unsafe { ctx.post_reads(wrs) } {
+        rwarn!("server: cannot post RDMA Reads: {:?}\n", e);
+        // Some may be posted: the connection releases them after its
+        // drain; the Call is lost with it.
+        conn.close();
+    }
+    Ok(())
+}
+
+/// Takes `pages` pages off `rqst` into `reads`, and sets up a Read into
+/// them for each Read piece of `asm`; the Send Queue room they need.
+fn prepare(
+    id: &CmId<SvcConn>,
+    rqst: &mut SvcRqst<'_>,
+    reads: &mut CallReads,
+    asm: &Assembly<'_>,
+    pages: usize,
+) -> Result<u32, Option<RdmaError>> {
+    rqst.take_arg_pages(pages, &mut reads.pages)
+        .map_err(|_| None)?;
     let mut segs = KVec::<PageSeg>::new();
-    let mut ctxs = KVec::<RwCtx>::new();
-    let mut segments = 0u64;
-    let mut bytes = 0u64;
+    reads.segments = 0;
+    reads.bytes = 0;
     for piece in asm.clone() {
         if let Piece::Read {
             handle,
@@ -147,29 +213,49 @@ fn pull(
         } = piece
         {
             segs.clear();
-            rqst.arg_page_segs(&mut segs, dest as usize, length as usize)
+            reads
+                .pages
+                .segs(&mut segs, dest as usize, length as usize)
                 .map_err(|_| Some(RdmaError::Chunk))?;
-            // SAFETY: The request's pages stay allocated, and are not
-            // touched by the CPU, until `ctxs` is dropped at the end of
-            // this function (after `io::run` waited for the Reads); the
-            // QP lives as long as the connection.
+            // SAFETY: The pages stay in `reads`, untouched by the CPU,
+            // until the contexts, declared before them, are dropped (after
+            // the Reads completed, or the QP was drained); the QP lives as
+            // long as the connection, which owns `reads`.
             let ctx = unsafe { RwCtx::new(id, &segs, offset, handle, RwOp::Read) };
             let ctx = ctx.map_err(|e| {
                 rwarn!("server: cannot set up an RDMA Read: {:?}\n", e);
                 None
             })?;
-            ctxs.push(ctx, GFP_KERNEL).map_err(|_| None)?;
-            segments += 1;
-            bytes += u64::from(length);
+            reads.ctxs.push(ctx, GFP_KERNEL).map_err(|_| None)?;
+            reads.segments += 1;
+            reads.bytes += u64::from(length);
         }
     }
-    // A chunk needing more Send Queue room than the connection has is
-    // refused; any other failure closed the connection.
-    io::run(conn, &mut ctxs).map_err(|e| (e == E2BIG).then_some(RdmaError::Chunk))?;
+    Ok(RwCtx::total_wrs(&reads.ctxs))
+}
+
+/// The Reads of `call`, in `ctx`, are done: their pages become `rqst`'s,
+/// with the inline parts copied around the chunks. The Call's length.
+fn assemble(
+    conn: &SvcConn,
+    ctx: &RecvCtx,
+    rqst: &mut SvcRqst<'_>,
+    call: &Call<'_>,
+) -> Result<usize, RdmaError> {
+    // SAFETY: We hold the buffer: it came off the queue its Reads'
+    // completion put it on.
+    let reads = unsafe { ctx.reads() };
     // Unmapping makes the Read data visible to the CPU.
-    drop(ctxs);
-    conn.count(|s| &s.read_segments, segments);
-    conn.count(|s| &s.read_bytes, bytes);
+    reads.ctxs.clear();
+    conn.count(|s| &s.read_segments, reads.segments);
+    conn.count(|s| &s.read_bytes, reads.bytes);
+    let res = rqst.put_arg_pages(&mut reads.pages);
+    reads.pages.release();
+    res.map_err(|_| RdmaError::Chunk)?;
+    let room = u32::try_from(rqst.arg_room()).unwrap_or(u32::MAX);
+    // As when the Reads were posted: same Call, same room.
+    let asm = responder::assemble(call, room)?;
+    let total = asm.total_len() as usize;
     for piece in asm {
         let res = match piece {
             Piece::Inline { src, dest } => match call.inline.get(src) {
@@ -179,9 +265,8 @@ fn pull(
             Piece::Zero { dest, len } => rqst.arg_zero(dest as usize, len as usize),
             Piece::Read { .. } => Ok(()),
         };
-        res.map_err(|_| Some(RdmaError::Chunk))?;
+        res.map_err(|_| RdmaError::Chunk)?;
     }
-    rqst.set_arg_pages(total)
-        .map_err(|_| Some(RdmaError::Chunk))?;
+    rqst.set_arg_pages(total).map_err(|_| RdmaError::Chunk)?;
     Ok(total)
 }
