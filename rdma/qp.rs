@@ -86,20 +86,24 @@ impl Qp {
     ///
     /// # Safety
     ///
-    /// As for [`Qp::post_send_after`]; and each context of `rw` is left
-    /// alone (not dropped, linked or posted again) until the Send
+    /// As for [`Qp::post_send_after`]; `rw` must be valid for writes and
+    /// not in use by anyone else during the call. Each of its contexts is
+    /// left alone (not dropped, linked or posted again) until the Send
     /// completed or the QP was drained, even when this fails: some work
-    /// requests may have been posted.
+    /// requests may have been posted. It is a pointer, not a borrow: the
+    /// Send's completion may release the contexts before this returns.
     pub(crate) unsafe fn post_send_after_rw(
         &self,
         cqe: *mut sys::ib_cqe,
         sges: &mut [sys::ib_sge],
-        rw: &mut [RwCtx],
+        rw: *mut [RwCtx],
         invalidate: Option<u32>,
     ) -> Result {
         let mut wr = send_wr(cqe, sges, true, invalidate)?;
         let mut first = NonNull::from(&mut wr);
-        for ctx in rw.iter_mut().rev() {
+        // SAFETY: Valid and ours until the post below (the caller's
+        // promise); the borrow ends with the loop.
+        for ctx in unsafe { (*rw).iter_mut().rev() } {
             // SAFETY: `first` is our Send or a work request of a context
             // linked before it, valid until the post below; the caller
             // leaves the contexts alone until the Send completes.

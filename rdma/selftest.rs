@@ -625,8 +625,10 @@ fn exchange(server: &Server, client: &mut Client, client_page: &Page, server_pag
         // SAFETY: The context, `msg` and `server.wc` stay until the Send
         // completed, waited for below (or drained by `settle` before they
         // go).
-        unsafe { qp.post_send_after_rw(server.wc.cqe.as_ptr(), &mut sge, &mut ctxs, None) }
-            .map_err(|_| "server: post Write and Send")?;
+        unsafe {
+            qp.post_send_after_rw(server.wc.cqe.as_ptr(), &mut sge, ctxs.as_mut_slice(), None)
+        }
+        .map_err(|_| "server: post Write and Send")?;
         settle(child, server.wc.wait("server: Write and Send failed"))?;
     }
     let id = client.id.as_ref().ok_or("client: no id")?;

@@ -374,21 +374,24 @@ impl<'a> SendSlot<'a> {
         let buf = self.buf();
         buf.sync_for_device(len);
         let mut sge = [buf.sge(0, len, lkey)];
-        // SAFETY: We own the context until the Send completes (type
-        // invariant of `SendCtx`).
-        let io = unsafe { &mut *self.ctx.io.get() };
-        io.room = self.wrs;
+        let writes: *mut [RwCtx] = {
+            // SAFETY: We own the context until the Send completes (type
+            // invariant of `SendCtx`); the borrow ends before the post.
+            let io = unsafe { &mut *self.ctx.io.get() };
+            io.room = self.wrs;
+            // A Send alone that fails is not posted: its buffer goes back.
+            self.posted = !io.writes.is_empty();
+            io.writes.as_mut_slice()
+        };
         // SAFETY: The context, `conn` which owns it, and its Writes live
         // until the QP is drained; nothing touches them, the buffer or
         // the pages until the Send's completion releases them. On failure
         // some Writes may be posted: the context stays off the free list,
         // and its Writes are released when the connection is freed, after
         // the drain.
-        let res = unsafe {
-            qp.post_send_after_rw(self.ctx.cqe.as_ptr(), &mut sge, &mut io.writes, invalidate)
-        };
-        // A Send alone that failed was not posted: its buffer goes back.
-        self.posted = res.is_ok() || !io.writes.is_empty();
+        let res =
+            unsafe { qp.post_send_after_rw(self.ctx.cqe.as_ptr(), &mut sge, writes, invalidate) };
+        self.posted |= res.is_ok();
         res
     }
 
