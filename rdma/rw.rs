@@ -137,31 +137,6 @@ impl RwCtx {
             .fold(0u32, |acc, c| acc.saturating_add(c.wr_count()))
     }
 
-    /// Posts the context's work requests; the last one is signalled and
-    /// completes on `entry`'s handler (so does any that fails).
-    ///
-    /// # Safety
-    ///
-    /// `self` must not be dropped or posted again, and the context holding
-    /// `entry` must stay alive, until that completion (successful or
-    /// flushed) ran.
-    pub(crate) unsafe fn post<T: CqHandler<ID>, const ID: u64>(
-        &mut self,
-        entry: &CqEntry<T, ID>,
-    ) -> Result {
-        // SAFETY: `ctx` is initialised on the live `qp` (type invariant);
-        // the caller keeps it and `entry` alive until the completion.
-        to_result(unsafe {
-            sys::rdma_rw_ctx_post(
-                self.ctx.get(),
-                self.qp.as_ptr(),
-                self.port,
-                entry.as_ptr(),
-                core::ptr::null_mut(),
-            )
-        })
-    }
-
     /// Links the work requests of every context in `ctxs`, in order, into
     /// one chain to post with [`RwChain::post`]: only the last is
     /// signalled, and completes on `entry`'s handler, by which time the

@@ -3,7 +3,7 @@
 //! Loopback checks of the listener and of rdma_rw on a local soft-RoCE
 //! device, run by KUnit: a client id connects to a [`Listener`] on the
 //! `kunit_addr` module parameter's address; the server RDMA-Reads a
-//! buffer the client registered, then RDMA-Writes another pattern into it
+//! buffer the client registered (two Reads in one chain), then RDMA-Writes another pattern into it
 //! in one post with a Send, whose arrival must find the Write's data in
 //! place; a second listener rejects its request.
 //!
@@ -581,16 +581,30 @@ fn exchange(server: &Server, client: &mut Client, client_page: &Page, server_pag
         len: LEN as u32,
     };
     {
-        // SAFETY: `server_page` outlives the context, and is not touched
-        // until it is dropped; the child's QP outlives it too.
-        let mut ctx = unsafe { RwCtx::new(child, &[seg], reg.iova, reg.rkey, RwOp::Read) }
-            .map_err(|_| "server: rdma_rw_ctx_init (Read)")?;
-        if ctx.wr_count() == 0 {
-            return Err("server: Read context without work requests");
+        // Two Reads, one per half of the buffer, chained in one post with
+        // only the last signalled (a Call's Read chunks): its completion
+        // must find both halves in place.
+        let half = (LEN / 2) as u32;
+        let mut ctxs = KVec::new();
+        for (offset, len) in [(0, half), (half, LEN as u32 - half)] {
+            let part = PageSeg { offset, len, ..seg };
+            let remote = reg.iova + u64::from(offset);
+            // SAFETY: `server_page` outlives the contexts, and is not
+            // touched until they are dropped; the child's QP outlives
+            // them too.
+            let ctx = unsafe { RwCtx::new(child, &[part], remote, reg.rkey, RwOp::Read) }
+                .map_err(|_| "server: rdma_rw_ctx_init (Read)")?;
+            if ctx.wr_count() == 0 {
+                return Err("server: Read context without work requests");
+            }
+            ctxs.push(ctx, GFP_KERNEL)
+                .map_err(|_| "server: no memory")?;
         }
-        // SAFETY: `ctx` and `server.wc` live until the completion, waited
-        // for below (or drained before they go).
-        unsafe { ctx.post(&server.wc.cqe) }.map_err(|_| "server: post Read")?;
+        // SAFETY: Both on the child's QP; they and `server.wc` stay until
+        // the completion, waited for below (or drained before they go).
+        let chain = unsafe { RwCtx::chain(&mut ctxs, &server.wc.cqe) }.ok_or("server: no chain")?;
+        // SAFETY: As above.
+        unsafe { chain.post() }.map_err(|_| "server: post Reads")?;
         settle(child, server.wc.wait("server: RDMA Read failed"))?;
     }
     if !matches(server_page, read_pattern)? {
