@@ -255,6 +255,16 @@ teardown() {
         [ $i -le 60 ] || { echo "QPs still open: $(rdma resource show qp)"; return 1; }
         sleep 1
     done
+    # nfsd's pool counters over the run: Calls handed to nfsd
+    # (packets-arrived) and transport wake-ups (sockets-enqueued); under
+    # rr.wakeups=MAX, at most MAX wake-ups per Call.
+    pool=$(awk '!/^#/ { c += $2; q += $3 } END { printf "%d %d %.2f", c, q, c ? q / c : 0 }' /proc/fs/nfsd/pool_stats)
+    # shellcheck disable=SC2086 # three words
+    set -- $pool
+    note "nfsd: $1 Calls, $2 transport enqueues ($3 per Call)"
+    if [ -n "${RR_WAKEUPS:-}" ] && ! awk -v r="$3" -v m="$RR_WAKEUPS" -v c="$1" 'BEGIN { exit !(c > 0 && r <= m) }'; then
+        echo "nfsd woken $3 times per Call (at most $RR_WAKEUPS)"; return 1
+    fi
     if rmmod $mod 2>/dev/null; then echo "rmmod $mod succeeded while nfsd listens"; return 1; fi
     echo 0 > /proc/fs/nfsd/threads && unload $mod || return 1
     now=$(rdma_counts)

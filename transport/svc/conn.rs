@@ -536,6 +536,10 @@ impl Incoming {
         })
     }
 
+    pub(super) fn is_empty(&self) -> bool {
+        self.received.len == 0 && self.pulled.len == 0
+    }
+
     /// The next buffer, and whether its Reads are done: those first, as
     /// svcrdma takes them, since they arrived before anything queued.
     pub(super) fn pop(&mut self) -> Option<(u32, bool)> {

@@ -45,7 +45,12 @@ pub(super) fn recvfrom(conn: &SvcConn, rqst: &mut SvcRqst<'_>) -> i32 {
     let next = {
         let mut ready = conn.ready.lock();
         let next = ready.pop();
-        if next.is_none() {
+        // Cleared as the last buffer is taken, not when a later look
+        // finds none: with XPT_DATA still set, `received` below would
+        // wake another nfsd thread for nothing, once per Call at low
+        // load, and on a busy CPU it runs while this one serves the Call.
+        // A buffer queued after this sets it again, under this lock.
+        if ready.is_empty() {
             conn.xprt().clear(XptFlag::Data);
         }
         next
