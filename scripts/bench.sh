@@ -5,7 +5,8 @@
 #   server: the same C client (rpcrdma.ko) against nfsd on rpcrdma.ko, then
 #           on rpcrdma_rs.ko (the server VM loads its transport per rr.mod).
 # In each of REPS rounds, each dimension boots the VM pair once per module
-# (alternating, so that load on the host hits both alike) and runs the same
+# (alternating, C first in odd rounds and last in even ones, so that load
+# on the host and the order hit both alike) and runs the same
 # fio workloads on the client's
 # NFSv4.2 mount (rsize/wsize 1 MiB asked for): sequential 1 MiB write and
 # read (libaio, direct, iodepth 4), 4 KiB random read at iodepth 1 and 16,
@@ -136,6 +137,9 @@ if [ -z "$REPORT" ]; then
     for ((round = 1; round <= REPS; round++)); do
         for dim in $BENCH_DIMS; do
             if [ "$dim" = client ]; then mods=$CLIENTS pfx=; else mods=$SERVERS pfx=srv-; fi
+            # Even rounds boot the modules in the reverse order, so that
+            # neither always runs first after the other's boot.
+            ((round % 2)) || mods=$(printf '%s\n' $mods | tac | paste -sd ' ' -)
             for mod in $mods; do
                 if [ "$dim" = client ]; then
                     what="client $mod, C server"
