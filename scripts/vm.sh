@@ -273,4 +273,19 @@ run_pair() {
     fi
     vm_collect "$scen" server no
     vm_collect "$scen" client yes
+    if [ $rc -ne 0 ] || grep -aq '^RR-RESULT .* FAIL' "$VM_DIR/client.results.log" 2>/dev/null; then
+        vm_diag
+    fi
+}
+
+# vm_diag: what the guests logged of the RDMA state when a check failed
+# (tests/vm/srv-faults.sh stuck_log, server.sh link_state_log: IB CM
+# counters, connection ids, blocked tasks), into the run's output, which
+# is all a CI log keeps.
+vm_diag() {
+    local g
+    for g in client server; do
+        grep -aE '^(== client stuck|== server link state|cm_(tx|rx)_|link rxe0/[-0-9]+ (cm-idn|sent_pkts)|== D |== kworker|192\.0\.2\.)' \
+            "$VM_DIR/$g.console.log" 2>/dev/null | tail -n 24 | cut -c1-300 | sed "s/^/  $g: /"
+    done
 }

@@ -41,6 +41,37 @@ console_bg() {
     (exec > /dev/console 2>&1 < /dev/null; "$@") &
 }
 
+# cm_counters: what rxe0's IB CM sent and received, by message type (REQ,
+# REP, RTU, REJ, MRA, DREQ, DREP), and its duplicates and retries: where
+# a connection request that never completes stopped.
+cm_counters() {
+    for g in cm_tx_msgs cm_tx_retries cm_rx_msgs cm_rx_duplicates; do
+        d=/sys/class/infiniband/rxe0/ports/1/$g
+        [ -d "$d" ] || continue
+        line="$g:"
+        for m in req rep rtu rej mra dreq drep; do
+            line="$line $m $(cat "$d/$m" 2>/dev/null)"
+        done
+        echo "$line"
+    done
+}
+
+# blocked_log: every task in D state, and every kworker inside the RDMA
+# stack (ib_cm runs one connection event at a time: a handler that blocks
+# leaves every later request unanswered), with their stacks.
+blocked_log() {
+    for d in /proc/[0-9]*; do
+        st=$(tr '\n' ' ' < "$d/stack" 2>/dev/null)
+        if grep -q '^State:.*D' "$d/status" 2>/dev/null; then
+            echo "== D $(cat "$d/comm" 2>/dev/null) ${d#/proc/}: $st"
+        else
+            case "$(cat "$d/comm" 2>/dev/null)" in
+            kworker*) case $st in *cm_*|*cma_*|*rxe*|*rpcrdma*|*ib_*) echo "== $(cat "$d/comm") ${d#/proc/}: $st" ;; esac ;;
+            esac
+        fi
+    done
+}
+
 # Whole seconds since boot.
 uptime_s() { cut -d. -f1 /proc/uptime; }
 

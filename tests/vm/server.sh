@@ -77,7 +77,9 @@ link_state_log() {
         rdma resource show
         rdma resource show cm_id
         rdma statistic show link rxe0/1
+        cm_counters
         cat /proc/fs/nfsd/pool_stats 2>/dev/null
+        blocked_log
         [ "$i" = 2 ] || continue
         for d in /proc/[0-9]*; do
             [ "$(cat "$d/comm" 2>/dev/null)" = nfsd ] || continue

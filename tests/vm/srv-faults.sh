@@ -40,14 +40,19 @@ fault_under_io() {
     before=$(connects)
     t0=$(uptime_s)
     echo go > "/mnt/.fault-$1" || { touch /tmp/io.stop; return 1; }
-    until grep -q done "/mnt/.fault-$1.done"; do
-        [ $(($(uptime_s) - t0)) -le "$2" ] || { touch /tmp/io.stop; echo "server not done after $2 s"; return 1; }
+    # A read of a mount that does not come back blocks (hard mount):
+    # killed, so that the bound holds.
+    until timeout -s KILL 15 grep -q done "/mnt/.fault-$1.done"; do
+        [ $(($(uptime_s) - t0)) -le "$2" ] ||
+            { touch /tmp/io.stop; console_bg stuck_log; echo "server not done after $2 s"; return 1; }
         sleep 1
     done
     t1=$(uptime_s) p=$(passes)
     until [ "$(passes)" -ge $((p + 2)) ]; do
-        [ $(($(uptime_s) - t1)) -le 120 ] ||
-            { touch /tmp/io.stop; echo "I/O did not resume: $(passes) passes, $p at the fault's end"; return 1; }
+        [ $(($(uptime_s) - t1)) -le 120 ] || {
+            touch /tmp/io.stop; console_bg stuck_log
+            echo "I/O did not resume: $(passes) passes, $p at the fault's end"; return 1
+        }
         sleep 1
     done
     touch /tmp/io.stop
@@ -62,6 +67,19 @@ fault_under_io() {
     rm "/mnt/.fault-$1.done" /mnt/io
 }
 
+# stuck_log: the client's side of a mount that did not come back: its
+# transport's connect count, IB CM counters, RDMA connections, neighbours,
+# and where blocked tasks are.
+stuck_log() {
+    echo "== client stuck at $(cut -d' ' -f1 /proc/uptime)"
+    grep "xprt:" /proc/self/mountstats
+    cm_counters
+    rdma resource show cm_id
+    rdma statistic show link rxe0/1
+    $IP neigh show dev eth0
+    blocked_log
+}
+
 check client_net net_up 192.0.2.2 2001:db8::2 &&
     check client_transport load_transport "${RR_MOD:-c}" &&
     check mount nfs_mount &&
@@ -73,7 +91,7 @@ check client_net net_up 192.0.2.2 2001:db8::2 &&
 grep -A 1 "xprt:" /proc/self/mountstats
 # Ask the server to unload its transport once we are gone, and give it
 # the time.
-check teardown_request sh -c 'touch /mnt/.teardown && umount /mnt'
+check teardown_request sh -c 'timeout -s KILL 120 touch /mnt/.teardown && timeout -s KILL 120 umount /mnt'
 case ${RR_MOD:-c} in
 c)  check unload_transport unload rpcrdma ;;
 rs) check unload_transport unload rpcrdma_rs ;;
