@@ -285,7 +285,7 @@ run_pair() {
 vm_diag() {
     local g
     for g in client server; do
-        grep -aE '^(== client stuck|== server link state|cm_(tx|rx)_|link rxe0/[-0-9]+ (cm-idn|sent_pkts)|== D |== kworker|192\.0\.2\.)' \
-            "$VM_DIR/$g.console.log" 2>/dev/null | tail -n 24 | cut -c1-300 | sed "s/^/  $g: /"
+        grep -aE '^(== client stuck|== server link state|cm_(tx|rx)_|link rxe0/[-0-9]+ (cm-idn|lqpn|sent_pkts)|== D |== kworker|192\.0\.2\.|\[ *[0-9.]+\] (rxe0|infiniband|ib_mad|ib_cm|rpcrdma))' \
+            "$VM_DIR/$g.console.log" 2>/dev/null | tail -n 32 | cut -c1-300 | sed "s/^/  $g: /"
     done
 }

@@ -76,6 +76,7 @@ link_state_log() {
         $IP -s link show eth0
         rdma resource show
         rdma resource show cm_id
+        rdma resource show qp
         rdma statistic show link rxe0/1
         cm_counters
         cat /proc/fs/nfsd/pool_stats 2>/dev/null

@@ -68,13 +68,15 @@ fault_under_io() {
 }
 
 # stuck_log: the client's side of a mount that did not come back: its
-# transport's connect count, IB CM counters, RDMA connections, neighbours,
-# and where blocked tasks are.
+# transport's connect count, IB CM counters, RDMA connections and QPs
+# (the GSI QP that carries the CM's messages among them), neighbours, and
+# where blocked tasks are.
 stuck_log() {
     echo "== client stuck at $(cut -d' ' -f1 /proc/uptime)"
     grep "xprt:" /proc/self/mountstats
     cm_counters
     rdma resource show cm_id
+    rdma resource show qp
     rdma statistic show link rxe0/1
     $IP neigh show dev eth0
     blocked_log
