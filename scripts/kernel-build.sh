@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Configure and build the test kernel into the cache; print the build directory.
-# Key: kernel version + config fragments + toolchain, so a changed input gets
-# a fresh tree and an unchanged one is reused without running make at all.
+# Key: kernel version + config fragments + kernel patches + toolchain, so a
+# changed input gets a fresh tree and an unchanged one is reused without
+# running make at all.
 #
 #   KERNEL_VARIANT=test   the tests' kernel: lockdep, KFENCE, list debugging
 #   KERNEL_VARIANT=bench  the same without the lock and memory debugging (as a
@@ -20,8 +21,30 @@ esac
 LLVM=${LLVM:--19}
 ksrc=$("$REPO_DIR/scripts/kernel-source.sh")
 kver=$(make -s -C "$ksrc" kernelversion)
-key=$( { echo "$kver"; cat "${FRAGS[@]}"; rustc --version; clang$LLVM --version | head -n1;
-         bindgen --version; } | sha256sum | cut -c1-12)
+# Fixes to the kernel's own code that the tests need (each patch says
+# why), applied to a copy of the tree keyed by them: hard links, with the
+# files they change copied first, so the fetched tree stays as shipped.
+PATCHES=("$REPO_DIR"/scripts/kernel-patches/*.patch)
+if [ -e "${PATCHES[0]}" ]; then
+    psrc=$CACHE_DIR/src/$(basename "$ksrc")-p$(cat "${PATCHES[@]}" | sha256sum | cut -c1-12)
+    if [ ! -f "$psrc/.complete" ]; then
+        step "kernel source: applying ${#PATCHES[@]} patch(es) in $psrc"
+        rm -rf "$psrc" "$psrc.tmp"
+        cp -al "$ksrc" "$psrc.tmp"
+        rm -f "$psrc.tmp/.complete"
+        for p in "${PATCHES[@]}"; do
+            sed -n 's#^+++ b/##p' "$p" | while read -r f; do
+                cp --remove-destination "$ksrc/$f" "$psrc.tmp/$f"
+            done
+            (cd "$psrc.tmp" && git apply -p1 "$p") || die "kernel patch does not apply: $p"
+        done
+        mv "$psrc.tmp" "$psrc"
+        touch "$psrc/.complete"
+    fi
+    ksrc=$psrc
+fi
+key=$( { echo "$kver"; cat "${FRAGS[@]}"; [ ! -e "${PATCHES[0]}" ] || cat "${PATCHES[@]}";
+         rustc --version; clang$LLVM --version | head -n1; bindgen --version; } | sha256sum | cut -c1-12)
 suffix=; [ "$VARIANT" = test ] || suffix=-$VARIANT
 out=${KBUILD_OUT:-$CACHE_DIR/build/linux-$kver$suffix-$key}
 if [ -f "$out/.complete" ]; then echo "$out"; exit 0; fi

@@ -52,6 +52,35 @@ link_loss() {
         console_bg link_state_log
 }
 
+# cm_send_lost: nfsd restarts while the link takes no packet over 200
+# bytes, so that the CM's DREQs cannot leave. rxe used to move its GSI QP
+# (QP 1) to the error state on such a send, which flushed the MAD layer's
+# receives for good: no connection request was heard again, and clients
+# never came back (scripts/kernel-patches/0001-*). The GSI QP must still
+# be in RTS, and rxe must have counted a failed send, or the fault was not
+# injected; the client checks that it connects again.
+cm_send_lost() {
+    mtu=$(cat /sys/class/net/eth0/mtu) before=$(rxe_send_errors)
+    $IP link set eth0 mtu 200 || return 1
+    echo 0 > /proc/fs/nfsd/threads
+    sleep 5
+    after=$(rxe_send_errors) gsi=$(rdma resource show qp lqpn 1)
+    $IP link set eth0 mtu "$mtu" || return 1
+    # Below 1280 bytes IPv6 left the interface, and its address with it.
+    $IP -6 addr add "$SERVER6/64" dev eth0 nodad 2>/dev/null
+    nfsd_listen || return 1
+    note "CM messages lost: rxe send errors $before -> $after; $gsi"
+    [ "$after" -gt "$before" ] || { echo "no send failed: the fault was not injected"; return 1; }
+    case $gsi in
+    *"state RTS"*) ;;
+    *) echo "GSI QP not in RTS: $gsi"; return 1 ;;
+    esac
+}
+
+rxe_send_errors() {
+    rdma statistic show link rxe0/1 | sed -n 's/.* send_err \([0-9]*\).*/\1/p'
+}
+
 # wait_carrier 0|1 SECS: until eth0's carrier reads 0 or 1, for SECS at most.
 wait_carrier() {
     i=0
@@ -306,7 +335,7 @@ fault_watch() {
         fi
         # Each fault answers in /export/.fault-NAME.done once over, for
         # clients that wait for it (srv-faults.sh); reconnect.sh does not.
-        for f in nfsd link devdel threads; do
+        for f in nfsd link devdel threads cmloss; do
             [ -e /export/.fault-$f ] || continue
             rm -f /export/.fault-$f
             case $f in
@@ -314,6 +343,7 @@ fault_watch() {
             link) check server_fault_link_loss link_loss 20 ;;
             devdel) check server_fault_device_removed_readded dev_del 10 ;;
             threads) check server_fault_thread_churn thread_churn 2 16 8 ;;
+            cmloss) check server_fault_cm_message_lost cm_send_lost ;;
             esac
             echo "done $?" > /export/.fault-$f.done
         done
