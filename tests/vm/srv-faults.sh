@@ -31,8 +31,11 @@ fault_under_io() {
     # server's answer at once; a new name could hide behind a cached
     # negative lookup.
     : > "/mnt/.fault-$1.done" || return 1
-    # Not on check's output, which would wait for the loop to end.
-    compare_loop /tmp/data /mnt/io /tmp/io.stop /tmp/io.rounds > /tmp/io.log 2>&1 < /dev/null &
+    # Not on check's output, which would wait for the loop to end; exec'd,
+    # not a redirected function call, for which ash keeps a copy of that
+    # pipe: a loop stuck on a dead mount held check until the scenario's
+    # timeout (lib.sh console_bg).
+    (exec > /tmp/io.log 2>&1 < /dev/null; compare_loop /tmp/data /mnt/io /tmp/io.stop /tmp/io.rounds) &
     pid=$!
     t0=$(uptime_s)
     until [ "$(passes)" -ge 1 ]; do
