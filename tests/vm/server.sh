@@ -66,6 +66,10 @@ cm_send_lost() {
     sleep 5
     after=$(rxe_send_errors) gsi=$(rdma resource show qp lqpn 1)
     $IP link set eth0 mtu "$mtu" || return 1
+    # The refused sends taught the route to the client a path MTU of 200
+    # bytes, which outlives the interface's: every later CM message would
+    # be refused again.
+    $IP route flush cache
     # Below 1280 bytes IPv6 left the interface, and its address with it.
     $IP -6 addr add "$SERVER6/64" dev eth0 nodad 2>/dev/null
     nfsd_listen || return 1
