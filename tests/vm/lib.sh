@@ -61,13 +61,12 @@ cm_counters() {
 # leaves every later request unanswered), with their stacks.
 blocked_log() {
     for d in /proc/[0-9]*; do
-        st=$(tr '\n' ' ' < "$d/stack" 2>/dev/null)
+        comm=$(cat "$d/comm" 2>/dev/null)
         if grep -q '^State:.*D' "$d/status" 2>/dev/null; then
-            echo "== D $(cat "$d/comm" 2>/dev/null) ${d#/proc/}: $st"
-        else
-            case "$(cat "$d/comm" 2>/dev/null)" in
-            kworker*) case $st in *cm_*|*cma_*|*rxe*|*rpcrdma*|*ib_*) echo "== $(cat "$d/comm") ${d#/proc/}: $st" ;; esac ;;
-            esac
+            echo "== D $comm ${d#/proc/}: $(tr '\n' ' ' < "$d/stack" 2>/dev/null)"
+        elif [ "${comm#kworker}" != "$comm" ]; then
+            st=$(tr '\n' ' ' < "$d/stack" 2>/dev/null)
+            case $st in *cm_*|*cma_*|*rxe*|*rpcrdma*|*ib_*) echo "== $comm ${d#/proc/}: $st" ;; esac
         fi
     done
 }

@@ -48,16 +48,13 @@ fault_under_io() {
     # A read of a mount that does not come back blocks (hard mount):
     # killed, so that the bound holds.
     until timeout -s KILL 15 grep -q done "/mnt/.fault-$1.done"; do
-        [ $(($(uptime_s) - t0)) -le "$2" ] ||
-            { touch /tmp/io.stop; console_bg stuck_log; echo "server not done after $2 s"; return 1; }
+        [ $(($(uptime_s) - t0)) -le "$2" ] || { stuck "server not done after $2 s"; return 1; }
         sleep 1
     done
     t1=$(uptime_s) p=$(passes)
     until [ "$(passes)" -ge $((p + 2)) ]; do
-        [ $(($(uptime_s) - t1)) -le 120 ] || {
-            touch /tmp/io.stop; console_bg stuck_log
-            echo "I/O did not resume: $(passes) passes, $p at the fault's end"; return 1
-        }
+        [ $(($(uptime_s) - t1)) -le 120 ] ||
+            { stuck "I/O did not resume: $(passes) passes, $p at the fault's end"; return 1; }
         sleep 1
     done
     touch /tmp/io.stop
@@ -70,6 +67,14 @@ fault_under_io() {
         echo "no reconnect counted: connect count $before -> $after"; return 1
     fi
     rm "/mnt/.fault-$1.done" /mnt/io
+}
+
+# stuck MSG: the mount did not come back: stop the I/O loop, log its
+# state on the console and say MSG.
+stuck() {
+    touch /tmp/io.stop
+    console_bg stuck_log
+    echo "$1"
 }
 
 # stuck_log: the client's side of a mount that did not come back: its
