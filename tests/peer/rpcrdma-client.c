@@ -69,6 +69,7 @@ struct cconn {
 	struct ibv_comp_channel *ch;
 	struct ibv_cq *cq;
 	struct ibv_mr *mr, *cmr;
+	struct ibv_qp *qp;	/* ours, not rdma_cm's: see qp_to() */
 	uint8_t *buf;		/* NRECV receive buffers, then NSEND send buffers */
 	uint8_t *chunk;		/* CHUNKSZ, remotely readable and writable */
 	unsigned int cq_events, next_send;
@@ -119,7 +120,7 @@ static int post_recv(struct cconn *c, unsigned int i)
 	};
 	struct ibv_recv_wr wr = { .wr_id = i, .sg_list = &sge, .num_sge = 1 }, *bad;
 
-	return ibv_post_recv(c->id->qp, &wr, &bad);
+	return ibv_post_recv(c->qp, &wr, &bad);
 }
 
 /* Posts the first len bytes of send slot i (len 0: a Send with no data). */
@@ -135,7 +136,7 @@ static int post_send(struct cconn *c, unsigned int i, unsigned int len)
 	wr.num_sge = len ? 1 : 0;
 	wr.opcode = IBV_WR_SEND;
 	wr.send_flags = IBV_SEND_SIGNALED;
-	return ibv_post_send(c->id->qp, &wr, &bad);
+	return ibv_post_send(c->qp, &wr, &bad);
 }
 
 static void cconn_close(struct cconn *c)
@@ -157,8 +158,8 @@ static void cconn_close(struct cconn *c)
 			rdma_ack_cm_event(ev);
 		}
 	}
-	if (c->id && c->id->qp)
-		rdma_destroy_qp(c->id);
+	if (c->qp)
+		ibv_destroy_qp(c->qp);
 	if (c->cmr)
 		ibv_dereg_mr(c->cmr);
 	if (c->mr)
@@ -207,6 +208,25 @@ static int cm_expect(struct cconn *c, enum rdma_cm_event_type want, char *why, s
 	return 0;
 }
 
+/*
+ * Moves our QP to state s with the attributes rdma_cm gives, except that
+ * RNR NAKs are retried forever. The RNR retry count comes from the
+ * server's REP, and rpcrdma.ko's server asks for none: a Send that finds
+ * no Receive would fail our QP at once, the server none the wiser, and a
+ * burst beyond the credits would test our QP instead of the server.
+ */
+static int qp_to(struct cconn *c, enum ibv_qp_state s)
+{
+	struct ibv_qp_attr a = { .qp_state = s };
+	int mask;
+
+	if (rdma_init_qp_attr(c->id, &a, &mask))
+		return -1;
+	if (s == IBV_QPS_RTS)
+		a.rnr_retry = 7;
+	return ibv_modify_qp(c->qp, &a, mask);
+}
+
 /* Resolve, set up and connect; 0 when established. */
 static int cconn_open(struct cconn *c, char *why, size_t n)
 {
@@ -249,7 +269,8 @@ static int cconn_open(struct cconn *c, char *why, size_t n)
 	qa.cap.max_recv_wr = NRECV;
 	qa.cap.max_send_sge = 1;
 	qa.cap.max_recv_sge = 1;
-	if (rdma_create_qp(c->id, c->pd, &qa))
+	c->qp = ibv_create_qp(c->pd, &qa);
+	if (!c->qp || qp_to(c, IBV_QPS_INIT))
 		goto fail;
 	for (i = 0; i < NRECV; i++)
 		if (post_recv(c, i))
@@ -262,12 +283,19 @@ static int cconn_open(struct cconn *c, char *why, size_t n)
 	cp.initiator_depth = 0;
 	cp.retry_count = 7;
 	cp.rnr_retry_count = 7;
+	cp.qp_num = c->qp->qp_num;
 	if (rdma_connect(c->id, &cp)) {
 		snprintf(why, n, "rdma_connect: %s", strerror(errno));
 		return -1;
 	}
-	if (cm_expect(c, RDMA_CM_EVENT_ESTABLISHED, why, n))
+	if (cm_expect(c, RDMA_CM_EVENT_CONNECT_RESPONSE, why, n))
 		return -1;
+	/* INIT again first: the remote access the connection allows comes now. */
+	if (qp_to(c, IBV_QPS_INIT) || qp_to(c, IBV_QPS_RTR) || qp_to(c, IBV_QPS_RTS) ||
+	    rdma_establish(c->id)) {
+		snprintf(why, n, "RTR/RTS/establish: %s", strerror(errno));
+		return -1;
+	}
 	c->established = 1;
 	return 0;
 fail:
