@@ -13,7 +13,7 @@
  *   case NAME start: DESCRIPTION
  *   case NAME result=R xid=0x... xid_ok=0|1 [credits=C] [vers=LOW-HIGH]
  *        [hvers=V] [rpc=ok|bad via=inline|reply-chunk] sent=BYTES sent_xid=0x...
- *        [qp="first completion error"] cm=connected|disconnected
+ *        [qp="first completion error"] cm=connected|disconnected|rejected
  *        then=R2 [then_...] ms=MS
  *   done cases=N
  *
@@ -25,8 +25,10 @@
  * rdma_xid; xid_ok says whether it is the one the case sent; hvers the
  * answer's rdma_vers; rpc whether an RPC Reply to our XID, accepted and
  * SUCCESS, came inline or in our Reply chunk. cm=disconnected: the
- * connection ended (the server's DREQ) by the end of the wait. The
- * credit-burst case prints granted=, sent= and answered= instead.
+ * connection ended (the server's DREQ) by the end of the wait;
+ * cm=rejected: the server's REJ ended it (its CM had not seen our RTU
+ * when it let the connection go). The credit-burst case prints granted=,
+ * sent= and answered= instead.
  *
  *   rpcrdma-peer -c SERVER [-P PORT] [-t MS] [-l] [CASE ...]
  *
@@ -73,7 +75,8 @@ struct cconn {
 	uint8_t *buf;		/* NRECV receive buffers, then NSEND send buffers */
 	uint8_t *chunk;		/* CHUNKSZ, remotely readable and writable */
 	unsigned int cq_events, next_send;
-	int established, ended;	/* CM: connected; disconnected or failed */
+	int established;	/* CM: connected */
+	int ended;		/* CM: the connection ended (ENDED_*) */
 	char qp_err[80];	/* the first completion error, if any */
 };
 
@@ -90,6 +93,23 @@ struct answer {
 	int rpc_ok, via_chunk;
 	char why[96];
 };
+
+enum { ENDED_NOT, ENDED_DISC, ENDED_REJ };
+
+/* Whether CM event e ends the connection, and how. */
+static int cm_ended(enum rdma_cm_event_type e)
+{
+	switch (e) {
+	case RDMA_CM_EVENT_DISCONNECTED:
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+	case RDMA_CM_EVENT_TIMEWAIT_EXIT:
+		return ENDED_DISC;
+	case RDMA_CM_EVENT_REJECTED:
+		return ENDED_REJ;
+	default:
+		return ENDED_NOT;
+	}
+}
 
 static struct sockaddr_storage server;
 static int timeout_ms = 5000;
@@ -154,7 +174,7 @@ static void cconn_close(struct cconn *c)
 			if (rdma_get_cm_event(c->ech, &ev))
 				break;
 			if (ev->event == RDMA_CM_EVENT_DISCONNECTED)
-				c->ended = 1;
+				c->ended = ENDED_DISC;
 			rdma_ack_cm_event(ev);
 		}
 	}
@@ -227,8 +247,15 @@ static int qp_to(struct cconn *c, enum ibv_qp_state s)
 	return ibv_modify_qp(c->qp, &a, mask);
 }
 
-/* Resolve, set up and connect; 0 when established. */
-static int cconn_open(struct cconn *c, char *why, size_t n)
+/*
+ * Resolve, set up and connect; 0 when established. early, when set,
+ * builds a Call (rdma_xid xid) that goes out as soon as our QP is ready to
+ * send, EARLY_MS before our RTU: the server's QP takes it while the
+ * server's CM still waits for the RTU.
+ */
+#define EARLY_MS 1000
+static int cconn_open(struct cconn *c, unsigned int (*early)(struct cconn *, uint8_t *, uint32_t),
+		      uint32_t xid, char *why, size_t n)
 {
 	struct ibv_qp_init_attr qa = { 0 };
 	struct rdma_conn_param cp = { 0 };
@@ -291,9 +318,20 @@ static int cconn_open(struct cconn *c, char *why, size_t n)
 	if (cm_expect(c, RDMA_CM_EVENT_CONNECT_RESPONSE, why, n))
 		return -1;
 	/* INIT again first: the remote access the connection allows comes now. */
-	if (qp_to(c, IBV_QPS_INIT) || qp_to(c, IBV_QPS_RTR) || qp_to(c, IBV_QPS_RTS) ||
-	    rdma_establish(c->id)) {
-		snprintf(why, n, "RTR/RTS/establish: %s", strerror(errno));
+	if (qp_to(c, IBV_QPS_INIT) || qp_to(c, IBV_QPS_RTR) || qp_to(c, IBV_QPS_RTS)) {
+		snprintf(why, n, "RTR/RTS: %s", strerror(errno));
+		return -1;
+	}
+	if (early) {
+		if (post_send(c, 0, early(c, sbuf(c, 0), xid))) {
+			snprintf(why, n, "early post send: %s", strerror(errno));
+			return -1;
+		}
+		usleep(EARLY_MS * 1000);
+	}
+	/* Fails when the server rejected us meanwhile: its event tells. */
+	if (rdma_establish(c->id) && !early) {
+		snprintf(why, n, "rdma_establish: %s", strerror(errno));
 		return -1;
 	}
 	c->established = 1;
@@ -356,6 +394,7 @@ struct ccase {
 	const char *name, *desc;
 	unsigned int (*build)(struct cconn *c, uint8_t *p, uint32_t xid);
 	int burst;		/* credit-burst: many Calls, counted */
+	int early;		/* sent before our RTU (cconn_open) */
 };
 
 static unsigned int b_null(struct cconn *c, uint8_t *p, uint32_t xid)
@@ -745,37 +784,38 @@ static unsigned int b_rpc_reply(struct cconn *c, uint8_t *p, uint32_t xid)
 }
 
 static const struct ccase cases[] = {
-	{ "good-null", "NFS NULL Call, inline RDMA_MSG", b_null, 0 },
-	{ "good-pzrc", "NFS NULL Call as RDMA_NOMSG in a Position Zero Read chunk", b_good_pzrc, 0 },
-	{ "good-reply-chunk", "NFS NULL Call offering a 1 KiB Reply chunk", b_good_reply_chunk, 0 },
-	{ "vers-2", "rdma_vers 2", b_vers2, 0 },
-	{ "vers-7", "rdma_vers 7", b_vers7, 0 },
-	{ "proc-unknown", "rdma_proc 7", b_proc7, 0 },
-	{ "msgp", "RDMA_MSGP (obsolete in v1)", b_msgp, 0 },
-	{ "done", "RDMA_DONE (obsolete in v1)", b_done, 0 },
-	{ "client-error", "RDMA_ERROR ERR_CHUNK from the requester", b_error, 0 },
-	{ "short-12", "12 bytes: xid, vers, credits, no rdma_proc", b_short12, 0 },
-	{ "short-2", "2 bytes", b_short2, 0 },
-	{ "empty", "a Send of 0 bytes", b_empty, 0 },
-	{ "read-unterminated", "Read list never terminated", b_read_unterminated, 0 },
-	{ "read-huge", "Read segment of 0x7fffffff bytes", b_read_huge, 0 },
-	{ "read-unaligned", "Read chunk at position 3", b_read_unaligned, 0 },
-	{ "read-beyond", "Read chunk at position 4096, past the message", b_read_beyond, 0 },
-	{ "write-segcount", "Write chunk of 0xffffffff segments", b_write_segcount, 0 },
-	{ "write-segzero", "Write chunk of 0 segments", b_write_segzero, 0 },
-	{ "write-unterminated", "Write list never terminated", b_write_unterminated, 0 },
-	{ "write-huge", "Write segment of 0x7fffffff bytes on a NULL Call", b_write_huge, 0 },
-	{ "reply-segcount", "Reply chunk of 0xffffffff segments", b_reply_segcount, 0 },
-	{ "nomsg-nochunk", "RDMA_NOMSG without chunks, a Call inline", b_nomsg_nochunk, 0 },
-	{ "xid-mismatch", "rdma_xid differs from the RPC XID", b_xid_mismatch, 0 },
-	{ "rpc-reply", "an RPC Reply instead of a Call", b_rpc_reply, 0 },
-	{ "garbage", "256 random bytes", b_garbage, 0 },
-	{ "garbage-v1", "v1 RDMA_MSG header, random chunk lists", b_garbage_v1, 0 },
-	{ "read-bad-rkey", "Position Zero Read chunk at an rkey never registered", b_read_bad_rkey, 0 },
-	{ "read-out-of-bounds", "Read chunk 1 MiB past the end of its registration", b_read_out_of_bounds, 0 },
-	{ "reply-bad-rkey", "Reply chunk at an rkey never registered", b_reply_bad_rkey, 0 },
-	{ "oversize", "an 8 KiB Send, twice the server's Receive", b_oversize, 0 },
-	{ "credit-burst", "3 x the granted credits of NULL Calls at once", b_null, 1 },
+	{ "good-null", "NFS NULL Call, inline RDMA_MSG", b_null, 0, 0 },
+	{ "good-pzrc", "NFS NULL Call as RDMA_NOMSG in a Position Zero Read chunk", b_good_pzrc, 0, 0 },
+	{ "good-reply-chunk", "NFS NULL Call offering a 1 KiB Reply chunk", b_good_reply_chunk, 0, 0 },
+	{ "vers-2", "rdma_vers 2", b_vers2, 0, 0 },
+	{ "vers-7", "rdma_vers 7", b_vers7, 0, 0 },
+	{ "proc-unknown", "rdma_proc 7", b_proc7, 0, 0 },
+	{ "msgp", "RDMA_MSGP (obsolete in v1)", b_msgp, 0, 0 },
+	{ "done", "RDMA_DONE (obsolete in v1)", b_done, 0, 0 },
+	{ "client-error", "RDMA_ERROR ERR_CHUNK from the requester", b_error, 0, 0 },
+	{ "short-12", "12 bytes: xid, vers, credits, no rdma_proc", b_short12, 0, 0 },
+	{ "short-2", "2 bytes", b_short2, 0, 0 },
+	{ "empty", "a Send of 0 bytes", b_empty, 0, 0 },
+	{ "read-unterminated", "Read list never terminated", b_read_unterminated, 0, 0 },
+	{ "read-huge", "Read segment of 0x7fffffff bytes", b_read_huge, 0, 0 },
+	{ "read-unaligned", "Read chunk at position 3", b_read_unaligned, 0, 0 },
+	{ "read-beyond", "Read chunk at position 4096, past the message", b_read_beyond, 0, 0 },
+	{ "write-segcount", "Write chunk of 0xffffffff segments", b_write_segcount, 0, 0 },
+	{ "write-segzero", "Write chunk of 0 segments", b_write_segzero, 0, 0 },
+	{ "write-unterminated", "Write list never terminated", b_write_unterminated, 0, 0 },
+	{ "write-huge", "Write segment of 0x7fffffff bytes on a NULL Call", b_write_huge, 0, 0 },
+	{ "reply-segcount", "Reply chunk of 0xffffffff segments", b_reply_segcount, 0, 0 },
+	{ "nomsg-nochunk", "RDMA_NOMSG without chunks, a Call inline", b_nomsg_nochunk, 0, 0 },
+	{ "xid-mismatch", "rdma_xid differs from the RPC XID", b_xid_mismatch, 0, 0 },
+	{ "rpc-reply", "an RPC Reply instead of a Call", b_rpc_reply, 0, 0 },
+	{ "garbage", "256 random bytes", b_garbage, 0, 0 },
+	{ "garbage-v1", "v1 RDMA_MSG header, random chunk lists", b_garbage_v1, 0, 0 },
+	{ "read-bad-rkey", "Position Zero Read chunk at an rkey never registered", b_read_bad_rkey, 0, 0 },
+	{ "read-out-of-bounds", "Read chunk 1 MiB past the end of its registration", b_read_out_of_bounds, 0, 0 },
+	{ "reply-bad-rkey", "Reply chunk at an rkey never registered", b_reply_bad_rkey, 0, 0 },
+	{ "oversize", "an 8 KiB Send, twice the server's Receive", b_oversize, 0, 0 },
+	{ "credit-burst", "3 x the granted credits of NULL Calls at once", b_null, 1, 0 },
+	{ "oversize-early", "oversize, sent 1 s before our RTU", b_oversize, 0, 1 },
 };
 #define NCASES (sizeof(cases) / sizeof(cases[0]))
 
@@ -936,10 +976,8 @@ static unsigned int wait_answers(struct cconn *c, uint32_t xid, unsigned int wan
 			struct rdma_cm_event *ev;
 
 			if (!rdma_get_cm_event(c->ech, &ev)) {
-				if (ev->event == RDMA_CM_EVENT_DISCONNECTED ||
-				    ev->event == RDMA_CM_EVENT_DEVICE_REMOVAL ||
-				    ev->event == RDMA_CM_EVENT_TIMEWAIT_EXIT)
-					c->ended = 1;
+				if (!c->ended)
+					c->ended = cm_ended(ev->event);
 				rdma_ack_cm_event(ev);
 			}
 		}
@@ -954,10 +992,7 @@ static unsigned int wait_answers(struct cconn *c, uint32_t xid, unsigned int wan
 
 		if (left <= 0 || poll(&p, 1, left) <= 0 || rdma_get_cm_event(c->ech, &ev))
 			break;
-		if (ev->event == RDMA_CM_EVENT_DISCONNECTED ||
-		    ev->event == RDMA_CM_EVENT_DEVICE_REMOVAL ||
-		    ev->event == RDMA_CM_EVENT_TIMEWAIT_EXIT)
-			c->ended = 1;
+		c->ended = cm_ended(ev->event);
 		rdma_ack_cm_event(ev);
 	}
 	return got;
@@ -1001,7 +1036,7 @@ static int run_case(const struct ccase *k)
 	long t0 = now_ms();
 
 	printf("case %s start: %s\n", k->name, k->desc);
-	if (cconn_open(&c, why, sizeof(why))) {
+	if (cconn_open(&c, k->early ? k->build : NULL, xid, why, sizeof(why))) {
 		printf("case %s result=connect-failed then=- why=\"%s\"\n", k->name, why);
 		cconn_close(&c);
 		return 0;
@@ -1033,7 +1068,7 @@ static int run_case(const struct ccase *k)
 		       total / 3, i, got);
 	} else {
 		len = k->build(&c, sbuf(&c, 0), xid);
-		if (post_send(&c, 0, len)) {
+		if (!k->early && post_send(&c, 0, len)) {
 			printf("case %s result=connect-failed then=- why=\"post send failed\"\n", k->name);
 			cconn_close(&c);
 			return 0;
@@ -1045,8 +1080,8 @@ static int run_case(const struct ccase *k)
 	}
 	if (c.qp_err[0])
 		printf(" qp=\"%s\"", c.qp_err);
-	/* cm=disconnected: the CM says the connection ended (the server's DREQ) */
-	printf(" cm=%s", c.ended ? "disconnected" : "connected");
+	/* cm=disconnected|rejected: the CM says the server ended the connection */
+	printf(" cm=%s", c.ended == ENDED_REJ ? "rejected" : c.ended ? "disconnected" : "connected");
 	/* Still connected: does it serve a well-formed Call? */
 	if (!c.ended && !c.qp_err[0]) {
 		xid = next_xid++;

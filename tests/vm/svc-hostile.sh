@@ -50,11 +50,18 @@
 #                     (rpcrdma.ko always uses an offered Reply chunk)
 #   oversize          larger than the server's Receive: the Receive fails,
 #                     the connection is lost
-#   credit-burst      3 x the credits at once: served, or disconnected
+#   credit-burst      3 x the credits at once: served, or disconnected (the
+#                     peer retries RNR NAKs forever, so the whole burst
+#                     reaches the server)
+#   oversize-early    oversize, sent 1 s before the peer's RTU: the server's
+#                     Receive fails while its CM waits for the RTU, when a
+#                     DREQ cannot be sent yet; the server must still end
+#                     the connection: by REJ as it frees it, or by DREQ
+#                     once the RTU came
 #
 # Whatever the case: every answer grants at least one credit (RFC 8166
 # 3.3.1); a "disconnect" must be the server's doing (the CM reports the
-# connection ended, not only our QP failing); and a connection that is
+# connection ended, by DREQ or REJ, not only our QP failing); and a connection that is
 # still up must answer a well-formed NULL Call (then=reply) or be closed,
 # never hang (then=nothing).
 EXPECT='
@@ -89,6 +96,7 @@ read-out-of-bounds  disconnect            disconnect
 reply-bad-rkey      disconnect            disconnect|reply
 oversize            disconnect            disconnect
 credit-burst        reply|disconnect      reply|disconnect
+oversize-early      disconnect            disconnect
 '
 # Cases without an XID to echo.
 NO_XID="short-2 empty"
@@ -131,8 +139,10 @@ case_ok() {
         [ "$1" = credit-burst ] || [ "$(field "$line" credits)" -ge 1 ] ||
             { echo "an answer granting no credits"; return 1; } ;;
     disconnect)
-        [ "$(field "$line" cm)" = disconnected ] ||
-            { echo "our QP failed but the server did not end the connection"; return 1; } ;;
+        case $(field "$line" cm) in
+        disconnected | rejected) ;;
+        *) echo "our QP failed but the server did not end the connection"; return 1 ;;
+        esac ;;
     esac
     case $got in
     err-* | reply)
