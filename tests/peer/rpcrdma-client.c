@@ -249,13 +249,13 @@ static int qp_to(struct cconn *c, enum ibv_qp_state s)
 
 /*
  * Resolve, set up and connect; 0 when established. early, when set,
- * builds a Call (rdma_xid xid) that goes out as soon as our QP is ready to
- * send, EARLY_MS before our RTU: the server's QP takes it while the
- * server's CM still waits for the RTU.
+ * builds a Call (rdma_xid xid, *len bytes) that goes out as soon as our
+ * QP is ready to send, EARLY_MS before our RTU: the server's QP takes it
+ * while the server's CM still waits for the RTU.
  */
 #define EARLY_MS 1000
 static int cconn_open(struct cconn *c, unsigned int (*early)(struct cconn *, uint8_t *, uint32_t),
-		      uint32_t xid, char *why, size_t n)
+		      uint32_t xid, unsigned int *len, char *why, size_t n)
 {
 	struct ibv_qp_init_attr qa = { 0 };
 	struct rdma_conn_param cp = { 0 };
@@ -323,7 +323,8 @@ static int cconn_open(struct cconn *c, unsigned int (*early)(struct cconn *, uin
 		return -1;
 	}
 	if (early) {
-		if (post_send(c, 0, early(c, sbuf(c, 0), xid))) {
+		*len = early(c, sbuf(c, 0), xid);
+		if (post_send(c, 0, *len)) {
 			snprintf(why, n, "early post send: %s", strerror(errno));
 			return -1;
 		}
@@ -393,8 +394,11 @@ static uint32_t rnd(void)
 struct ccase {
 	const char *name, *desc;
 	unsigned int (*build)(struct cconn *c, uint8_t *p, uint32_t xid);
-	int burst;		/* credit-burst: many Calls, counted */
-	int early;		/* sent before our RTU (cconn_open) */
+	enum {
+		C_ONE,		/* one Call, once connected */
+		C_BURST,	/* credit-burst: many Calls, counted */
+		C_EARLY,	/* one Call, sent before our RTU (cconn_open) */
+	} how;
 };
 
 static unsigned int b_null(struct cconn *c, uint8_t *p, uint32_t xid)
@@ -784,38 +788,38 @@ static unsigned int b_rpc_reply(struct cconn *c, uint8_t *p, uint32_t xid)
 }
 
 static const struct ccase cases[] = {
-	{ "good-null", "NFS NULL Call, inline RDMA_MSG", b_null, 0, 0 },
-	{ "good-pzrc", "NFS NULL Call as RDMA_NOMSG in a Position Zero Read chunk", b_good_pzrc, 0, 0 },
-	{ "good-reply-chunk", "NFS NULL Call offering a 1 KiB Reply chunk", b_good_reply_chunk, 0, 0 },
-	{ "vers-2", "rdma_vers 2", b_vers2, 0, 0 },
-	{ "vers-7", "rdma_vers 7", b_vers7, 0, 0 },
-	{ "proc-unknown", "rdma_proc 7", b_proc7, 0, 0 },
-	{ "msgp", "RDMA_MSGP (obsolete in v1)", b_msgp, 0, 0 },
-	{ "done", "RDMA_DONE (obsolete in v1)", b_done, 0, 0 },
-	{ "client-error", "RDMA_ERROR ERR_CHUNK from the requester", b_error, 0, 0 },
-	{ "short-12", "12 bytes: xid, vers, credits, no rdma_proc", b_short12, 0, 0 },
-	{ "short-2", "2 bytes", b_short2, 0, 0 },
-	{ "empty", "a Send of 0 bytes", b_empty, 0, 0 },
-	{ "read-unterminated", "Read list never terminated", b_read_unterminated, 0, 0 },
-	{ "read-huge", "Read segment of 0x7fffffff bytes", b_read_huge, 0, 0 },
-	{ "read-unaligned", "Read chunk at position 3", b_read_unaligned, 0, 0 },
-	{ "read-beyond", "Read chunk at position 4096, past the message", b_read_beyond, 0, 0 },
-	{ "write-segcount", "Write chunk of 0xffffffff segments", b_write_segcount, 0, 0 },
-	{ "write-segzero", "Write chunk of 0 segments", b_write_segzero, 0, 0 },
-	{ "write-unterminated", "Write list never terminated", b_write_unterminated, 0, 0 },
-	{ "write-huge", "Write segment of 0x7fffffff bytes on a NULL Call", b_write_huge, 0, 0 },
-	{ "reply-segcount", "Reply chunk of 0xffffffff segments", b_reply_segcount, 0, 0 },
-	{ "nomsg-nochunk", "RDMA_NOMSG without chunks, a Call inline", b_nomsg_nochunk, 0, 0 },
-	{ "xid-mismatch", "rdma_xid differs from the RPC XID", b_xid_mismatch, 0, 0 },
-	{ "rpc-reply", "an RPC Reply instead of a Call", b_rpc_reply, 0, 0 },
-	{ "garbage", "256 random bytes", b_garbage, 0, 0 },
-	{ "garbage-v1", "v1 RDMA_MSG header, random chunk lists", b_garbage_v1, 0, 0 },
-	{ "read-bad-rkey", "Position Zero Read chunk at an rkey never registered", b_read_bad_rkey, 0, 0 },
-	{ "read-out-of-bounds", "Read chunk 1 MiB past the end of its registration", b_read_out_of_bounds, 0, 0 },
-	{ "reply-bad-rkey", "Reply chunk at an rkey never registered", b_reply_bad_rkey, 0, 0 },
-	{ "oversize", "an 8 KiB Send, twice the server's Receive", b_oversize, 0, 0 },
-	{ "credit-burst", "3 x the granted credits of NULL Calls at once", b_null, 1, 0 },
-	{ "oversize-early", "oversize, sent 1 s before our RTU", b_oversize, 0, 1 },
+	{ "good-null", "NFS NULL Call, inline RDMA_MSG", b_null, C_ONE },
+	{ "good-pzrc", "NFS NULL Call as RDMA_NOMSG in a Position Zero Read chunk", b_good_pzrc, C_ONE },
+	{ "good-reply-chunk", "NFS NULL Call offering a 1 KiB Reply chunk", b_good_reply_chunk, C_ONE },
+	{ "vers-2", "rdma_vers 2", b_vers2, C_ONE },
+	{ "vers-7", "rdma_vers 7", b_vers7, C_ONE },
+	{ "proc-unknown", "rdma_proc 7", b_proc7, C_ONE },
+	{ "msgp", "RDMA_MSGP (obsolete in v1)", b_msgp, C_ONE },
+	{ "done", "RDMA_DONE (obsolete in v1)", b_done, C_ONE },
+	{ "client-error", "RDMA_ERROR ERR_CHUNK from the requester", b_error, C_ONE },
+	{ "short-12", "12 bytes: xid, vers, credits, no rdma_proc", b_short12, C_ONE },
+	{ "short-2", "2 bytes", b_short2, C_ONE },
+	{ "empty", "a Send of 0 bytes", b_empty, C_ONE },
+	{ "read-unterminated", "Read list never terminated", b_read_unterminated, C_ONE },
+	{ "read-huge", "Read segment of 0x7fffffff bytes", b_read_huge, C_ONE },
+	{ "read-unaligned", "Read chunk at position 3", b_read_unaligned, C_ONE },
+	{ "read-beyond", "Read chunk at position 4096, past the message", b_read_beyond, C_ONE },
+	{ "write-segcount", "Write chunk of 0xffffffff segments", b_write_segcount, C_ONE },
+	{ "write-segzero", "Write chunk of 0 segments", b_write_segzero, C_ONE },
+	{ "write-unterminated", "Write list never terminated", b_write_unterminated, C_ONE },
+	{ "write-huge", "Write segment of 0x7fffffff bytes on a NULL Call", b_write_huge, C_ONE },
+	{ "reply-segcount", "Reply chunk of 0xffffffff segments", b_reply_segcount, C_ONE },
+	{ "nomsg-nochunk", "RDMA_NOMSG without chunks, a Call inline", b_nomsg_nochunk, C_ONE },
+	{ "xid-mismatch", "rdma_xid differs from the RPC XID", b_xid_mismatch, C_ONE },
+	{ "rpc-reply", "an RPC Reply instead of a Call", b_rpc_reply, C_ONE },
+	{ "garbage", "256 random bytes", b_garbage, C_ONE },
+	{ "garbage-v1", "v1 RDMA_MSG header, random chunk lists", b_garbage_v1, C_ONE },
+	{ "read-bad-rkey", "Position Zero Read chunk at an rkey never registered", b_read_bad_rkey, C_ONE },
+	{ "read-out-of-bounds", "Read chunk 1 MiB past the end of its registration", b_read_out_of_bounds, C_ONE },
+	{ "reply-bad-rkey", "Reply chunk at an rkey never registered", b_reply_bad_rkey, C_ONE },
+	{ "oversize", "an 8 KiB Send, twice the server's Receive", b_oversize, C_ONE },
+	{ "credit-burst", "3 x the granted credits of NULL Calls at once", b_null, C_BURST },
+	{ "oversize-early", "oversize, sent 1 s before our RTU", b_oversize, C_EARLY },
 };
 #define NCASES (sizeof(cases) / sizeof(cases[0]))
 
@@ -1032,16 +1036,16 @@ static int run_case(const struct ccase *k)
 	struct answer a, then;
 	char why[128] = "";
 	uint32_t xid = next_xid++;
-	unsigned int len, got = 0, total = 0, i;
+	unsigned int len = 0, got = 0, total = 0, i;
 	long t0 = now_ms();
 
 	printf("case %s start: %s\n", k->name, k->desc);
-	if (cconn_open(&c, k->early ? k->build : NULL, xid, why, sizeof(why))) {
+	if (cconn_open(&c, k->how == C_EARLY ? k->build : NULL, xid, &len, why, sizeof(why))) {
 		printf("case %s result=connect-failed then=- why=\"%s\"\n", k->name, why);
 		cconn_close(&c);
 		return 0;
 	}
-	if (k->burst) {
+	if (k->how == C_BURST) {
 		/* Learn the grant, then send three times as many at once. */
 		len = b_null(&c, sbuf(&c, 0), xid);
 		if (post_send(&c, 0, len) || wait_answers(&c, xid, 1, 0, timeout_ms, &a) != 1 ||
@@ -1067,11 +1071,14 @@ static int run_case(const struct ccase *k)
 		       got == total ? "reply" : c.ended || c.qp_err[0] ? "disconnect" : "nothing",
 		       total / 3, i, got);
 	} else {
-		len = k->build(&c, sbuf(&c, 0), xid);
-		if (!k->early && post_send(&c, 0, len)) {
-			printf("case %s result=connect-failed then=- why=\"post send failed\"\n", k->name);
-			cconn_close(&c);
-			return 0;
+		if (k->how == C_ONE) {
+			len = k->build(&c, sbuf(&c, 0), xid);
+			if (post_send(&c, 0, len)) {
+				printf("case %s result=connect-failed then=- why=\"post send failed\"\n",
+				       k->name);
+				cconn_close(&c);
+				return 0;
+			}
 		}
 		wait_answers(&c, xid, 1, 0, timeout_ms, &a);
 		printf("case %s", k->name);

@@ -61,9 +61,9 @@
 #
 # Whatever the case: every answer grants at least one credit (RFC 8166
 # 3.3.1); a "disconnect" must be the server's doing (the CM reports the
-# connection ended, by DREQ or REJ, not only our QP failing); and a connection that is
-# still up must answer a well-formed NULL Call (then=reply) or be closed,
-# never hang (then=nothing).
+# connection ended, by DREQ or REJ, not only our QP failing); and a
+# connection that is still up must answer a well-formed NULL Call
+# (then=reply) or be closed, never hang (then=nothing).
 EXPECT='
 good-null           reply                 reply
 good-pzrc           reply                 reply
