@@ -77,12 +77,12 @@ impl Qp {
         to_result(rc)
     }
 
-    /// Posts the work requests of `rw`, unsignalled, then a signalled
-    /// Send gathering `sges`, as a Send With Invalidate of `invalidate`
-    /// when it is given (the peer's NIC invalidates that rkey of its own
-    /// when the Send arrives: RFC 8797 remote invalidation),
-    /// in one call: the Send completes on `cqe` once all of them did, and
-    /// one that fails flushes the Send.
+    /// Posts the work requests of `rw`, unsignalled, then a Send
+    /// gathering `sges`, as a Send With Invalidate of `invalidate` when it
+    /// is given (the peer's NIC invalidates that rkey of its own when the
+    /// Send arrives: RFC 8797 remote invalidation), in one call. A
+    /// `signalled` Send completes on `cqe` once all of them did; any Send
+    /// does when it fails, and one of them that fails flushes the Send.
     ///
     /// # Safety
     ///
@@ -98,8 +98,9 @@ impl Qp {
         sges: &mut [sys::ib_sge],
         rw: *mut [RwCtx],
         invalidate: Option<u32>,
+        signalled: bool,
     ) -> Result {
-        let mut wr = send_wr(cqe, sges, true, invalidate)?;
+        let mut wr = send_wr(cqe, sges, signalled, invalidate)?;
         let mut first = NonNull::from(&mut wr);
         // SAFETY: Valid and ours until the post below (the caller's
         // promise); the borrow ends with the loop.

@@ -640,7 +640,13 @@ fn exchange(server: &Server, client: &mut Client, client_page: &Page, server_pag
         // completed, waited for below (or drained by `settle` before they
         // go).
         unsafe {
-            qp.post_send_after_rw(server.wc.cqe.as_ptr(), &mut sge, ctxs.as_mut_slice(), None)
+            qp.post_send_after_rw(
+                server.wc.cqe.as_ptr(),
+                &mut sge,
+                ctxs.as_mut_slice(),
+                None,
+                true,
+            )
         }
         .map_err(|_| "server: post Write and Send")?;
         settle(child, server.wc.wait("server: Write and Send failed"))?;

@@ -74,6 +74,15 @@ else
     report build/module FAIL "$(tail -n 8 "$RUN_DIR/module-build.log" | tr '\n' ' ')"
 fi
 
+# The hostile peers of the hostile-* and svc-hostile-* scenarios: a build
+# failure stops here, before any guest boots without them.
+if scripts/peer-build.sh > "$RUN_DIR/peer-build.log" 2>&1; then
+    report build/peer PASS
+else
+    report build/peer FAIL "$(tail -n 8 "$RUN_DIR/peer-build.log" | tr '\n' ' ')"
+    printf '%d passed, %d failed\n' "$T_PASS" "$T_FAIL"; exit 1
+fi
+
 step "vm: scenarios (logs in $RUN_DIR)"
 vm_prepare "$kbuild" "$rs_ko" "$RUN_DIR"
 want() { [[ $1 =~ $ONLY ]]; }

@@ -272,8 +272,9 @@ impl CqHandler for RecvCtx {
 /// # Invariants
 ///
 /// As for [`RecvCtx`]; `buf` and `io` are only accessed by whoever took
-/// the context off the free list (a [`SendSlot`]), until its Send
-/// completes, then by the completion handler.
+/// the context off the free list (a [`SendSlot`]), until its Send is
+/// posted, then, once it completed, by the completion handler that takes
+/// it out of [`PostedSends`]: its own, or that of a Send posted after it.
 pub(super) struct SendCtx {
     cqe: CqEntry<SendCtx>,
     buf: UnsafeCell<DmaBuf>,
@@ -321,6 +322,8 @@ unsafe impl Send for SendCtx {}
 unsafe impl Sync for SendCtx {}
 
 impl CqHandler for SendCtx {
+    /// This Send completed, signalled or failed, and so did every Send
+    /// posted before it.
     fn done(&self, wc: &Wc<'_>) {
         let conn = &self.conn;
         if !wc.ok() {
@@ -329,11 +332,7 @@ impl CqHandler for SendCtx {
             }
             conn.close();
         }
-        // SAFETY: The Send completed, so did every Write posted before
-        // it: the context is the handler's until it is back on the free
-        // list (type invariant).
-        let room = unsafe { (*self.io.get()).release() };
-        conn.put_send(self.idx, 1 + room);
+        conn.retire_sends(self.idx);
     }
 }
 
@@ -374,24 +373,46 @@ impl<'a> SendSlot<'a> {
         let buf = self.buf();
         buf.sync_for_device(len);
         let mut sge = [buf.sge(0, len, lkey)];
-        let writes: *mut [RwCtx] = {
+        let (writes, has_writes): (*mut [RwCtx], bool) = {
             // SAFETY: We own the context until the Send completes (type
             // invariant of `SendCtx`); the borrow ends before the post.
             let io = unsafe { &mut *self.ctx.io.get() };
             io.room = self.wrs;
-            // A Send alone that fails is not posted: its buffer goes back.
-            self.posted = !io.writes.is_empty();
-            io.writes.as_mut_slice()
+            (io.writes.as_mut_slice(), !io.writes.is_empty())
         };
+        // A Send alone that fails is not posted: its buffer goes back.
+        self.posted = has_writes;
+        // Held across the post: `order` is the order the QP took them in.
+        let mut posted = conn.posted.lock();
+        // A Send completes, and gives its buffer back, only when signalled
+        // or failed; a signalled one also gives back those posted before
+        // it. Signalled: every `signal_every`-th, which spares most Replies
+        // a completion to handle (svcrdma signals each), those that carry
+        // Writes, whose pages go back as soon as the client has the data,
+        // and any while a thread waits for room.
+        let signalled = has_writes
+            || posted.unsignalled + 1 >= conn.signal_every
+            || conn.sq_waiters.load(Relaxed) != 0;
         // SAFETY: The context, `conn` which owns it, and its Writes live
         // until the QP is drained; nothing touches them, the buffer or
-        // the pages until the Send's completion releases them. On failure
-        // some Writes may be posted: the context stays off the free list,
-        // and its Writes are released when the connection is freed, after
-        // the drain.
-        let res =
-            unsafe { qp.post_send_after_rw(self.ctx.cqe.as_ptr(), &mut sge, writes, invalidate) };
-        self.posted |= res.is_ok();
+        // the pages until the completion of this Send or of a later one
+        // releases them (`retire_sends`). On failure some Writes may be
+        // posted: the context stays off the free list, and its Writes are
+        // released when the connection is freed, after the drain.
+        let res = unsafe {
+            qp.post_send_after_rw(
+                self.ctx.cqe.as_ptr(),
+                &mut sge,
+                writes,
+                invalidate,
+                signalled,
+            )
+        };
+        if res.is_ok() {
+            posted.order.push(self.ctx.idx);
+            posted.unsignalled = if signalled { 0 } else { posted.unsignalled + 1 };
+            self.posted = true;
+        }
         res
     }
 
@@ -420,6 +441,27 @@ pub(super) struct SqState {
     /// Closing: nobody may wait any more.
     closed: bool,
 }
+
+/// Sends on the Send Queue whose buffers have not come back, in the
+/// order they were posted: the Send Queue completes in that order.
+pub(super) struct PostedSends {
+    order: BufRing,
+    /// Sends posted unsignalled since the last signalled one.
+    unsignalled: u32,
+}
+
+/// Receive buffers given back by their requests, posted again together:
+/// one post per [`RECV_BATCH`] Calls rather than one each (svcrdma posts
+/// in batches too).
+pub(super) struct RepostBatch {
+    idxs: [u32; RECV_BATCH],
+    len: usize,
+}
+
+/// Receives posted again at once. Those waiting for their batch come out
+/// of the slack of [`recv_count`]: the client never finds fewer posted
+/// than its credits.
+const RECV_BATCH: usize = 8;
 
 /// The buffers of a connection, built once the connection is at its final
 /// address.
@@ -455,6 +497,14 @@ pub(crate) struct SvcConn {
     #[pin]
     sq_cv: CondVar,
     sq_waiters: Atomic<u32>,
+    #[pin]
+    posted: SpinLock<PostedSends>,
+    /// Receive buffers released and not yet posted again.
+    #[pin]
+    reposts: SpinLock<RepostBatch>,
+    /// At most this many Sends in a row go unsignalled; fewer than the
+    /// Send buffers, so that those they hold never starve a Reply.
+    signal_every: u32,
     /// Send Queue room for RDMA Reads and Writes.
     rw_room: u32,
     established: Atomic<bool>,
@@ -485,14 +535,14 @@ unsafe impl Send for SvcConn {}
 // SAFETY: As above.
 unsafe impl Sync for SvcConn {}
 
-/// A ring of Receive buffer numbers, as long as the number of buffers.
-pub(super) struct ReadyQueue {
+/// A ring of buffer numbers, as long as the number of buffers.
+pub(super) struct BufRing {
     ring: KVec<u32>,
     head: usize,
     len: usize,
 }
 
-impl ReadyQueue {
+impl BufRing {
     fn new(cap: usize) -> Result<Self> {
         Ok(Self {
             ring: KVec::from_elem(0, cap, GFP_KERNEL)?,
@@ -519,20 +569,25 @@ impl ReadyQueue {
         self.len -= 1;
         Some(idx)
     }
+
+    fn contains(&self, idx: u32) -> bool {
+        let cap = self.ring.len();
+        (0..self.len).any(|i| self.ring[(self.head + i) % cap] == idx)
+    }
 }
 
 /// The Receive buffers waiting for an nfsd thread: new Calls, and Calls
 /// whose Read chunks have arrived.
 pub(super) struct Incoming {
-    received: ReadyQueue,
-    pulled: ReadyQueue,
+    received: BufRing,
+    pulled: BufRing,
 }
 
 impl Incoming {
     fn new(cap: usize) -> Result<Self> {
         Ok(Self {
-            received: ReadyQueue::new(cap)?,
-            pulled: ReadyQueue::new(cap)?,
+            received: BufRing::new(cap)?,
+            pulled: BufRing::new(cap)?,
         })
     }
 
@@ -608,6 +663,21 @@ impl SvcConn {
                     ),
                     sq_cv <- new_condvar!("rpcrdma_rs_svc_sq"),
                     sq_waiters: Atomic::new(0),
+                    posted <- new_spinlock!(
+                        PostedSends {
+                            order: BufRing::new(nsend as usize)?,
+                            unsignalled: 0,
+                        },
+                        "rpcrdma_rs_svc_posted"
+                    ),
+                    signal_every: (nsend / 4).max(1),
+                    reposts <- new_spinlock!(
+                        RepostBatch {
+                            idxs: [0; RECV_BATCH],
+                            len: 0,
+                        },
+                        "rpcrdma_rs_svc_reposts"
+                    ),
                     rw_room: rw,
                     established: Atomic::new(false),
                     freeing: Atomic::new(false),
@@ -792,24 +862,28 @@ impl SvcConn {
     fn post_all(&self, qp: Qp) -> Result {
         self.qp.store(qp.as_ptr(), Release);
         let ep = self.ep().ok_or(ENOMEM)?;
-        for ctx in ep.recvs.iter() {
-            self.post_recv(ctx)?;
-        }
-        Ok(())
+        self.post_recvs(ep, 0..ep.recvs.len() as u32)
     }
 
-    fn post_recv(&self, ctx: &RecvCtx) -> Result {
+    /// Posts Receive buffers `idxs` in one call.
+    fn post_recvs(&self, ep: &Ep, idxs: impl DoubleEndedIterator<Item = u32>) -> Result {
         let qp = self.qp().ok_or(ENOTCONN)?;
-        for p in &ctx.payloads {
-            p.store(NO_PAYLOAD, Relaxed);
+        let mut first = core::ptr::null_mut();
+        for idx in idxs.rev() {
+            let ctx = ep.recvs.get(idx as usize).ok_or(EINVAL)?;
+            for p in &ctx.payloads {
+                p.store(NO_PAYLOAD, Relaxed);
+            }
+            // SAFETY: The buffer is ours (not posted, not held by a
+            // request: the callers own it); the context stays at its
+            // address, in `ep`, until the QP is drained.
+            first = unsafe { ctx.wr.link(ctx.cqe.as_ptr(), first) };
         }
-        // SAFETY: The buffer is ours (not posted, not held by a request:
-        // the callers own it); the context stays at its address, in `ep`,
-        // until the QP is drained.
-        unsafe {
-            let wr = ctx.wr.link(ctx.cqe.as_ptr(), core::ptr::null_mut());
-            qp.post_recv_chain(wr)
+        if first.is_null() {
+            return Ok(());
         }
+        // SAFETY: As above, for each buffer of the chain just built.
+        unsafe { qp.post_recv_chain(first) }
     }
 
     /// Queues buffer `idx` for an nfsd thread: a new Call, or one whose
@@ -838,17 +912,31 @@ impl SvcConn {
         }
     }
 
-    /// Gives Receive buffer `idx` back to the device: its Call was
-    /// answered, dropped or refused.
+    /// Gives Receive buffer `idx` back to the device, with the batch it
+    /// completes: its Call was answered, dropped or refused.
     pub(super) fn repost(&self, idx: u32) {
-        let Some(ctx) = self.ep().and_then(|ep| ep.recvs.get(idx as usize)) else {
+        let Some(ep) = self.ep() else {
             return;
         };
         if self.xprt.is_dead() {
             return;
         }
-        if let Err(e) = self.post_recv(ctx) {
-            rdebug!("server: cannot repost a Receive: {:?}\n", e);
+        let batch = {
+            let mut pending = self.reposts.lock();
+            let len = pending.len;
+            let Some(slot) = pending.idxs.get_mut(len) else {
+                return;
+            };
+            *slot = idx;
+            pending.len += 1;
+            if pending.len < RECV_BATCH {
+                return;
+            }
+            pending.len = 0;
+            pending.idxs
+        };
+        if let Err(e) = self.post_recvs(ep, batch.into_iter()) {
+            rdebug!("server: cannot repost Receives: {:?}\n", e);
             self.close();
         }
     }
@@ -923,12 +1011,55 @@ impl SvcConn {
     }
 
     fn put_send(&self, idx: u32, wrs: u32) {
+        self.put_sends(&[idx], wrs);
+    }
+
+    fn put_sends(&self, idxs: &[u32], wrs: u32) {
         let mut sq = self.sq.lock();
-        // Room for every buffer was reserved at connect.
-        let _ = sq.free.push(idx, GFP_ATOMIC);
+        for &idx in idxs {
+            // Room for every buffer was reserved at connect.
+            let _ = sq.free.push(idx, GFP_ATOMIC);
+        }
         sq.room = sq.room.saturating_add(wrs);
         drop(sq);
         self.room_freed();
+    }
+
+    /// Send `last` completed: gives back its buffer and those of the
+    /// Sends posted before it, with the Writes they carried.
+    fn retire_sends(&self, last: u32) {
+        let Some(ep) = self.ep() else {
+            return;
+        };
+        let mut done = [0u32; MAX_SENDS as usize];
+        let mut n = 0;
+        {
+            let mut posted = self.posted.lock();
+            // Every posted Send is in `order` until it completes once.
+            if !posted.order.contains(last) {
+                rwarn!("server: completion of a Send not posted\n");
+                return;
+            }
+            while let Some(idx) = posted.order.pop() {
+                if let Some(slot) = done.get_mut(n) {
+                    *slot = idx;
+                    n += 1;
+                }
+                if idx == last {
+                    break;
+                }
+            }
+        }
+        let mut wrs = 0;
+        for &idx in &done[..n] {
+            if let Some(ctx) = ep.sends.get(idx as usize) {
+                // SAFETY: Its Send completed, since `last`, posted after
+                // it, did: with every Write before it. The context is
+                // ours until it is back on the free list (type invariant).
+                wrs += 1 + unsafe { (*ctx.io.get()).release() };
+            }
+        }
+        self.put_sends(&done[..n], wrs);
     }
 
     /// Wakes the threads waiting for room. While they waited,
@@ -1025,17 +1156,22 @@ impl PinnedDrop for SvcConn {
 
 /// Receive buffers: two per credit, as svcrdma posts (a Receive is
 /// reposted only once its Call was answered and released, and the client
-/// may send its next Call as soon as the Reply arrives), and a few more.
+/// may send its next Call as soon as the Reply arrives), and a batch more.
 fn recv_count(cfg: &SvcConfig) -> u32 {
-    cfg.credits.saturating_mul(2).saturating_add(8)
+    cfg.credits
+        .saturating_mul(2)
+        .saturating_add(RECV_BATCH as u32)
 }
 
 /// Send buffers: Replies in flight at once. A Send completes once the
 /// client's NIC acknowledged it, so a few dozen keep every nfsd thread
 /// going.
 fn send_count(cfg: &SvcConfig) -> u32 {
-    cfg.credits.clamp(16, 64)
+    cfg.credits.clamp(16, MAX_SENDS)
 }
+
+/// Most Send buffers of a connection.
+const MAX_SENDS: u32 = 64;
 
 /// Pages an RDMA Read or Write work request gathers or scatters: rdma_rw
 /// takes the QP's `max_send_sge` (for Reads, no more than the device's
