@@ -92,7 +92,7 @@ impl XdrBuf {
         kernel::error::to_result(rc)
     }
 
-    /// Appends to `out` the page pieces holding `len` bytes at `offset`:
+    /// Fills `out` with the page pieces holding `len` bytes at `offset`:
     /// head, page list, tail; one piece per page touched.
     pub(crate) fn page_segs(&self, out: &mut KVec<PageSeg>, offset: u32, len: u32) -> Result {
         out.clear();
