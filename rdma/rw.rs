@@ -38,18 +38,31 @@ impl RwOp {
 ///
 /// # Invariants
 ///
-/// `ctx` was initialised by `rdma_rw_ctx_init` on `qp` and `port` over all
-/// of `sg`, DMA-mapped in `op`'s direction; `qp` outlives this value (the
-/// contract of [`RwCtx::new`]). `ctx` is boxed because it points into
-/// itself (its single work request at its SGE).
+/// `mem.ctx` was initialised by `rdma_rw_ctx_init` on `qp` and `port` over
+/// the `sg_len` entries at [`RwCtx::sg`], DMA-mapped in `op`'s direction;
+/// `qp` outlives this value (the contract of [`RwCtx::new`]). The context
+/// is boxed because it points into itself (its single work request at its
+/// SGE). `big_sg` is empty when the entries fit in `mem.sg`.
 pub(crate) struct RwCtx {
-    ctx: KBox<Opaque<sys::rdma_rw_ctx>>,
-    sg: KVec<sys::scatterlist>,
+    mem: KBox<RwMem>,
+    big_sg: KVec<sys::scatterlist>,
+    sg_len: u32,
     qp: Qp,
     port: u32,
     op: RwOp,
     wrs: u32,
     _not_sync: PhantomData<*const ()>,
+}
+
+/// Scatterlist entries kept beside the context, in its one allocation: a
+/// small READ payload, a Reply chunk or a short Read chunk touches one or
+/// two pages, and a Reply with a Write then costs one allocation, not two.
+const INLINE_SGES: usize = 2;
+
+/// The context and, for a short list, its scatterlist.
+struct RwMem {
+    ctx: Opaque<sys::rdma_rw_ctx>,
+    sg: [sys::scatterlist; INLINE_SGES],
 }
 
 // SAFETY: The context and its mapping may be used and released from any
@@ -81,23 +94,39 @@ impl RwCtx {
             return Err(EINVAL);
         }
         let n = u32::try_from(segs.len()).map_err(|_| EINVAL)?;
-        let mut sg = KVec::from_elem(sys::scatterlist::default(), segs.len(), GFP_KERNEL)?;
-        let sgp = sg.as_mut_ptr();
-        // SAFETY: `sg` has `n` entries; the pages are live by the caller's
-        // guarantee.
+        let mut mem = KBox::new(
+            RwMem {
+                ctx: Opaque::zeroed(),
+                sg: [sys::scatterlist::default(); INLINE_SGES],
+            },
+            GFP_KERNEL,
+        )?;
+        let mut big_sg = if segs.len() > INLINE_SGES {
+            KVec::from_elem(sys::scatterlist::default(), segs.len(), GFP_KERNEL)?
+        } else {
+            KVec::new()
+        };
+        // Both stay where they are when moved into `Self`: one is boxed,
+        // the other a vector's heap buffer.
+        let sgp = if big_sg.is_empty() {
+            mem.sg.as_mut_ptr()
+        } else {
+            big_sg.as_mut_ptr()
+        };
+        // SAFETY: `sgp` has `n` entries; the pages are live by the
+        // caller's guarantee.
         unsafe {
             sys::rpcrdma_rs_sg_init_table(sgp, n);
             for (i, seg) in segs.iter().enumerate() {
                 sys::rpcrdma_rs_sg_set_page(sgp.add(i), seg.page, seg.len, seg.offset);
             }
         }
-        let ctx = KBox::new(Opaque::<sys::rdma_rw_ctx>::zeroed(), GFP_KERNEL)?;
-        // SAFETY: `ctx` is writable and stays at its address (boxed); `qp`
-        // is live; `sg` holds `n` entries over live pages. On error the
-        // context maps nothing.
+        // SAFETY: The context is writable and stays at its address
+        // (boxed); `qp` is live; `sgp` holds `n` entries over live pages.
+        // On error the context maps nothing.
         let rc = unsafe {
             sys::rdma_rw_ctx_init(
-                ctx.get(),
+                mem.ctx.get(),
                 qp.as_ptr(),
                 port,
                 sgp,
@@ -111,16 +140,27 @@ impl RwCtx {
         if rc < 0 {
             return Err(Error::from_errno(rc));
         }
-        // INVARIANT: initialised over all of `sg`, on the QP of `id`.
+        // INVARIANT: initialised over the `n` entries at `sgp`, which
+        // `sg()` finds, on the QP of `id`.
         Ok(Self {
-            ctx,
-            sg,
+            mem,
+            big_sg,
+            sg_len: n,
             qp,
             port,
             op,
             wrs: rc.unsigned_abs(),
             _not_sync: PhantomData,
         })
+    }
+
+    /// The scatterlist: beside the context, or on its own for a long one.
+    fn sg(&mut self) -> *mut sys::scatterlist {
+        if self.big_sg.is_empty() {
+            self.mem.sg.as_mut_ptr()
+        } else {
+            self.big_sg.as_mut_ptr()
+        }
     }
 
     /// Send Queue entries the context posts: its RDMA Reads or Writes,
@@ -161,7 +201,7 @@ impl RwCtx {
         // `entry` and returns its first.
         let first = unsafe {
             sys::rdma_rw_ctx_wrs(
-                last.ctx.get(),
+                last.mem.ctx.get(),
                 qp.as_ptr(),
                 last.port,
                 entry.as_ptr(),
@@ -197,7 +237,7 @@ impl RwCtx {
         // its first work request, which is never null.
         let first = unsafe {
             sys::rdma_rw_ctx_wrs(
-                self.ctx.get(),
+                self.mem.ctx.get(),
                 self.qp.as_ptr(),
                 self.port,
                 core::ptr::null_mut(),
@@ -210,18 +250,18 @@ impl RwCtx {
 
 impl Drop for RwCtx {
     fn drop(&mut self) {
-        // The type invariant's length: `sg` was never resized.
-        let n = self.sg.len() as u32;
-        // SAFETY: `ctx` is initialised over all of `sg` on the live `qp`
-        // (type invariant) and not posted (`post`'s contract). Unmapping
-        // makes an RDMA Read's bytes visible to the CPU.
+        let sg = self.sg();
+        // SAFETY: The context is initialised over the `sg_len` entries at
+        // `sg` on the live `qp` (type invariant) and not posted (`post`'s
+        // contract). Unmapping makes an RDMA Read's bytes visible to the
+        // CPU.
         unsafe {
             sys::rdma_rw_ctx_destroy(
-                self.ctx.get(),
+                self.mem.ctx.get(),
                 self.qp.as_ptr(),
                 self.port,
-                self.sg.as_mut_ptr(),
-                n,
+                sg,
+                self.sg_len,
                 self.op.dir().raw(),
             )
         };

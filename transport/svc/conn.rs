@@ -24,7 +24,7 @@ use crate::proto::pvt::{self, InlineThresholds, PrivateData};
 use crate::proto::responder::MAX_PAYLOADS;
 use crate::rdma::{
     CmEvent, CmHandler, CmId, ConnParam, ConnRequest, Cq, CqEntry, CqHandler, Device, DmaBuf,
-    DmaDir, Pd, Qp, QpCaps, QpInit, RecvWr, RwCtx, Wc,
+    DmaDir, PageSeg, Pd, Qp, QpCaps, QpInit, RecvWr, RwCtx, Wc,
 };
 use crate::sunrpc::{new_object, DebugDir, Net, PageRefs, Serv, SvcObject, SvcXprt};
 use crate::sys;
@@ -290,6 +290,9 @@ pub(super) struct ReplyIo {
     /// Declared first: unmapped before the pages are put.
     pub(super) writes: KVec<RwCtx>,
     pub(super) pages: PageRefs,
+    /// Where the pieces of each Write's pages are gathered, kept for the
+    /// next Reply so that a Reply with Writes allocates no list.
+    pub(super) segs: KVec<PageSeg>,
     /// Send Queue room the slot reserved for the Writes, given back with
     /// the Send's when it completes.
     room: u32,
@@ -300,6 +303,7 @@ impl ReplyIo {
         Self {
             writes: KVec::new(),
             pages: PageRefs::new(),
+            segs: KVec::new(),
             room: 0,
         }
     }
@@ -357,6 +361,22 @@ impl<'a> SendSlot<'a> {
     pub(super) fn io(&mut self) -> &mut ReplyIo {
         // SAFETY: As for `buf`.
         unsafe { &mut *self.ctx.io.get() }
+    }
+
+    /// Takes Send Queue room for the Writes in [`SendSlot::io`], waiting
+    /// for it. The Writes are built in the slot, so its buffer is held
+    /// while this waits, which starves nobody: a waiting thread holds the
+    /// room of one Send, and there are no more of them than Send buffers;
+    /// the rest, `rw_room` (what the largest Reply's Writes need), is
+    /// held only by posted work requests, which complete.
+    pub(super) fn reserve_writes(&mut self) -> Result {
+        let wrs = RwCtx::total_wrs(&self.io().writes);
+        let more = wrs.saturating_sub(self.wrs);
+        if more > 0 {
+            self.conn().get_wrs(more)?;
+            self.wrs += more;
+        }
+        Ok(())
     }
 
     /// Posts the Writes in [`SendSlot::io`], if any, then a Send of the
@@ -944,30 +964,20 @@ impl SvcConn {
     /// Takes a Send buffer and room for its Send, waiting for them if
     /// need be; fails once the connection closes.
     pub(super) fn get_send(&self) -> Result<SendSlot<'_>> {
-        self.get_send_after(0)
-    }
-
-    /// As [`SvcConn::get_send`], with room for `wrs` RDMA Writes posted
-    /// before the Send, all taken at once.
-    pub(super) fn get_send_after(&self, wrs: u32) -> Result<SendSlot<'_>> {
         let ep = self.ep().ok_or(ENOTCONN)?;
-        if wrs > self.rw_room {
-            return Err(E2BIG);
-        }
-        let need = 1 + wrs;
         let mut sq = self.sq.lock();
         loop {
             if sq.closed {
                 return Err(ENOTCONN);
             }
-            if sq.room >= need {
+            if sq.room >= 1 {
                 if let Some(idx) = sq.free.pop() {
-                    sq.room -= need;
+                    sq.room -= 1;
                     drop(sq);
                     let ctx = ep.sends.get(idx as usize).ok_or(EINVAL)?;
                     return Ok(SendSlot {
                         ctx,
-                        wrs,
+                        wrs: 0,
                         posted: false,
                     });
                 }

@@ -16,7 +16,7 @@ use crate::proto::chunk::ChunkSlices;
 use crate::proto::header::FixedHeader;
 use crate::proto::responder::{self, Call, Received, ReplyPlan, ReplyShape};
 use crate::proto::v1::{self, RdmaError};
-use crate::rdma::{PageSeg, RwCtx, RwOp};
+use crate::rdma::{RwCtx, RwOp};
 use crate::sunrpc::{Ctxt, SendRqst, SvcRqst, XptFlag};
 
 pub(super) fn sendto(conn: &SvcConn, rqst: &mut SvcRqst<'_>) -> i32 {
@@ -78,21 +78,22 @@ pub(super) fn sendto(conn: &SvcConn, rqst: &mut SvcRqst<'_>) -> i32 {
 
 fn reply(conn: &SvcConn, rqst: &mut SvcRqst<'_>, call: &Call<'_>, plan: &ReplyPlan<'_>) -> Result {
     let id = conn.id().ok_or(ENOTCONN)?;
-    let mut segs = KVec::<PageSeg>::new();
-    let mut writes = KVec::<RwCtx>::new();
+    let mut slot = conn.get_send()?;
     let mut bytes = 0u64;
+    let io = slot.io();
     for w in plan.writes() {
-        rqst.res().page_segs(&mut segs, w.src, w.len)?;
+        rqst.res().page_segs(&mut io.segs, w.src, w.len)?;
         // SAFETY: The Reply's pages go, with the context, into the Send
-        // slot below, where nothing writes or puts them until the Send
-        // after the Writes completed (`ReplyIo`); on an early return the
-        // context is dropped first, the pages still the request's. The
-        // QP lives as long as the connection.
-        let ctx = unsafe { RwCtx::new(id, &segs, w.offset, w.handle, RwOp::Write)? };
-        writes.push(ctx, GFP_KERNEL)?;
+        // slot, where nothing writes or puts them until the Send after the
+        // Writes completed (`ReplyIo`); on an early return the slot drops
+        // the context, the pages still the request's. The QP lives as long
+        // as the connection.
+        let ctx = unsafe { RwCtx::new(id, &io.segs, w.offset, w.handle, RwOp::Write)? };
+        io.writes.push(ctx, GFP_KERNEL)?;
         bytes += u64::from(w.len);
     }
-    let mut slot = conn.get_send_after(RwCtx::total_wrs(&writes))?;
+    // The Send buffer is held meanwhile: see `SendSlot::reserve_writes`.
+    slot.reserve_writes()?;
     let buf = slot.buf().as_mut_slice();
     let mut pos = plan
         .encode_header(buf, call.xid, conn.cfg.credits)
@@ -103,10 +104,8 @@ fn reply(conn: &SvcConn, rqst: &mut SvcRqst<'_>, call: &Call<'_>, plan: &ReplyPl
         rqst.res().read(r.start, dst)?;
         pos += n;
     }
-    if !writes.is_empty() {
-        let io = slot.io();
-        io.writes = writes;
-        rqst.take_reply_pages(&mut io.pages)?;
+    if !slot.io().writes.is_empty() {
+        rqst.take_reply_pages(&mut slot.io().pages)?;
     }
     let invalidate = responder::invalidate_handle(&call.chunks, conn.remote_inv);
     slot.post(pos, invalidate)?;
