@@ -39,7 +39,7 @@ impl RwOp {
 /// # Invariants
 ///
 /// `mem.ctx` was initialised by `rdma_rw_ctx_init` on `qp` and `port` over
-/// the `sg_len` entries at [`RwCtx::sg`], DMA-mapped in `op`'s direction;
+/// the `sg_len` entries at [`sg_ptr`], DMA-mapped in `op`'s direction;
 /// `qp` outlives this value (the contract of [`RwCtx::new`]). The context
 /// is boxed because it points into itself (its single work request at its
 /// SGE). `big_sg` is empty when the entries fit in `mem.sg`.
@@ -63,6 +63,17 @@ const INLINE_SGES: usize = 2;
 struct RwMem {
     ctx: Opaque<sys::rdma_rw_ctx>,
     sg: [sys::scatterlist; INLINE_SGES],
+}
+
+/// A context's scatterlist: beside it in `mem`, or `big` for a long one.
+/// One place decides, so that the list the context was initialised over
+/// is the one it is destroyed with.
+fn sg_ptr(mem: &mut RwMem, big: &mut KVec<sys::scatterlist>) -> *mut sys::scatterlist {
+    if big.is_empty() {
+        mem.sg.as_mut_ptr()
+    } else {
+        big.as_mut_ptr()
+    }
 }
 
 // SAFETY: The context and its mapping may be used and released from any
@@ -106,13 +117,9 @@ impl RwCtx {
         } else {
             KVec::new()
         };
-        // Both stay where they are when moved into `Self`: one is boxed,
-        // the other a vector's heap buffer.
-        let sgp = if big_sg.is_empty() {
-            mem.sg.as_mut_ptr()
-        } else {
-            big_sg.as_mut_ptr()
-        };
+        // Stays where it is when both move into `Self`: it is in the box
+        // or in the vector's heap buffer.
+        let sgp = sg_ptr(&mut mem, &mut big_sg);
         // SAFETY: `sgp` has `n` entries; the pages are live by the
         // caller's guarantee.
         unsafe {
@@ -141,7 +148,7 @@ impl RwCtx {
             return Err(Error::from_errno(rc));
         }
         // INVARIANT: initialised over the `n` entries at `sgp`, which
-        // `sg()` finds, on the QP of `id`.
+        // `sg_ptr` finds again, on the QP of `id`.
         Ok(Self {
             mem,
             big_sg,
@@ -152,15 +159,6 @@ impl RwCtx {
             wrs: rc.unsigned_abs(),
             _not_sync: PhantomData,
         })
-    }
-
-    /// The scatterlist: beside the context, or on its own for a long one.
-    fn sg(&mut self) -> *mut sys::scatterlist {
-        if self.big_sg.is_empty() {
-            self.mem.sg.as_mut_ptr()
-        } else {
-            self.big_sg.as_mut_ptr()
-        }
     }
 
     /// Send Queue entries the context posts: its RDMA Reads or Writes,
@@ -250,7 +248,7 @@ impl RwCtx {
 
 impl Drop for RwCtx {
     fn drop(&mut self) {
-        let sg = self.sg();
+        let sg = sg_ptr(&mut self.mem, &mut self.big_sg);
         // SAFETY: The context is initialised over the `sg_len` entries at
         // `sg` on the live `qp` (type invariant) and not posted (`post`'s
         // contract). Unmapping makes an RDMA Read's bytes visible to the
