@@ -34,6 +34,13 @@
 #   LINK=unix     the guests' link: unix (QEMU stream netdev over a unix
 #                 socket) or tcp (the tests' socket netdev; its Nagle stalls
 #                 cap every synchronous RPC at ~48 ms: see scripts/vm.sh)
+#   CLOCK=icount  the guests' clock: icount (QEMU -icount shift=2,sleep=on:
+#                 while a guest computes, its clock advances 4 ns per
+#                 instruction it executes, whatever the host's speed; while
+#                 it idles, as the host's clock does) or host (the guests
+#                 run as fast as the host lets them, and a round's rate
+#                 moves by up to twice with the host's load, more than the
+#                 two modules differ: see the README)
 #   KERNEL=bench  the guests' kernel: bench (the test kernel without lockdep,
 #                 lock and list debugging and KFENCE, which tax each client by
 #                 its lock and allocation count rather than its speed) or test
@@ -66,6 +73,7 @@ set -euo pipefail
 REPS=${REPS:-3} RUNTIME=${RUNTIME:-10} SIZE=${SIZE:-64} MDFILES=${MDFILES:-1000} CLIENTS=${CLIENTS:-c rs} SERVERS=${SERVERS:-c rs}
 BENCH_DIMS=${BENCH_DIMS:-client server}
 VERS=${VERS:-4.2} REPORT=${REPORT:-} VM_LINK=${LINK:-unix} KERNEL=${KERNEL:-bench} JOBS=${JOBS:-} PROFILE=${PROFILE:-}
+CLOCK=${CLOCK:-icount}
 T_PASS=0 T_FAIL=0
 RUN_DIR=${REPORT:-$REPO_DIR/out/bench-$(date +%Y%m%d-%H%M%S)}
 [[ $REPS =~ ^[1-9][0-9]*$ ]] || die "REPS=$REPS: a positive number"
@@ -75,6 +83,13 @@ for dim in $BENCH_DIMS; do
 done
 [ -n "${BENCH_DIMS// /}" ] || die "BENCH_DIMS is empty: client and/or server"
 [ -z "$REPORT" ] || [ -d "$REPORT" ] || die "REPORT=$REPORT: no such directory"
+# icount is TCG's; under KVM the guests run at the host's own speed.
+[ "$VM_ACCEL" = tcg ] || CLOCK=host
+case $CLOCK in
+icount) VM_QEMU_ARGS="-icount shift=2,sleep=on" ;;
+host) VM_QEMU_ARGS= ;;
+*) die "CLOCK=$CLOCK: icount or host" ;;
+esac
 mkdir -p "$RUN_DIR"
 # An older run's report: the file count it ran with (200 before MDFILES).
 if [ -n "$REPORT" ]; then MDFILES=$(cat "$RUN_DIR/mdfiles.txt" 2>/dev/null || echo 200); fi
@@ -129,6 +144,7 @@ if [ -z "$REPORT" ]; then
     echo "$RUNTIME" > "$RUN_DIR/runtime.txt"
     echo "$VM_LINK" > "$RUN_DIR/link.txt"
     echo "$KERNEL" > "$RUN_DIR/kernel.txt"
+    echo "$CLOCK" > "$RUN_DIR/clock.txt"
     echo "$VERS" > "$RUN_DIR/vers.txt"
     echo "$MDFILES" > "$RUN_DIR/mdfiles.txt"
     words="rr.runtime=$RUNTIME rr.size=$SIZE rr.mdfiles=$MDFILES"
@@ -318,6 +334,7 @@ runtime=$(cat "$RUN_DIR/runtime.txt" 2>/dev/null || echo "?")
 link=$(cat "$RUN_DIR/link.txt" 2>/dev/null || echo tcp)
 kernel=$(cat "$RUN_DIR/kernel.txt" 2>/dev/null || echo test)
 vers=$(cat "$RUN_DIR/vers.txt" 2>/dev/null || echo 4.2)
+clock=$(cat "$RUN_DIR/clock.txt" 2>/dev/null || echo host)
 # Runs before the actimeo=0 metadata mount ran the metadata jobs on /mnt.
 md_mount="the data mount (attribute cache on)"
 if grep -qs 'acregmin=0,acregmax=0,acdirmin=0,acdirmax=0' "$RUN_DIR"/fio-*/md-mount.txt; then
@@ -344,7 +361,7 @@ render() {
     local table=$RUN_DIR/bench$sfx.txt dat=$RUN_DIR/bench$sfx.dat png=$RUN_DIR/bench$sfx.png
     {
         echo "$dim: rpcrdma.ko vs rpcrdma_rs ($other)"
-        echo "NFSv$vers over RDMA (soft-RoCE, QEMU $VM_ACCEL, $link link, $kernel kernel), fio ${runtime} s per timed job"
+        echo "NFSv$vers over RDMA (soft-RoCE, QEMU $VM_ACCEL, $link link, $kernel kernel, $clock clock), fio ${runtime} s per timed job"
         for mod in c rs; do
             echo "  $(label "$mod"): ${NROUNDS[$mod]} rounds, mount ${MOUNT[$mod]:-not mounted}"
         done

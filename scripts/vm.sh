@@ -67,8 +67,10 @@ vm_prepare() {
 # virtio-net off page_pool: in 7.3, rxe frees dropped skbs with IRQs
 # disabled, which page_pool WARNs about (seen when the peer's link flaps).
 # That bug is rxe's, not the transport's; the log check stays strict.
+# VM_QEMU_ARGS: more QEMU options (the bench's clock, see CLOCK there).
 vm_start() {
     local name=$1 mac=$2 netdev=$3 words=$4 mem=$5 dir=$VM_DIR
+    # shellcheck disable=SC2086 # VM_QEMU_ARGS is a list of options
     qemu-system-x86_64 -accel "$VM_ACCEL" -cpu max -smp 1 -m "$mem" \
         -nodefaults -no-reboot -display none \
         -kernel "$VM_KERNEL" -initrd "$VM_RUNDIR/initrd.cpio" \
@@ -76,6 +78,7 @@ vm_start() {
         -serial "file:$dir/$name.console.log" -serial "file:$dir/$name.results.log" \
         -netdev "$netdev,id=n0" -device "virtio-net-pci,netdev=n0,mac=$mac,mrg_rxbuf=off,host_mtu=9000" \
         -qmp "unix:$VM_SOCKDIR/$name.qmp,server=on,wait=off" \
+        ${VM_QEMU_ARGS:-} \
         > "$dir/$name.qemu.log" 2>&1 &
     echo $!
 }
