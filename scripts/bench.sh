@@ -83,13 +83,10 @@ for dim in $BENCH_DIMS; do
 done
 [ -n "${BENCH_DIMS// /}" ] || die "BENCH_DIMS is empty: client and/or server"
 [ -z "$REPORT" ] || [ -d "$REPORT" ] || die "REPORT=$REPORT: no such directory"
+case $CLOCK in icount | host) ;; *) die "CLOCK=$CLOCK: icount or host" ;; esac
 # icount is TCG's; under KVM the guests run at the host's own speed.
 [ "$VM_ACCEL" = tcg ] || CLOCK=host
-case $CLOCK in
-icount) VM_QEMU_ARGS="-icount shift=2,sleep=on" ;;
-host) VM_QEMU_ARGS= ;;
-*) die "CLOCK=$CLOCK: icount or host" ;;
-esac
+VM_QEMU_ARGS=; [ "$CLOCK" = host ] || VM_QEMU_ARGS="-icount shift=2,sleep=on"
 mkdir -p "$RUN_DIR"
 # An older run's report: the file count it ran with (200 before MDFILES).
 if [ -n "$REPORT" ]; then MDFILES=$(cat "$RUN_DIR/mdfiles.txt" 2>/dev/null || echo 200); fi
