@@ -3,9 +3,10 @@
 //! Decoding validates a list once, against [`Limits`], and then hands out
 //! views that borrow the receive buffer: [`ReadList`], [`WriteList`] and
 //! [`WriteChunk`] iterate over the wire bytes without copying them. The
-//! views can only be built by the decoder, so their contents have already
-//! passed every check; their iterators still stop, rather than panic, should
-//! the bytes ever disagree. Encoding takes plain slices ([`ChunkSlices`]).
+//! views can only be built by the decoder, or from where the decoder found
+//! them ([`ListsAt`]), so their contents have already passed every check;
+//! their iterators still stop, rather than panic, should the bytes ever
+//! disagree. Encoding takes plain slices ([`ChunkSlices`]).
 //!
 //! Version 2 reuses the same XDR for its lists, so both versions share this
 //! code.
@@ -362,6 +363,94 @@ impl<'a> ChunkLists<'a> {
             prev_end = position.saturating_add(length);
         }
         Ok(())
+    }
+}
+
+/// Where a run of bytes lies in a message: `start..start + len`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Span {
+    start: u32,
+    len: u32,
+}
+
+impl Span {
+    /// Where `part`, a subslice of `msg`, lies in it; `None` if it lies
+    /// elsewhere. An empty part lies anywhere.
+    pub(crate) fn of(msg: &[u8], part: &[u8]) -> Option<Self> {
+        if part.is_empty() {
+            return Some(Self::default());
+        }
+        // Addresses, not pointers: only compared and subtracted, and the
+        // result is checked against `msg` before anything is read.
+        let start = (part.as_ptr() as usize).checked_sub(msg.as_ptr() as usize)?;
+        let end = start.checked_add(part.len())?;
+        if end > msg.len() {
+            return None;
+        }
+        Some(Self {
+            start: u32::try_from(start).ok()?,
+            len: u32::try_from(part.len()).ok()?,
+        })
+    }
+
+    /// The bytes of `msg` it covers, if `msg` is long enough.
+    pub(crate) fn of_msg<'a>(&self, msg: &'a [u8]) -> Option<&'a [u8]> {
+        let start = usize::try_from(self.start).ok()?;
+        let end = start.checked_add(usize::try_from(self.len).ok()?)?;
+        msg.get(start..end)
+    }
+}
+
+/// Where the three chunk lists of a decoded header lie in its message:
+/// [`ChunkLists`] without the borrow, to be kept while the message stays
+/// put and turned back into the same views ([`ListsAt::lists`]) rather
+/// than decoded and checked again.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct ListsAt {
+    reads: Span,
+    read_chunks: u32,
+    writes: Span,
+    write_chunks: u32,
+    reply: Option<Span>,
+}
+
+impl ListsAt {
+    /// Where `lists`, decoded from `msg`, lie in it; `None` if they were
+    /// decoded from another buffer.
+    pub fn of(msg: &[u8], lists: &ChunkLists<'_>) -> Option<Self> {
+        Some(Self {
+            reads: Span::of(msg, lists.reads.wire)?,
+            read_chunks: lists.reads.chunks,
+            writes: Span::of(msg, lists.writes.wire)?,
+            write_chunks: lists.writes.chunks,
+            reply: match lists.reply {
+                Some(chunk) => Some(Span::of(msg, chunk.wire)?),
+                None => None,
+            },
+        })
+    }
+
+    /// The views [`ListsAt::of`] located, over `msg`, which must be the
+    /// message they were decoded from, unchanged: they are not checked
+    /// again. Other bytes give views of those bytes, never a panic, and
+    /// `None` if `msg` is too short for them.
+    pub fn lists<'a>(&self, msg: &'a [u8]) -> Option<ChunkLists<'a>> {
+        Some(ChunkLists {
+            reads: ReadList {
+                wire: self.reads.of_msg(msg)?,
+                chunks: self.read_chunks,
+            },
+            writes: WriteList {
+                wire: self.writes.of_msg(msg)?,
+                chunks: self.write_chunks,
+            },
+            reply: match self.reply {
+                Some(span) => Some(WriteChunk {
+                    wire: span.of_msg(msg)?,
+                }),
+                None => None,
+            },
+        })
     }
 }
 

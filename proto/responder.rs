@@ -28,7 +28,8 @@
 use core::ops::Range;
 
 use super::chunk::{
-    ChunkLists, ReadChunk, ReadChunks, ReadSegment, Segment, WriteChunk, WriteList,
+    ChunkLists, ListsAt, ReadChunk, ReadChunks, ReadSegment, Segment, Segments, Span, WriteChunk,
+    WriteChunks, WriteList,
 };
 use super::error::{DecodeError, EncodeError};
 use super::header::{FixedHeader, MsgType, RpcPrefix};
@@ -67,6 +68,59 @@ pub struct Call<'a> {
     pub chunks: ChunkLists<'a>,
     /// The (reduced) RPC message following the header; empty for NOMSG.
     pub inline: &'a [u8],
+}
+
+impl<'a> Call<'a> {
+    /// Where the Call lies in `msg`, the message [`receive`] decoded it
+    /// from; `None` for another buffer.
+    pub fn locate(&self, msg: &[u8]) -> Option<CallAt> {
+        Some(CallAt {
+            xid: self.xid,
+            credits: self.credits,
+            nomsg: self.nomsg,
+            msg_len: u32::try_from(msg.len()).ok()?,
+            chunks: ListsAt::of(msg, &self.chunks)?,
+            inline: Span::of(msg, self.inline)?,
+        })
+    }
+}
+
+/// A [`Call`] without the borrow: where its parts lie in its message.
+/// A server keeps it with the receive buffer, which stays put until the
+/// Reply is sent, so that the Call is decoded and checked once, when it
+/// arrives, and not again for its Read chunks or its Reply.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CallAt {
+    xid: u32,
+    credits: u32,
+    nomsg: bool,
+    msg_len: u32,
+    chunks: ListsAt,
+    inline: Span,
+}
+
+impl CallAt {
+    /// `rdma_xid` of the Call.
+    pub fn xid(&self) -> u32 {
+        self.xid
+    }
+
+    /// The Call [`Call::locate`] found, over `msg`, which must be its
+    /// message, unchanged: nothing is checked again. `None` if `msg` is
+    /// not as long as that message was; other bytes of the same length
+    /// give a Call of those bytes, never a panic.
+    pub fn call<'a>(&self, msg: &'a [u8]) -> Option<Call<'a>> {
+        if u32::try_from(msg.len()).ok()? != self.msg_len {
+            return None;
+        }
+        Some(Call {
+            xid: self.xid,
+            credits: self.credits,
+            nomsg: self.nomsg,
+            chunks: self.chunks.lists(msg)?,
+            inline: self.inline.of_msg(msg)?,
+        })
+    }
 }
 
 /// Why a message becomes no Call.
@@ -736,24 +790,14 @@ impl<'a> ReplyPlan<'a> {
 
     /// The RDMA Writes to post before the Send: each payload into its
     /// Write chunk, then, for RDMA_NOMSG, the body into the Reply chunk.
-    pub fn writes(&self) -> Writes<'a> {
-        let mut chunks = self.writes.chunks();
-        let payloads = self.payloads.map(|p| {
-            let chunk = chunks.next();
-            match p {
-                Some((off, len)) => Fill::new([(off, off.saturating_add(len))], chunk),
-                None => Fill::new([(0, 0)], None),
-            }
-        });
-        let body = if self.nomsg {
-            self.body
-        } else {
-            [(0, 0); MAX_PAYLOADS + 1]
-        };
+    pub fn writes(&self) -> Writes<'_, 'a> {
         Writes {
-            payloads,
+            plan: self,
+            chunks: self.writes.chunks(),
             next: 0,
-            body: Fill::new(body, self.reply),
+            body: false,
+            range: (0, 0),
+            into: None,
         }
     }
 
@@ -818,59 +862,79 @@ fn echo(
     Ok(())
 }
 
-/// Streams up to `N` source ranges into a chunk's segments.
+/// The RDMA Writes of a [`ReplyPlan`], in posting order: each range of
+/// the Reply (a payload, then the body's pieces) streamed into the
+/// segments of its chunk.
 #[derive(Clone, Debug)]
-struct Fill<'a, const N: usize> {
-    ranges: [(u32, u32); N],
-    cursor: Option<Cursor<super::chunk::Segments<'a>>>,
-}
-
-impl<'a, const N: usize> Fill<'a, N> {
-    fn new(ranges: [(u32, u32); N], chunk: Option<WriteChunk<'a>>) -> Self {
-        Self {
-            ranges,
-            cursor: chunk.map(|c| Cursor::new(c.segments())),
-        }
-    }
-}
-
-impl<const N: usize> Iterator for Fill<'_, N> {
-    type Item = RdmaWrite;
-
-    fn next(&mut self) -> Option<RdmaWrite> {
-        let cursor = self.cursor.as_mut()?;
-        let range = self.ranges.iter_mut().find(|r| r.0 < r.1)?;
-        let seg = cursor.take(range.1.saturating_sub(range.0))?;
-        let write = RdmaWrite {
-            src: range.0,
-            len: seg.length,
-            handle: seg.handle,
-            offset: seg.offset,
-        };
-        range.0 = range.0.saturating_add(seg.length);
-        Some(write)
-    }
-}
-
-/// The RDMA Writes of a [`ReplyPlan`], in posting order.
-#[derive(Clone, Debug)]
-pub struct Writes<'a> {
-    payloads: [Fill<'a, 1>; MAX_PAYLOADS],
-    /// The payload being written.
+pub struct Writes<'p, 'a> {
+    plan: &'p ReplyPlan<'a>,
+    /// The Write chunks not yet paired with a payload.
+    chunks: WriteChunks<'a>,
+    /// The next payload, or once `body`, the next piece of the body.
     next: usize,
-    body: Fill<'a, { MAX_PAYLOADS + 1 }>,
+    body: bool,
+    /// What is left of the range being written.
+    range: (u32, u32),
+    /// The segments it goes into.
+    into: Option<Cursor<Segments<'a>>>,
 }
 
-impl Iterator for Writes<'_> {
+impl Writes<'_, '_> {
+    /// Moves to the next range to write; false when there is none.
+    fn advance(&mut self) -> bool {
+        let plan = self.plan;
+        if !self.body {
+            if let Some(payload) = plan.payloads.get(self.next) {
+                self.next = self.next.saturating_add(1);
+                // Payload `i` goes into Write chunk `i`.
+                let chunk = self.chunks.next();
+                self.range = payload.map_or((0, 0), |(off, len)| (off, off.saturating_add(len)));
+                self.into = chunk.map(|c| Cursor::new(c.segments()));
+                return true;
+            }
+            if !plan.nomsg {
+                return false;
+            }
+            self.body = true;
+            self.next = 0;
+            self.into = plan.reply.map(|c| Cursor::new(c.segments()));
+        }
+        // The body's pieces, one after the other into the Reply chunk.
+        let Some(&range) = plan.body.get(self.next) else {
+            return false;
+        };
+        self.next = self.next.saturating_add(1);
+        self.range = range;
+        true
+    }
+}
+
+impl Iterator for Writes<'_, '_> {
     type Item = RdmaWrite;
 
     fn next(&mut self) -> Option<RdmaWrite> {
-        while let Some(fill) = self.payloads.get_mut(self.next) {
-            if let Some(w) = fill.next() {
-                return Some(w);
+        loop {
+            let (start, end) = self.range;
+            if start < end {
+                if let Some(seg) = self
+                    .into
+                    .as_mut()
+                    .and_then(|c| c.take(end.saturating_sub(start)))
+                {
+                    self.range.0 = start.saturating_add(seg.length);
+                    return Some(RdmaWrite {
+                        src: start,
+                        len: seg.length,
+                        handle: seg.handle,
+                        offset: seg.offset,
+                    });
+                }
+                // No room left in the chunk (the plan made sure there is).
+                self.range = (end, end);
             }
-            self.next = self.next.saturating_add(1);
+            if !self.advance() {
+                return None;
+            }
         }
-        self.body.next()
     }
 }

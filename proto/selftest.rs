@@ -1454,6 +1454,12 @@ pub fn responder_receive_rules() -> Outcome {
     let Ok(Received::Call(call)) = responder::receive(write.bytes(), &limits) else {
         return check(false, "responder: a Call with a Read chunk");
     };
+    // The server keeps where the Call lies, and assembles it from there.
+    let at = call.locate(write.bytes());
+    check(
+        at.and_then(|at| at.call(write.bytes())) == Some(call),
+        "responder: a Call comes back from where it lies in its message",
+    )?;
     let assembly = responder::assemble(&call, 4096).map_err(|_| SelftestFailure("assemble"))?;
     check(assembly.total_len() == 20, "responder: assembled length")?;
     let want = [
@@ -1490,6 +1496,13 @@ pub fn responder_receive_rules() -> Outcome {
     let Ok(Received::Call(call)) = responder::receive(long.bytes(), &limits) else {
         return check(false, "responder: a Long Call");
     };
+    check(
+        call.locate(long.bytes())
+            .and_then(|at| at.call(long.bytes()))
+            == Some(call)
+            && call.locate(write.bytes()).is_none(),
+        "responder: a Long Call comes back from where it lies, and only there",
+    )?;
     let assembly = responder::assemble(&call, 1 << 20).map_err(|_| SelftestFailure("long"))?;
     check(
         call.nomsg && assembly.total_len() == 12288 && assembly.count() == 2,

@@ -1,5 +1,6 @@
 //! Encode/decode cost of a typical header: RDMA_MSG with a Read list of two
-//! segments and a Reply chunk of four segments, in version 1 and version 2.
+//! segments and a Reply chunk of four segments, in version 1 and version 2;
+//! and a server's work on the header of an NFS READ Call and its Reply.
 //!
 //! Run with `cargo bench -p rpcrdma-proto`; prints ns/op.
 
@@ -16,6 +17,7 @@ use std::time::Instant;
 use rpcrdma_proto::chunk::{ChunkSlices, ReadSegment, Segment};
 use rpcrdma_proto::header::{FixedHeader, MsgType};
 use rpcrdma_proto::limits::Limits;
+use rpcrdma_proto::responder::{self, Received, ReplyShape};
 use rpcrdma_proto::{v1, v2};
 
 const ITERATIONS: u32 = 2_000_000;
@@ -106,6 +108,52 @@ fn main() {
     });
     measure("v2 decode", || {
         v2::decode(black_box(&v2_wire), &limits).map_or(0, |h| h.header_len)
+    });
+    // What a server does per NFS READ: the Call offers one Write chunk of
+    // one segment; the Reply puts 4 KiB in it and the rest inline.
+    let write = [segment(9)];
+    let read_call = ChunkSlices {
+        reads: &[],
+        writes: &[&write],
+        reply: None,
+    };
+    let len = v1::encode(&mut buf, &v1_fixed, &v1::Message::Msg(read_call)).expect("encodes");
+    let total = rpc_call(&mut buf, len, 42);
+    let read_wire = buf[..total].to_vec();
+    fn received<'a>(wire: &'a [u8], limits: &Limits) -> Option<responder::Call<'a>> {
+        match responder::receive(wire, limits) {
+            Ok(Received::Call(call)) => Some(call),
+            _ => None,
+        }
+    }
+    let at = received(&read_wire, &limits)
+        .and_then(|c| c.locate(&read_wire))
+        .expect("a Call");
+    measure("responder receive", || {
+        received(black_box(&read_wire), &limits).map_or(0, |c| c.inline.len())
+    });
+    measure("responder receive + locate", || {
+        received(black_box(&read_wire), &limits)
+            .and_then(|c| c.locate(&read_wire))
+            .map_or(0, |a| a.xid() as usize)
+    });
+    measure("responder Call from CallAt", || {
+        black_box(at)
+            .call(black_box(&read_wire))
+            .map_or(0, |c| c.inline.len())
+    });
+    let mut send = [0u8; 1024];
+    measure("responder Reply from CallAt", || {
+        let Some(call) = at.call(black_box(&read_wire)) else {
+            return 0;
+        };
+        let shape = ReplyShape::new(4200, Some((96, 4096)));
+        let Ok(plan) = responder::plan_reply(&call.chunks, shape, 4096) else {
+            return 0;
+        };
+        plan.writes().count()
+            + plan.encode_header(&mut send, call.xid, 128).unwrap_or(0)
+            + responder::invalidate_handle(&call.chunks, true).map_or(0, |h| h as usize)
     });
     measure("v1 decode + walk segments", || {
         v1::decode(black_box(&v1_wire), &limits).map_or(0, |h| match h.body {

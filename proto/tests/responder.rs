@@ -373,6 +373,57 @@ fn a_full_call_decodes() {
     assert_eq!(c.chunks.reply.unwrap().total_length(), 1024);
 }
 
+#[test]
+fn a_located_call_comes_back_over_its_message() {
+    let inline = rpc(0, 120);
+    let w = s(0xc, 8192, 0x2000);
+    let r = s(0xd, 1024, 0x3000);
+    let long = s(0xe, 300, 0x4000);
+    let bufs = [
+        msg(0, &[(100, A)], &[&[w, w], &[r]], Some(&[r]), &inline),
+        msg(0, &[], &[], None, &inline),
+        msg(0, &[], &[&[w]], None, &inline),
+        msg(1, &[(0, long), (0, A), (32, r)], &[], Some(&[w]), &[]),
+    ];
+    for buf in &bufs {
+        let c = call(buf);
+        let at = c.locate(buf).unwrap();
+        assert_eq!(at.xid(), XID);
+        let back = at.call(buf).unwrap();
+        assert_eq!(back, c);
+        // The same bytes, not a copy of them.
+        if !c.inline.is_empty() {
+            assert_eq!(back.inline.as_ptr_range(), c.inline.as_ptr_range());
+        }
+        // A message of another length is not the Call's.
+        assert_eq!(at.call(&buf[..buf.len() - 4]), None);
+        let mut longer = buf.clone();
+        longer.extend_from_slice(&[0; 4]);
+        assert_eq!(at.call(&longer), None);
+        // Nor does it locate in a copy of its message.
+        let copy = buf.clone();
+        assert_eq!(c.locate(&copy), None);
+    }
+}
+
+#[test]
+fn a_located_call_over_other_bytes_does_not_panic() {
+    let inline = rpc(0, 64);
+    let buf = msg(0, &[(32, A)], &[&[A, A]], Some(&[A]), &inline);
+    let at = call(&buf).locate(&buf).unwrap();
+    // The contract is the same bytes; others of the same length give
+    // views of those bytes, which iterate without panicking.
+    for fill in [0x00, 0xff, 0x5a] {
+        let other = vec![fill; buf.len()];
+        let c = at.call(&other).unwrap();
+        let _ = c.chunks.reads.segments().count();
+        let _ = c.chunks.writes.chunks().flat_map(|w| w.segments()).count();
+        let _ = c.chunks.sole_handle();
+        let _ = plan_reply(&c.chunks, shape(4000, Some((100, 3000))), 1024);
+        let _ = assemble(&c, u32::MAX).map(|a| a.count());
+    }
+}
+
 // ---------------------------------------------------------------------
 // Assembly
 // ---------------------------------------------------------------------
@@ -642,6 +693,9 @@ fn random_calls_assemble_to_the_unreduced_stream() {
         };
         let c = call(&buf);
         assert_eq!(run(&c, u32::MAX).unwrap(), want, "round {round}");
+        // As the server assembles it: from where the Call lies.
+        let back = c.locate(&buf).unwrap().call(&buf).unwrap();
+        assert_eq!(run(&back, u32::MAX).unwrap(), want, "round {round}");
         let len = want.len() as u32;
         assert!(run(&c, len).is_ok());
         assert_eq!(run(&c, len - 1), Err(RdmaError::Chunk));

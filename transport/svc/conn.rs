@@ -21,7 +21,7 @@ use kernel::sync::{new_condvar, new_spinlock, CondVar, SetOnce, SpinLock};
 
 use super::{Counter, SvcConfig, TOTALS};
 use crate::proto::pvt::{self, InlineThresholds, PrivateData};
-use crate::proto::responder::MAX_PAYLOADS;
+use crate::proto::responder::{CallAt, MAX_PAYLOADS};
 use crate::rdma::{
     CmEvent, CmHandler, CmId, ConnParam, ConnRequest, Cq, CqEntry, CqHandler, Device, DmaBuf,
     DmaDir, PageSeg, Pd, Qp, QpCaps, QpInit, RecvWr, RwCtx, Wc,
@@ -141,8 +141,8 @@ impl core::ops::Deref for ConnRef {
 /// `conn` is the connection owning the [`Ep`] this context lives in; it
 /// outlives the context. The buffer belongs to the device while posted,
 /// to the receive queue or an nfsd request while received, and is
-/// reposted only by [`SvcConn::repost`]. `reads` is used only by whoever
-/// holds the buffer: the nfsd thread that took it off the receive queue,
+/// reposted only by [`SvcConn::repost`]. `call` and `reads` are used
+/// only by whoever holds the buffer: the nfsd thread that took it off the receive queue,
 /// until it posts the Reads; after their completion queued the buffer
 /// again, the thread that takes it off; or the connection's drop, after
 /// the drain.
@@ -158,6 +158,9 @@ pub(super) struct RecvCtx {
     /// The result payloads nfsd reported for the Call in this buffer, in
     /// order: offset << 32 | length each, [`NO_PAYLOAD`] for none.
     pub(super) payloads: [Atomic<u64>; MAX_PAYLOADS],
+    /// Where the Call in the buffer lies, found when it arrived: its Read
+    /// chunks and its Reply use it instead of decoding the header again.
+    call: UnsafeCell<CallAt>,
     reads: UnsafeCell<CallReads>,
     /// Send Queue room the posted Reads took, given back when they
     /// complete.
@@ -195,6 +198,28 @@ unsafe impl Sync for RecvCtx {}
 impl RecvCtx {
     fn conn(&self) -> &SvcConn {
         &self.conn
+    }
+
+    /// The Call in the buffer, as [`RecvCtx::set_call`] left it.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the buffer (type invariant).
+    pub(super) unsafe fn call(&self) -> CallAt {
+        // SAFETY: Nobody writes `call` while the caller holds the buffer
+        // (type invariant).
+        unsafe { *self.call.get() }
+    }
+
+    /// Records where the Call in the buffer lies.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the buffer (type invariant).
+    pub(super) unsafe fn set_call(&self, call: CallAt) {
+        // SAFETY: Nobody else uses `call` while the caller holds the
+        // buffer (type invariant).
+        unsafe { *self.call.get() = call };
     }
 
     /// The Call's Reads.
@@ -824,6 +849,7 @@ impl SvcConn {
                     idx,
                     len: Atomic::new(0),
                     payloads: [const { Atomic::new(NO_PAYLOAD) }; MAX_PAYLOADS],
+                    call: UnsafeCell::new(CallAt::default()),
                     reads: UnsafeCell::new(CallReads {
                         ctxs: KVec::new(),
                         pages: PageRefs::new(),

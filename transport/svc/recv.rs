@@ -64,17 +64,13 @@ pub(super) fn recvfrom(conn: &SvcConn, rqst: &mut SvcRqst<'_>) -> i32 {
         return 0;
     };
     let len = (ctx.len.load(Relaxed) as usize).min(ctx.buf.len());
-    if !pulled {
-        ctx.buf.sync_for_cpu(len);
+    if pulled {
+        return reads_done(conn, ctx, rqst, idx, len);
     }
+    ctx.buf.sync_for_cpu(len);
     let msg = &ctx.buf.as_slice()[..len];
     let call = match responder::receive(msg, &LIMITS) {
         Ok(Received::Call(call)) => call,
-        // Checked when it arrived, and nobody wrote the buffer since.
-        _ if pulled => {
-            conn.close();
-            return 0;
-        }
         Ok(Received::BackchannelReply {
             xid,
             credits,
@@ -108,7 +104,14 @@ pub(super) fn recvfrom(conn: &SvcConn, rqst: &mut SvcRqst<'_>) -> i32 {
             return 0;
         }
     };
-    let arg_len = if call.chunks.reads.is_empty() {
+    let Some(at) = call.locate(msg) else {
+        // It was decoded from `msg`: cannot happen.
+        conn.close();
+        return 0;
+    };
+    // SAFETY: We hold the buffer: it came off the receive queue.
+    unsafe { ctx.set_call(at) };
+    if call.chunks.reads.is_empty() {
         rdebug!(
             "server: Call xid {:#x}, {} inline bytes\n",
             call.xid,
@@ -117,8 +120,8 @@ pub(super) fn recvfrom(conn: &SvcConn, rqst: &mut SvcRqst<'_>) -> i32 {
         // SAFETY: The Receive buffer is the request's until its context,
         // set below, is released: only `release_ctxt` reposts it.
         unsafe { rqst.set_arg_inline(call.inline.as_ptr(), call.inline.len()) };
-        call.inline.len()
-    } else if !pulled {
+        handed_over(conn, rqst, idx, call.inline.len())
+    } else {
         rdebug!(
             "server: Call xid {:#x}, {} inline bytes, {} Read segments{}\n",
             call.xid,
@@ -133,17 +136,33 @@ pub(super) fn recvfrom(conn: &SvcConn, rqst: &mut SvcRqst<'_>) -> i32 {
             conn.repost(idx);
         }
         // The buffer comes back, its Reads done, to this or another thread.
+        0
+    }
+}
+
+/// The Reads of the Call in buffer `idx`, `len` bytes, are done: the
+/// Call goes to nfsd, assembled in `rqst`.
+fn reads_done(conn: &SvcConn, ctx: &RecvCtx, rqst: &mut SvcRqst<'_>, idx: u32, len: usize) -> i32 {
+    // SAFETY: We hold the buffer: it came off the receive queue.
+    let at = unsafe { ctx.call() };
+    // Checked when it arrived, and nobody wrote the buffer since.
+    let Some(call) = at.call(&ctx.buf.as_slice()[..len]) else {
+        conn.close();
         return 0;
-    } else {
-        match assemble(conn, ctx, rqst, &call) {
-            Ok(len) => len,
-            Err(error) => {
-                send::error(conn, call.xid, crate::proto::v1::VERSION, error);
-                conn.repost(idx);
-                return 0;
-            }
-        }
     };
+    match assemble(conn, ctx, rqst, &call) {
+        Ok(len) => handed_over(conn, rqst, idx, len),
+        Err(error) => {
+            send::error(conn, call.xid, crate::proto::v1::VERSION, error);
+            conn.repost(idx);
+            0
+        }
+    }
+}
+
+/// The Call in buffer `idx`, `arg_len` bytes, goes to nfsd in `rqst`,
+/// which holds the buffer until `xpo_release_ctxt`.
+fn handed_over(conn: &SvcConn, rqst: &mut SvcRqst<'_>, idx: u32, arg_len: usize) -> i32 {
     conn.count(|s| &s.calls, 1);
     rqst.set_ctxt(ctxt_of(idx));
     rqst.received_on(conn.xprt());

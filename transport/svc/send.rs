@@ -11,10 +11,10 @@ use kernel::sync::atomic::Relaxed;
 
 use super::backchannel::BC_SLOTS;
 use super::conn::{SvcConn, NO_PAYLOAD};
-use super::recv::{idx_of, LIMITS};
+use super::recv::idx_of;
 use crate::proto::chunk::ChunkSlices;
 use crate::proto::header::FixedHeader;
-use crate::proto::responder::{self, Call, Received, ReplyPlan, ReplyShape};
+use crate::proto::responder::{self, Call, ReplyPlan, ReplyShape};
 use crate::proto::v1::{self, RdmaError};
 use crate::rdma::{RwCtx, RwOp};
 use crate::sunrpc::{Ctxt, SendRqst, SvcRqst, XptFlag};
@@ -30,8 +30,10 @@ pub(super) fn sendto(conn: &SvcConn, rqst: &mut SvcRqst<'_>) -> i32 {
         return ENOTCONN.to_errno();
     };
     let len = (ctx.len.load(Relaxed) as usize).min(ctx.buf.len());
-    // The buffer was checked when it arrived, and nobody wrote it since.
-    let Ok(Received::Call(call)) = responder::receive(&ctx.buf.as_slice()[..len], &LIMITS) else {
+    // SAFETY: The request holds the buffer until `xpo_release_ctxt`.
+    let at = unsafe { ctx.call() };
+    // Checked when it arrived, and nobody wrote the buffer since.
+    let Some(call) = at.call(&ctx.buf.as_slice()[..len]) else {
         conn.close();
         return ENOTCONN.to_errno();
     };

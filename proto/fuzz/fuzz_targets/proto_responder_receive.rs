@@ -1,5 +1,6 @@
 //! The Responder's path for every received Call on arbitrary bytes:
-//! `receive`, then `assemble` and `plan_reply`. No panic; pieces contiguous
+//! `receive`, the Call found again where it lies, then `assemble` and
+//! `plan_reply`. No panic; the same Call found again; pieces contiguous
 //! and within the limit; every Reply byte sent once, by Write or inline;
 //! headers the size announced.
 #![no_main]
@@ -22,9 +23,12 @@ fuzz_target!(|data: &[u8]| {
             .min(len);
         (off, (len - off) / 2 + u32::from(knobs[11] >> 4))
     });
-    let Ok(Received::Call(call)) = receive(msg, &Limits::DEFAULT) else {
+    let Ok(Received::Call(received)) = receive(msg, &Limits::DEFAULT) else {
         return;
     };
+    // The server goes on from where the Call lies in its message.
+    let call = received.locate(msg).and_then(|at| at.call(msg)).unwrap();
+    assert_eq!(call, received);
     if let Ok(a) = assemble(&call, max_len) {
         let total = a.total_len();
         assert!(total <= max_len);
