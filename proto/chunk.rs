@@ -315,12 +315,22 @@ impl<'a> ChunkLists<'a> {
     /// `svc_rdma_get_inv_rkey` chooses it. `None` if there are none or
     /// several.
     pub fn sole_handle(&self) -> Option<u32> {
-        let reads = self.reads.segments().map(|s| s.segment.handle);
-        let writes = self.writes.chunks().flat_map(|c| c.segments());
-        let reply = self.reply.into_iter().flat_map(|c| c.segments());
-        let mut handles = reads.chain(writes.chain(reply).map(|s| s.handle));
-        let first = handles.next()?;
-        handles.all(|h| h == first).then_some(first)
+        // Loops rather than chained iterators: this runs for every Reply.
+        let mut sole = None;
+        let mut same = |handle: u32| *sole.get_or_insert(handle) == handle;
+        for s in self.reads.segments() {
+            if !same(s.segment.handle) {
+                return None;
+            }
+        }
+        for chunk in self.writes.chunks().chain(self.reply) {
+            for s in chunk.segments() {
+                if !same(s.handle) {
+                    return None;
+                }
+            }
+        }
+        sole
     }
 
     /// Decodes the three lists, enforcing `limits` over all of them.

@@ -210,7 +210,8 @@ fn short(buf: &[u8]) -> Refusal {
 /// Decodes and checks a received message; see the module documentation
 /// for the rules.
 pub fn receive<'a>(buf: &'a [u8], limits: &Limits) -> Result<Received<'a>, Refusal> {
-    let (fixed, proc) = FixedHeader::decode(&mut Reader::new(buf)).map_err(|_| short(buf))?;
+    let mut r = Reader::new(buf);
+    let (fixed, proc) = FixedHeader::decode(&mut r).map_err(|_| short(buf))?;
     let error = |error, cause| Refusal::Error {
         xid: fixed.xid,
         vers: fixed.vers,
@@ -233,7 +234,7 @@ pub fn receive<'a>(buf: &'a [u8], limits: &Limits) -> Result<Received<'a>, Refus
         v1::proc::ERROR => return Err(Refusal::Drop(DropReason::Error)),
         _ => {}
     }
-    let header = v1::decode(buf, limits).map_err(|e| match e {
+    let header = v1::decode_after_fixed(r, fixed, proc, limits).map_err(|e| match e {
         DecodeError::ShortPayload => Refusal::Drop(DropReason::ShortRpc),
         DecodeError::BadMsgType { value } => Refusal::Drop(DropReason::BadDirection { value }),
         e => chunk(Cause::Header(e)),
@@ -884,12 +885,12 @@ impl Writes<'_, '_> {
     fn advance(&mut self) -> bool {
         let plan = self.plan;
         if !self.body {
-            if let Some(payload) = plan.payloads.get(self.next) {
+            // Payload `i` goes into Write chunk `i`; they are placed from
+            // the first slot on, so an empty slot ends them.
+            if let Some(&Some((off, len))) = plan.payloads.get(self.next) {
                 self.next = self.next.saturating_add(1);
-                // Payload `i` goes into Write chunk `i`.
-                let chunk = self.chunks.next();
-                self.range = payload.map_or((0, 0), |(off, len)| (off, off.saturating_add(len)));
-                self.into = chunk.map(|c| Cursor::new(c.segments()));
+                self.range = (off, off.saturating_add(len));
+                self.into = self.chunks.next().map(|c| Cursor::new(c.segments()));
                 return true;
             }
             if !plan.nomsg {

@@ -13,7 +13,8 @@ pub(crate) const UNIT: usize = 4;
 #[derive(Clone, Debug)]
 pub(crate) struct Reader<'a> {
     rest: &'a [u8],
-    consumed: usize,
+    /// Length of the whole buffer: what is consumed is the difference.
+    len: usize,
 }
 
 impl<'a> Reader<'a> {
@@ -21,13 +22,14 @@ impl<'a> Reader<'a> {
     pub(crate) fn new(buf: &'a [u8]) -> Self {
         Self {
             rest: buf,
-            consumed: 0,
+            len: buf.len(),
         }
     }
 
     /// Number of bytes consumed so far.
     pub(crate) fn position(&self) -> usize {
-        self.consumed
+        // `rest` is a tail of the buffer: never longer than it.
+        self.len.saturating_sub(self.rest.len())
     }
 
     /// The bytes not yet consumed.
@@ -39,16 +41,14 @@ impl<'a> Reader<'a> {
     pub(crate) fn take(&mut self, len: usize) -> Option<&'a [u8]> {
         let (head, tail) = self.rest.split_at_checked(len)?;
         self.rest = tail;
-        self.consumed = self.consumed.checked_add(len)?;
         Some(head)
     }
 
     /// Decodes one unsigned 32-bit integer.
     pub(crate) fn u32(&mut self) -> Option<u32> {
-        let (word, _) = self.rest.split_first_chunk::<UNIT>()?;
-        let value = u32::from_be_bytes(*word);
-        self.take(UNIT)?;
-        Some(value)
+        let (word, tail) = self.rest.split_first_chunk::<UNIT>()?;
+        self.rest = tail;
+        Some(u32::from_be_bytes(*word))
     }
 
     /// Decodes an XDR `bool` or optional-data discriminator, which must be
@@ -122,14 +122,27 @@ impl<'a> Writer<'a> {
         Ok(())
     }
 
+    /// Appends `N` bytes: a word without the general path's slicing.
+    fn array<const N: usize>(&mut self, bytes: [u8; N]) -> Result<(), EncodeError> {
+        let dst = self
+            .buf
+            .get_mut(self.len..)
+            .and_then(|rest| rest.first_chunk_mut::<N>())
+            .ok_or(EncodeError::BufferTooSmall)?;
+        *dst = bytes;
+        // Within `buf`, so no overflow.
+        self.len = self.len.saturating_add(N);
+        Ok(())
+    }
+
     /// Appends one unsigned 32-bit integer.
     pub(crate) fn u32(&mut self, value: u32) -> Result<(), EncodeError> {
-        self.bytes(&value.to_be_bytes())
+        self.array(value.to_be_bytes())
     }
 
     /// Appends one unsigned 64-bit integer (XDR `unsigned hyper`).
     pub(crate) fn u64(&mut self, value: u64) -> Result<(), EncodeError> {
-        self.bytes(&value.to_be_bytes())
+        self.array(value.to_be_bytes())
     }
 
     /// Appends an XDR `bool` or optional-data discriminator.
