@@ -182,6 +182,7 @@ if [ -z "$REPORT" ]; then
                     f != ""          { print > f }'
                 tr -d '\r' < "$VM_DIR/server.results.log" | awk -v dir="$out" -v f="$out/perf-server.txt" '
                     /^RR-SCPU / { print $3, $4, $5, $6, $7 > (dir "/" $2 ".scpu"); close(dir "/" $2 ".scpu"); next }
+                    /^RR-SSCHED / { print $3, $4, $5 > (dir "/" $2 ".ssched"); close(dir "/" $2 ".ssched"); next }
                     /^RR-PERF-BEGIN/ { on = 1; next } /^RR-PERF-END/ { on = 0; next } on { print > f }'
                 tr -d '\r' < "$VM_DIR/client.results.log" | sed -n 's/^RR-MOUNT //p' > "$out/mount.txt"
                 tr -d '\r' < "$VM_DIR/client.results.log" | sed -n 's/^RR-MDMOUNT //p' > "$out/md-mount.txt"
@@ -315,6 +316,36 @@ cpu_per_op() {
         awk -v b="$bb" -v t="$t" -v i="$iops" \
             'BEGIN { if (i > 0 && t > 0) printf "%.3f\n", 1000 * b / t / i; else print "-" }'
     done
+}
+
+# sched_per_op MOD JOB DIR: the server's context switches, interrupts and
+# softirqs per operation, "ctxt intr softirq", one line per round (none
+# for a round without counts). Operations: the rate times the client's
+# window (the counts span the server's, a fraction of a second wider).
+sched_per_op() {
+    local d iops t c i s
+    for d in ${DIRS[$1]}; do
+        [ -s "$d/$2.ssched" ] && [ -s "$d/$2.cpu" ] || continue
+        iops=$(fio_value "$d" "$2" "$3" IOPS)
+        [ "$iops" != - ] || continue
+        t=$(awk '{ print $1 + $2 + $3 + $4 + $5 }' "$d/$2.cpu")
+        read -r c i s < "$d/$2.ssched"
+        awk -v o="$iops" -v t="$t" -v c="$c" -v i="$i" -v s="$s" \
+            'BEGIN { n = o * t / 100; if (n > 0) printf "%.2f %.2f %.2f\n", c / n, i / n, s / n }'
+    done
+}
+
+# sched_cell MOD JOB DIR: "ctxt/intr/softirq" per operation, each the
+# median over the rounds.
+sched_cell() {
+    local rows col meds=()
+    rows=$(sched_per_op "$@")
+    [ -n "$rows" ] || { echo -; return; }
+    for col in 1 2 3; do
+        # shellcheck disable=SC2046 # one value per round
+        meds+=("$(stats $(cut -d' ' -f"$col" <<< "$rows") | cut -d' ' -f1)")
+    done
+    printf '%.2f/%.2f/%.2f' "${meds[@]}"
 }
 
 # has_cpu: whether any round of this dimension has CPU samples of SIDE.
@@ -479,6 +510,18 @@ render() {
                 paired=-
                 [ "$pmed" = - ] || paired=$(awk -v m="$pmed" -v a="$plo" -v b="$phi" 'BEGIN { printf "%.2f [%.2f-%.2f]", m, a, b }')
                 printf '%-21s %22s %22s %6s %18s\n' "$title" "${cells[0]}" "${cells[1]}" "$r" "$paired"
+            done
+        } >> "$table"
+    fi
+    if [ "$SIDE" = server ] && ls ${DIRS[c]} ${DIRS[rs]} 2>/dev/null | grep -q '\.ssched$'; then
+        {
+            echo
+            echo "server wakeups per operation: context switches/interrupts/softirqs, median over the rounds"
+            printf '%-21s %22s %22s\n' workload C rpcrdma_rs
+            for w in "${WORKLOADS[@]}"; do
+                IFS='|' read -r title job what <<< "$w"
+                printf '%-21s %22s %22s\n' "$title" "$(sched_cell c "$job" "${what%% *}")" \
+                    "$(sched_cell rs "$job" "${what%% *}")"
             done
         } >> "$table"
     fi

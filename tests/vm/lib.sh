@@ -98,6 +98,14 @@ cpu_ticks() {
     awk '$1 == "cpu" { print $2 + $3, $4, $8, $5 + $6, $7 + $9 }' /proc/stat
 }
 
+# sched_counts: this VM's context switches, interrupts and softirqs so
+# far: "ctxt intr softirq" of /proc/stat. The bench divides what a job
+# added by its operations: how often a server is woken per operation.
+sched_counts() {
+    awk '$1 == "ctxt" { c = $2 } $1 == "intr" { i = $2 } $1 == "softirq" { s = $2 }
+        END { print c, i, s }' /proc/stat
+}
+
 # load_transport c|rs|none: insmod the RPC/RDMA transport this run asks for,
 # with the tunables in RR_MODPARAMS (comma-separated name=value; the names
 # are rpcrdma_rs's parameters: max_inline_read, max_inline_write,

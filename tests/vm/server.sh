@@ -211,8 +211,9 @@ profile_watch() {
 # (server_cpu in bench.sh); we take our CPU ticks at once, answer "started
 # NAME" or "stopped NAME" there, and at "stop" send the difference to the
 # host: RR-SCPU NAME user sys softirq idle other (ticks, as the client's
-# RR-CPU). Polled every 0.1 s, so the server's window exceeds the client's
-# by a fraction of a second. The poll forks nothing: busybox's sleep is a
+# RR-CPU), and RR-SSCHED NAME ctxt intr softirq (counts, sched_counts).
+# Polled every 0.1 s, so the server's window exceeds the client's by a
+# fraction of a second. The poll forks nothing: busybox's sleep is a
 # fork and exec (10 a second would be a visible share of the busy time we
 # measure), so it waits with the shell's read on a FIFO nobody writes.
 cpu_watch() {
@@ -222,12 +223,14 @@ cpu_watch() {
         [ ! -e /export/.cpu ] || read -r req < /export/.cpu 2>/dev/null || true
         case $req in
         "start "*)
-            t0=$(cpu_ticks)
+            t0=$(cpu_ticks) s0=$(sched_counts)
             echo "started ${req#start }" > /export/.cpu ;;
         "stop "*)
-            t1=$(cpu_ticks)
+            t1=$(cpu_ticks) s1=$(sched_counts)
             echo "$t0 $t1" | awk -v n="${req#stop }" \
                 '{ print "RR-SCPU", n, $6 - $1, $7 - $2, $8 - $3, $9 - $4, $10 - $5 }' > "$RESULTS"
+            echo "$s0 $s1" | awk -v n="${req#stop }" \
+                '{ print "RR-SSCHED", n, $4 - $1, $5 - $2, $6 - $3 }' > "$RESULTS"
             echo "stopped ${req#stop }" > /export/.cpu ;;
         esac
         read -r -t 0.1 -u 3 tick || true
