@@ -182,7 +182,7 @@ if [ -z "$REPORT" ]; then
                     f != ""          { print > f }'
                 tr -d '\r' < "$VM_DIR/server.results.log" | awk -v dir="$out" -v f="$out/perf-server.txt" '
                     /^RR-SCPU / { print $3, $4, $5, $6, $7 > (dir "/" $2 ".scpu"); close(dir "/" $2 ".scpu"); next }
-                    /^RR-SSCHED / { print $3, $4, $5 > (dir "/" $2 ".ssched"); close(dir "/" $2 ".ssched"); next }
+                    /^RR-SSCHED / { print $3, $4, $5, $6 > (dir "/" $2 ".ssched"); close(dir "/" $2 ".ssched"); next }
                     /^RR-PERF-BEGIN/ { on = 1; next } /^RR-PERF-END/ { on = 0; next } on { print > f }'
                 tr -d '\r' < "$VM_DIR/client.results.log" | sed -n 's/^RR-MOUNT //p' > "$out/mount.txt"
                 tr -d '\r' < "$VM_DIR/client.results.log" | sed -n 's/^RR-MDMOUNT //p' > "$out/md-mount.txt"
@@ -318,34 +318,35 @@ cpu_per_op() {
     done
 }
 
-# sched_per_op MOD JOB DIR: the server's context switches, interrupts and
-# softirqs per operation, "ctxt intr softirq", one line per round (none
-# for a round without counts). Operations: the rate times the client's
-# window (the counts span the server's, a fraction of a second wider).
-sched_per_op() {
-    local d iops t c i s
-    for d in ${DIRS[$1]}; do
-        [ -s "$d/$2.ssched" ] && [ -s "$d/$2.cpu" ] || continue
-        iops=$(fio_value "$d" "$2" "$3" IOPS)
-        [ "$iops" != - ] || continue
-        t=$(awk '{ print $1 + $2 + $3 + $4 + $5 }' "$d/$2.cpu")
-        read -r c i s < "$d/$2.ssched"
-        awk -v o="$iops" -v t="$t" -v c="$c" -v i="$i" -v s="$s" \
-            'BEGIN { n = o * t / 100; if (n > 0) printf "%.2f %.2f %.2f\n", c / n, i / n, s / n }'
+# rpc_costs JOB DIR...: what the server spent per RPC nfsd served in the
+# job's window, one line per round directory (none for one without
+# counts): "cpu_ms ctxt intr softirq". Every RPC counts, a job's setup
+# included (fio lays out the files a delete job removes), so both servers
+# are charged for the same work; per fio operation, a job whose setup is a
+# large part of its window is charged for the setup at the timed part's
+# rate.
+rpc_costs() {
+    local job=$1 d b c i s r
+    shift
+    for d in "$@"; do
+        [ -s "$d/$job.ssched" ] && [ -s "$d/$job.scpu" ] || continue
+        read -r c i s r < "$d/$job.ssched"
+        [ -n "$r" ] && [ "$r" -gt 0 ] || continue
+        b=$(awk '{ print $1 + $2 + $3 + $5 }' "$d/$job.scpu")
+        awk -v b="$b" -v c="$c" -v i="$i" -v s="$s" -v r="$r" \
+            'BEGIN { printf "%.3f %.2f %.2f %.2f\n", 10 * b / r, c / r, i / r, s / r }'
     done
 }
 
-# sched_cell MOD JOB DIR: "ctxt/intr/softirq" per operation, each the
-# median over the rounds.
-sched_cell() {
-    local rows col meds=()
-    rows=$(sched_per_op "$@")
-    [ -n "$rows" ] || { echo -; return; }
-    for col in 1 2 3; do
-        # shellcheck disable=SC2046 # one value per round
-        meds+=("$(stats $(cut -d' ' -f"$col" <<< "$rows") | cut -d' ' -f1)")
+# per_rpc MOD JOB COL [ROUND]: column COL of rpc_costs, one value per
+# round of MOD, or that of round ROUND.
+per_rpc() {
+    local d dirs=()
+    for d in ${DIRS[$1]}; do
+        [ -z "${4:-}" ] || [ "$(round_of "$1" "$d")" = "$4" ] || continue
+        dirs+=("$d")
     done
-    printf '%.2f/%.2f/%.2f' "${meds[@]}"
+    rpc_costs "$2" "${dirs[@]}" | cut -d' ' -f"$3"
 }
 
 # has_cpu: whether any round of this dimension has CPU samples of SIDE.
@@ -513,15 +514,42 @@ render() {
             done
         } >> "$table"
     fi
-    if [ "$SIDE" = server ] && ls ${DIRS[c]} ${DIRS[rs]} 2>/dev/null | grep -q '\.ssched$'; then
+    if [ "$SIDE" = server ] && [ -n "$(for w in "${WORKLOADS[@]}"; do IFS='|' read -r _ job _ <<< "$w"
+        per_rpc c "$job" 1; per_rpc rs "$job" 1; done)" ]; then
         {
             echo
-            echo "server wakeups per operation: context switches/interrupts/softirqs, median over the rounds"
-            printf '%-21s %22s %22s\n' workload C rpcrdma_rs
+            echo "server per RPC served in the job's window (setup included; both servers do the same RPCs): ms of"
+            echo "  vCPU, median [min-max] over the rounds, per round = rs/C of each round's two boots; then"
+            echo "  context switches/interrupts/softirqs per RPC, medians"
+            printf '%-21s %20s %20s %6s %18s %17s %17s\n' workload C rpcrdma_rs rs/C "per round" "C wakeups" "rs wakeups"
             for w in "${WORKLOADS[@]}"; do
-                IFS='|' read -r title job what <<< "$w"
-                printf '%-21s %22s %22s\n' "$title" "$(sched_cell c "$job" "${what%% *}")" \
-                    "$(sched_cell rs "$job" "${what%% *}")"
+                IFS='|' read -r title job _ <<< "$w"
+                declare -A pm=() pl=() ph=() wk=()
+                local cells=() col
+                for mod in c rs; do
+                    # shellcheck disable=SC2046 # one value per round
+                    read -r "pm[$mod]" "pl[$mod]" "ph[$mod]" _ < <(stats $(per_rpc "$mod" "$job" 1))
+                    if [ "${pm[$mod]}" = - ]; then cells+=(-); else
+                        cells+=("$(printf '%.3f [%.3f-%.3f]' "${pm[$mod]}" "${pl[$mod]}" "${ph[$mod]}")")
+                    fi
+                    wk[$mod]=
+                    for col in 2 3 4; do
+                        # shellcheck disable=SC2046 # one value per round
+                        wk[$mod]+="$(stats $(per_rpc "$mod" "$job" "$col") | cut -d' ' -f1)/"
+                    done
+                    wk[$mod]=${wk[$mod]%/}
+                done
+                pr=()
+                for d in ${DIRS[c]}; do
+                    local rnd
+                    rnd=$(round_of c "$d")
+                    pr+=("$(ratio "$(per_rpc c "$job" 1 "$rnd")" "$(per_rpc rs "$job" 1 "$rnd")")")
+                done
+                read -r pmed plo phi _ < <(stats "${pr[@]}")
+                paired=-
+                [ "$pmed" = - ] || paired=$(awk -v m="$pmed" -v a="$plo" -v b="$phi" 'BEGIN { printf "%.2f [%.2f-%.2f]", m, a, b }')
+                printf '%-21s %20s %20s %6s %18s %17s %17s\n' "$title" "${cells[0]}" "${cells[1]}" \
+                    "$(ratio "${pm[c]}" "${pm[rs]}")" "$paired" "${wk[c]}" "${wk[rs]}"
             done
         } >> "$table"
     fi

@@ -99,11 +99,13 @@ cpu_ticks() {
 }
 
 # sched_counts: this VM's context switches, interrupts and softirqs so
-# far: "ctxt intr softirq" of /proc/stat. The bench divides what a job
-# added by its operations: how often a server is woken per operation.
+# far ("ctxt intr softirq" of /proc/stat) and the RPCs nfsd has served
+# (0 without nfsd). The bench divides what a job added to each, and the
+# CPU ticks, by the RPCs: how often and how long a server works per RPC.
 sched_counts() {
-    awk '$1 == "ctxt" { c = $2 } $1 == "intr" { i = $2 } $1 == "softirq" { s = $2 }
-        END { print c, i, s }' /proc/stat
+    { cat /proc/stat; cat /proc/net/rpc/nfsd 2>/dev/null; } |
+        awk '$1 == "ctxt" { c = $2 } $1 == "intr" { i = $2 } $1 == "softirq" { s = $2 }
+            $1 == "rpc" { r = $2 } END { print c, i, s, r + 0 }'
 }
 
 # load_transport c|rs|none: insmod the RPC/RDMA transport this run asks for,

@@ -211,7 +211,7 @@ profile_watch() {
 # (server_cpu in bench.sh); we take our CPU ticks at once, answer "started
 # NAME" or "stopped NAME" there, and at "stop" send the difference to the
 # host: RR-SCPU NAME user sys softirq idle other (ticks, as the client's
-# RR-CPU), and RR-SSCHED NAME ctxt intr softirq (counts, sched_counts).
+# RR-CPU), and RR-SSCHED NAME ctxt intr softirq rpcs (sched_counts).
 # Polled every 0.1 s, so the server's window exceeds the client's by a
 # fraction of a second. The poll forks nothing: busybox's sleep is a
 # fork and exec (10 a second would be a visible share of the busy time we
@@ -230,7 +230,7 @@ cpu_watch() {
             echo "$t0 $t1" | awk -v n="${req#stop }" \
                 '{ print "RR-SCPU", n, $6 - $1, $7 - $2, $8 - $3, $9 - $4, $10 - $5 }' > "$RESULTS"
             echo "$s0 $s1" | awk -v n="${req#stop }" \
-                '{ print "RR-SSCHED", n, $4 - $1, $5 - $2, $6 - $3 }' > "$RESULTS"
+                '{ print "RR-SSCHED", n, $5 - $1, $6 - $2, $7 - $3, $8 - $4 }' > "$RESULTS"
             echo "stopped ${req#stop }" > /export/.cpu ;;
         esac
         read -r -t 0.1 -u 3 tick || true
