@@ -521,7 +521,7 @@ render() {
             echo "server per RPC served in the job's window (setup included; both servers do the same RPCs): ms of"
             echo "  vCPU, median [min-max] over the rounds, per round = rs/C of each round's two boots; then"
             echo "  context switches/interrupts/softirqs per RPC, medians"
-            printf '%-21s %20s %20s %6s %18s %17s %17s\n' workload C rpcrdma_rs rs/C "per round" "C wakeups" "rs wakeups"
+            printf '%-21s %22s %22s %6s %18s %17s %17s\n' workload C rpcrdma_rs rs/C "per round" "C wakeups" "rs wakeups"
             for w in "${WORKLOADS[@]}"; do
                 IFS='|' read -r title job _ <<< "$w"
                 declare -A pm=() pl=() ph=() wk=()
@@ -548,7 +548,7 @@ render() {
                 read -r pmed plo phi _ < <(stats "${pr[@]}")
                 paired=-
                 [ "$pmed" = - ] || paired=$(awk -v m="$pmed" -v a="$plo" -v b="$phi" 'BEGIN { printf "%.2f [%.2f-%.2f]", m, a, b }')
-                printf '%-21s %20s %20s %6s %18s %17s %17s\n' "$title" "${cells[0]}" "${cells[1]}" \
+                printf '%-21s %22s %22s %6s %18s %17s %17s\n' "$title" "${cells[0]}" "${cells[1]}" \
                     "$(ratio "${pm[c]}" "${pm[rs]}")" "$paired" "${wk[c]}" "${wk[rs]}"
             done
         } >> "$table"
