@@ -21,7 +21,7 @@ use kernel::sync::{new_condvar, new_spinlock, CondVar, SetOnce, SpinLock};
 
 use super::{Counter, SvcConfig, TOTALS};
 use crate::proto::pvt::{self, InlineThresholds, PrivateData};
-use crate::proto::responder::{CallAt, MAX_PAYLOADS};
+use crate::proto::responder::{Call, CallAt, MAX_PAYLOADS};
 use crate::rdma::{
     CmEvent, CmHandler, CmId, ConnParam, ConnRequest, Cq, CqEntry, CqHandler, Device, DmaBuf,
     DmaDir, PageSeg, Pd, Qp, QpCaps, QpInit, RecvWr, RwCtx, Wc,
@@ -200,15 +200,24 @@ impl RecvCtx {
         &self.conn
     }
 
-    /// The Call in the buffer, as [`RecvCtx::set_call`] left it.
+    /// The bytes the device received into the buffer.
+    pub(super) fn received(&self) -> &[u8] {
+        let len = (self.len.load(Relaxed) as usize).min(self.buf.len());
+        &self.buf.as_slice()[..len]
+    }
+
+    /// The Call in the buffer, found again where [`RecvCtx::set_call`]
+    /// recorded it, over the received bytes, which nobody wrote since they
+    /// were checked; `None` if their length changed.
     ///
     /// # Safety
     ///
     /// The caller holds the buffer (type invariant).
-    pub(super) unsafe fn call(&self) -> CallAt {
+    pub(super) unsafe fn call(&self) -> Option<Call<'_>> {
         // SAFETY: Nobody writes `call` while the caller holds the buffer
         // (type invariant).
-        unsafe { *self.call.get() }
+        let at = unsafe { *self.call.get() };
+        at.call(self.received())
     }
 
     /// Records where the Call in the buffer lies.

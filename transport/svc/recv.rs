@@ -16,7 +16,6 @@
 
 use kernel::page::PAGE_SIZE;
 use kernel::prelude::*;
-use kernel::sync::atomic::Relaxed;
 
 use super::conn::{CallReads, RecvCtx, SvcConn};
 use super::{backchannel, send};
@@ -63,12 +62,11 @@ pub(super) fn recvfrom(conn: &SvcConn, rqst: &mut SvcRqst<'_>) -> i32 {
     let Some(ctx) = conn.ep().and_then(|ep| ep.recvs.get(idx as usize)) else {
         return 0;
     };
-    let len = (ctx.len.load(Relaxed) as usize).min(ctx.buf.len());
     if pulled {
-        return reads_done(conn, ctx, rqst, idx, len);
+        return reads_done(conn, ctx, rqst, idx);
     }
-    ctx.buf.sync_for_cpu(len);
-    let msg = &ctx.buf.as_slice()[..len];
+    let msg = ctx.received();
+    ctx.buf.sync_for_cpu(msg.len());
     let call = match responder::receive(msg, &LIMITS) {
         Ok(Received::Call(call)) => call,
         Ok(Received::BackchannelReply {
@@ -140,13 +138,11 @@ pub(super) fn recvfrom(conn: &SvcConn, rqst: &mut SvcRqst<'_>) -> i32 {
     }
 }
 
-/// The Reads of the Call in buffer `idx`, `len` bytes, are done: the
-/// Call goes to nfsd, assembled in `rqst`.
-fn reads_done(conn: &SvcConn, ctx: &RecvCtx, rqst: &mut SvcRqst<'_>, idx: u32, len: usize) -> i32 {
+/// The Reads of the Call in buffer `idx` are done: the Call goes to
+/// nfsd, assembled in `rqst`.
+fn reads_done(conn: &SvcConn, ctx: &RecvCtx, rqst: &mut SvcRqst<'_>, idx: u32) -> i32 {
     // SAFETY: We hold the buffer: it came off the receive queue.
-    let at = unsafe { ctx.call() };
-    // Checked when it arrived, and nobody wrote the buffer since.
-    let Some(call) = at.call(&ctx.buf.as_slice()[..len]) else {
+    let Some(call) = (unsafe { ctx.call() }) else {
         conn.close();
         return 0;
     };

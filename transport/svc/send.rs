@@ -29,11 +29,8 @@ pub(super) fn sendto(conn: &SvcConn, rqst: &mut SvcRqst<'_>) -> i32 {
     let Some(ctx) = conn.ep().and_then(|ep| ep.recvs.get(idx_of(ctxt) as usize)) else {
         return ENOTCONN.to_errno();
     };
-    let len = (ctx.len.load(Relaxed) as usize).min(ctx.buf.len());
     // SAFETY: The request holds the buffer until `xpo_release_ctxt`.
-    let at = unsafe { ctx.call() };
-    // Checked when it arrived, and nobody wrote the buffer since.
-    let Some(call) = at.call(&ctx.buf.as_slice()[..len]) else {
+    let Some(call) = (unsafe { ctx.call() }) else {
         conn.close();
         return ENOTCONN.to_errno();
     };
