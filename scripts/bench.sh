@@ -349,6 +349,16 @@ per_rpc() {
     rpc_costs "$2" "${dirs[@]}" | cut -d' ' -f"$3"
 }
 
+# has_rpcs: whether any server round counted nfsd's RPCs (runs before
+# fdf4577 counted wakeups only).
+has_rpcs() {
+    local d
+    for d in ${DIRS[c]} ${DIRS[rs]}; do
+        if awk 'NF >= 4 && $4 > 0 { found = 1 } END { exit !found }' "$d"/*.ssched 2>/dev/null; then return 0; fi
+    done
+    return 1
+}
+
 # has_cpu: whether any round of this dimension has CPU samples of SIDE.
 has_cpu() {
     local ext=cpu d
@@ -514,8 +524,7 @@ render() {
             done
         } >> "$table"
     fi
-    if [ "$SIDE" = server ] && [ -n "$(for w in "${WORKLOADS[@]}"; do IFS='|' read -r _ job _ <<< "$w"
-        per_rpc c "$job" 1; per_rpc rs "$job" 1; done)" ]; then
+    if [ "$SIDE" = server ] && has_rpcs; then
         {
             echo
             echo "server per RPC served in the job's window (setup included; both servers do the same RPCs): ms of"
