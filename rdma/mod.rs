@@ -32,4 +32,4 @@ pub(crate) use frwr::{FrwrList, FrwrMr, FrwrOwner, FrwrPool};
 pub(crate) use listen::{ConnRequest, ListenHandler, Listener, QpInit};
 pub(crate) use mr::{Mr, PageSeg, Registered};
 pub(crate) use qp::{Qp, RecvWr, SendChain};
-pub(crate) use rw::{RwCtx, RwOp};
+pub(crate) use rw::{RwCtx, RwOp, RwSpares};

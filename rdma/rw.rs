@@ -34,17 +34,19 @@ impl RwOp {
 
 /// One RDMA Read or Write between local pages and one remote segment: an
 /// initialised `rdma_rw_ctx`, its scatterlist and the DMA mapping of the
-/// pages, all released on drop.
+/// pages, all released on drop, or by [`RwCtx::recycle`], which keeps the
+/// memory for the next context.
 ///
 /// # Invariants
 ///
-/// `mem.ctx` was initialised by `rdma_rw_ctx_init` on `qp` and `port` over
+/// `mem` is `Some` until the value is recycled or dropped; while it is,
+/// its `ctx` was initialised by `rdma_rw_ctx_init` on `qp` and `port` over
 /// the `sg_len` entries at [`sg_ptr`], DMA-mapped in `op`'s direction;
 /// `qp` outlives this value (the contract of [`RwCtx::new`]). The context
 /// is boxed because it points into itself (its single work request at its
 /// SGE). `big_sg` is empty when the entries fit in `mem.sg`.
 pub(crate) struct RwCtx {
-    mem: KBox<RwMem>,
+    mem: Option<KBox<RwMem>>,
     big_sg: KVec<sys::scatterlist>,
     sg_len: u32,
     qp: Qp,
@@ -56,13 +58,54 @@ pub(crate) struct RwCtx {
 
 /// Scatterlist entries kept beside the context, in its one allocation: a
 /// small READ payload, a Reply chunk or a short Read chunk touches one or
-/// two pages, and a Reply with a Write then costs one allocation, not two.
+/// two pages, and a Reply with a Write then needs no other allocation.
 const INLINE_SGES: usize = 2;
 
 /// The context and, for a short list, its scatterlist.
 struct RwMem {
     ctx: Opaque<sys::rdma_rw_ctx>,
     sg: [sys::scatterlist; INLINE_SGES],
+}
+
+/// Memory of released contexts, kept by their owner (a Send buffer, a
+/// Receive buffer's Reads) for the next ones, so that the Reply or Call
+/// after the first allocates none: svcrdma keeps its rw contexts on a free
+/// list too. It holds at most the room given to [`RwSpares::with_room`]
+/// and allocates nothing after that.
+pub(crate) struct RwSpares {
+    free: KVec<KBox<RwMem>>,
+}
+
+impl RwSpares {
+    /// Room for `n` spares.
+    pub(crate) fn with_room(n: usize) -> Result<Self> {
+        Ok(Self {
+            free: KVec::with_capacity(n, GFP_KERNEL)?,
+        })
+    }
+
+    /// Spares held now.
+    pub(crate) fn len(&self) -> usize {
+        self.free.len()
+    }
+
+    fn take(&mut self) -> Result<KBox<RwMem>> {
+        match self.free.pop() {
+            Some(mem) => Ok(mem),
+            None => Ok(KBox::new(
+                RwMem {
+                    ctx: Opaque::zeroed(),
+                    sg: [sys::scatterlist::default(); INLINE_SGES],
+                },
+                GFP_KERNEL,
+            )?),
+        }
+    }
+
+    fn keep(&mut self, mem: KBox<RwMem>) {
+        // Past the room, the memory is freed.
+        let _ = self.free.push_within_capacity(mem);
+    }
 }
 
 /// A context's scatterlist: beside it in `mem`, or `big` for a long one.
@@ -89,10 +132,11 @@ impl RwCtx {
     ///
     /// The pages of `segs` must stay allocated, and the CPU must not write
     /// their bytes (nor read them, for a Read), until the returned value
-    /// is dropped; the QP of `id`
-    /// (created with room for rdma_rw contexts, see
-    /// [`QpCaps::rdma_ctxs`](super::QpCaps)) must outlive it.
+    /// is dropped or recycled; the QP of `id` (created with room for
+    /// rdma_rw contexts, see [`QpCaps::rdma_ctxs`](super::QpCaps)) must
+    /// outlive it. Its memory comes from `spares` when one is there.
     pub(crate) unsafe fn new<H: CmHandler>(
+        spares: &mut RwSpares,
         id: &CmId<H>,
         segs: &[PageSeg],
         remote_addr: u64,
@@ -105,13 +149,7 @@ impl RwCtx {
             return Err(EINVAL);
         }
         let n = u32::try_from(segs.len()).map_err(|_| EINVAL)?;
-        let mut mem = KBox::new(
-            RwMem {
-                ctx: Opaque::zeroed(),
-                sg: [sys::scatterlist::default(); INLINE_SGES],
-            },
-            GFP_KERNEL,
-        )?;
+        let mut mem = spares.take()?;
         let mut big_sg = if segs.len() > INLINE_SGES {
             KVec::from_elem(sys::scatterlist::default(), segs.len(), GFP_KERNEL)?
         } else {
@@ -130,7 +168,8 @@ impl RwCtx {
         }
         // SAFETY: The context is writable and stays at its address
         // (boxed); `qp` is live; `sgp` holds `n` entries over live pages.
-        // On error the context maps nothing.
+        // rdma_rw sets every field it later reads, so a recycled context
+        // needs no clearing. On error the context maps nothing.
         let rc = unsafe {
             sys::rdma_rw_ctx_init(
                 mem.ctx.get(),
@@ -145,12 +184,13 @@ impl RwCtx {
             )
         };
         if rc < 0 {
+            spares.keep(mem);
             return Err(Error::from_errno(rc));
         }
         // INVARIANT: initialised over the `n` entries at `sgp`, which
         // `sg_ptr` finds again, on the QP of `id`.
         Ok(Self {
-            mem,
+            mem: Some(mem),
             big_sg,
             sg_len: n,
             qp,
@@ -194,12 +234,13 @@ impl RwCtx {
     ) -> Option<RwChain> {
         let (last, rest) = ctxs.split_last_mut()?;
         let qp = last.qp;
+        let ctx = last.mem.as_ref()?.ctx.get();
         // SAFETY: `last` is initialised on the live `qp` (type invariant);
         // without a chain, rdma_rw signals its last work request on
         // `entry` and returns its first.
         let first = unsafe {
             sys::rdma_rw_ctx_wrs(
-                last.mem.ctx.get(),
+                ctx,
                 qp.as_ptr(),
                 last.port,
                 entry.as_ptr(),
@@ -230,12 +271,15 @@ impl RwCtx {
         &mut self,
         next: NonNull<sys::ib_send_wr>,
     ) -> NonNull<sys::ib_send_wr> {
+        let Some(mem) = self.mem.as_ref() else {
+            return next;
+        };
         // SAFETY: `ctx` is initialised on the live `qp` (type invariant);
         // with a chain to link to, rdma_rw sets no completion and returns
         // its first work request, which is never null.
         let first = unsafe {
             sys::rdma_rw_ctx_wrs(
-                self.mem.ctx.get(),
+                mem.ctx.get(),
                 self.qp.as_ptr(),
                 self.port,
                 core::ptr::null_mut(),
@@ -244,18 +288,26 @@ impl RwCtx {
         };
         NonNull::new(first).unwrap_or(next)
     }
-}
 
-impl Drop for RwCtx {
-    fn drop(&mut self) {
-        let sg = sg_ptr(&mut self.mem, &mut self.big_sg);
+    /// Releases the context, as dropping it does, and keeps its memory in
+    /// `spares` for the next one.
+    pub(crate) fn recycle(mut self, spares: &mut RwSpares) {
+        if let Some(mem) = self.release() {
+            spares.keep(mem);
+        }
+    }
+
+    /// Unmaps the pages and destroys the context; its memory, once.
+    fn release(&mut self) -> Option<KBox<RwMem>> {
+        let mut mem = self.mem.take()?;
+        let sg = sg_ptr(&mut mem, &mut self.big_sg);
         // SAFETY: The context is initialised over the `sg_len` entries at
         // `sg` on the live `qp` (type invariant) and not posted (`post`'s
-        // contract). Unmapping makes an RDMA Read's bytes visible to the
-        // CPU.
+        // contract); `mem` is gone from `self`, so this runs once.
+        // Unmapping makes an RDMA Read's bytes visible to the CPU.
         unsafe {
             sys::rdma_rw_ctx_destroy(
-                self.mem.ctx.get(),
+                mem.ctx.get(),
                 self.qp.as_ptr(),
                 self.port,
                 sg,
@@ -263,6 +315,13 @@ impl Drop for RwCtx {
                 self.op.dir().raw(),
             )
         };
+        Some(mem)
+    }
+}
+
+impl Drop for RwCtx {
+    fn drop(&mut self) {
+        drop(self.release());
     }
 }
 

@@ -19,7 +19,8 @@ use kernel::types::Opaque;
 
 use super::{
     CmEvent, CmHandler, CmId, ConnParam, ConnRequest, Cq, CqEntry, CqHandler, DmaBuf, DmaDir,
-    ListenHandler, Listener, Mr, PageSeg, Pd, QpCaps, QpInit, RecvWr, RwCtx, RwOp, SendChain, Wc,
+    ListenHandler, Listener, Mr, PageSeg, Pd, QpCaps, QpInit, RecvWr, RwCtx, RwOp, RwSpares,
+    SendChain, Wc,
 };
 use crate::sys;
 
@@ -580,6 +581,9 @@ fn exchange(server: &Server, client: &mut Client, client_page: &Page, server_pag
         offset: 0,
         len: LEN as u32,
     };
+    // The Reads' memory serves the Write after them, as a connection's
+    // contexts reuse theirs.
+    let mut spares = RwSpares::with_room(2).map_err(|_| "server: no memory")?;
     {
         // Two Reads, one per half of the buffer, chained in one post with
         // only the last signalled (a Call's Read chunks): its completion
@@ -592,8 +596,9 @@ fn exchange(server: &Server, client: &mut Client, client_page: &Page, server_pag
             // SAFETY: `server_page` outlives the contexts, and is not
             // touched until they are dropped; the child's QP outlives
             // them too.
-            let ctx = unsafe { RwCtx::new(child, &[part], remote, reg.rkey, RwOp::Read) }
-                .map_err(|_| "server: rdma_rw_ctx_init (Read)")?;
+            let ctx =
+                unsafe { RwCtx::new(&mut spares, child, &[part], remote, reg.rkey, RwOp::Read) }
+                    .map_err(|_| "server: rdma_rw_ctx_init (Read)")?;
             if ctx.wr_count() == 0 {
                 return Err("server: Read context without work requests");
             }
@@ -606,6 +611,12 @@ fn exchange(server: &Server, client: &mut Client, client_page: &Page, server_pag
         // SAFETY: As above.
         unsafe { chain.post() }.map_err(|_| "server: post Reads")?;
         settle(child, server.wc.wait("server: RDMA Read failed"))?;
+        for ctx in ctxs.drain_all() {
+            ctx.recycle(&mut spares);
+        }
+        if spares.len() != 2 {
+            return Err("server: recycled Read contexts not kept");
+        }
     }
     if !matches(server_page, read_pattern)? {
         return Err("server: RDMA Read brought the wrong bytes");
@@ -632,8 +643,12 @@ fn exchange(server: &Server, client: &mut Client, client_page: &Page, server_pag
         let qp = child.qp().ok_or("server: no QP")?;
         let mut ctxs = KVec::new();
         // SAFETY: As above.
-        let ctx = unsafe { RwCtx::new(child, &[seg], reg.iova, reg.rkey, RwOp::Write) }
-            .map_err(|_| "server: rdma_rw_ctx_init (Write)")?;
+        let ctx =
+            unsafe { RwCtx::new(&mut spares, child, &[seg], reg.iova, reg.rkey, RwOp::Write) }
+                .map_err(|_| "server: rdma_rw_ctx_init (Write)")?;
+        if spares.len() != 1 {
+            return Err("server: Write context not made from a recycled one");
+        }
         ctxs.push(ctx, GFP_KERNEL)
             .map_err(|_| "server: no memory")?;
         // SAFETY: The context, `msg` and `server.wc` stay until the Send

@@ -24,7 +24,7 @@ use crate::proto::pvt::{self, InlineThresholds, PrivateData};
 use crate::proto::responder::{Call, CallAt, MAX_PAYLOADS};
 use crate::rdma::{
     CmEvent, CmHandler, CmId, ConnParam, ConnRequest, Cq, CqEntry, CqHandler, Device, DmaBuf,
-    DmaDir, PageSeg, Pd, Qp, QpCaps, QpInit, RecvWr, RwCtx, Wc,
+    DmaDir, PageSeg, Pd, Qp, QpCaps, QpInit, RecvWr, RwCtx, RwSpares, Wc,
 };
 use crate::sunrpc::{new_object, DebugDir, Net, PageRefs, Serv, SvcObject, SvcXprt};
 use crate::sys;
@@ -175,8 +175,26 @@ pub(super) struct CallReads {
     /// before the pages are put.
     pub(super) ctxs: KVec<RwCtx>,
     pub(super) pages: PageRefs,
+    /// Memory of the contexts of earlier Calls.
+    pub(super) spares: RwSpares,
     pub(super) segments: u64,
     pub(super) bytes: u64,
+}
+
+impl CallReads {
+    /// Unmaps the pages, which makes the Reads' data visible to the CPU,
+    /// and keeps the contexts' memory for the next Call.
+    pub(super) fn unmap(&mut self) {
+        for ctx in self.ctxs.drain_all() {
+            ctx.recycle(&mut self.spares);
+        }
+    }
+
+    /// Unmaps and puts the pages.
+    pub(super) fn release(&mut self) {
+        self.unmap();
+        self.pages.release();
+    }
 }
 
 /// A slot of [`RecvCtx::payloads`] that holds none.
@@ -327,25 +345,30 @@ pub(super) struct ReplyIo {
     /// Where the pieces of each Write's pages are gathered, kept for the
     /// next Reply so that a Reply with Writes allocates no list.
     pub(super) segs: KVec<PageSeg>,
+    /// Memory of the Writes of earlier Replies, likewise.
+    pub(super) spares: RwSpares,
     /// Send Queue room the slot reserved for the Writes, given back with
     /// the Send's when it completes.
     room: u32,
 }
 
 impl ReplyIo {
-    fn new() -> Self {
-        Self {
+    fn new() -> Result<Self> {
+        Ok(Self {
             writes: KVec::new(),
             pages: PageRefs::new(),
             segs: KVec::new(),
+            spares: RwSpares::with_room(RW_SPARES)?,
             room: 0,
-        }
+        })
     }
 
     /// Unmaps and releases everything; returns the room reserved for the
     /// Writes.
     fn release(&mut self) -> u32 {
-        self.writes.clear();
+        for ctx in self.writes.drain_all() {
+            ctx.recycle(&mut self.spares);
+        }
         self.pages.release();
         core::mem::take(&mut self.room)
     }
@@ -862,6 +885,7 @@ impl SvcConn {
                     reads: UnsafeCell::new(CallReads {
                         ctxs: KVec::new(),
                         pages: PageRefs::new(),
+                        spares: RwSpares::with_room(RW_SPARES)?,
                         segments: 0,
                         bytes: 0,
                     }),
@@ -880,7 +904,7 @@ impl SvcConn {
                 SendCtx {
                     cqe: CqEntry::new(),
                     buf: UnsafeCell::new(buf),
-                    io: UnsafeCell::new(ReplyIo::new()),
+                    io: UnsafeCell::new(ReplyIo::new()?),
                     conn: this,
                     idx,
                 },
@@ -1217,6 +1241,10 @@ fn send_count(cfg: &SvcConfig) -> u32 {
 
 /// Most Send buffers of a connection.
 const MAX_SENDS: u32 = 64;
+
+/// rdma_rw contexts' memory kept per Send and Receive buffer: a READ's
+/// payload or a Reply chunk takes one, a WRITE's data one, rarely more.
+const RW_SPARES: usize = 2;
 
 /// Pages an RDMA Read or Write work request gathers or scatters: rdma_rw
 /// takes the QP's `max_send_sge` (for Reads, no more than the device's

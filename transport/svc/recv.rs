@@ -185,8 +185,7 @@ fn pull(
         let reads = unsafe { ctx.reads() };
         let res = prepare(id, rqst, reads, &asm, pages);
         if res.is_err() {
-            reads.ctxs.clear();
-            reads.pages.release();
+            reads.release();
         }
         res?
     };
@@ -195,8 +194,7 @@ fn pull(
     if let Err(e) = conn.get_wrs(wrs) {
         // SAFETY: As above; nothing was posted.
         let reads = unsafe { ctx.reads() };
-        reads.ctxs.clear();
-        reads.pages.release();
+        reads.release();
         return Err((e == E2BIG).then_some(RdmaError::Chunk));
     }
     // SAFETY: We hold the buffer and give it up; no reference from
@@ -241,7 +239,8 @@ fn prepare(
             // until the contexts, declared before them, are dropped (after
             // the Reads completed, or the QP was drained); the QP lives as
             // long as the connection, which owns `reads`.
-            let ctx = unsafe { RwCtx::new(id, &segs, offset, handle, RwOp::Read) };
+            let ctx =
+                unsafe { RwCtx::new(&mut reads.spares, id, &segs, offset, handle, RwOp::Read) };
             let ctx = ctx.map_err(|e| {
                 rwarn!("server: cannot set up an RDMA Read: {:?}\n", e);
                 None
@@ -265,8 +264,7 @@ fn assemble(
     // SAFETY: We hold the buffer: it came off the queue its Reads'
     // completion put it on.
     let reads = unsafe { ctx.reads() };
-    // Unmapping makes the Read data visible to the CPU.
-    reads.ctxs.clear();
+    reads.unmap();
     conn.count(|s| &s.read_segments, reads.segments);
     conn.count(|s| &s.read_bytes, reads.bytes);
     let res = rqst.put_arg_pages(&mut reads.pages);

@@ -87,7 +87,16 @@ fn reply(conn: &SvcConn, rqst: &mut SvcRqst<'_>, call: &Call<'_>, plan: &ReplyPl
         // Writes completed (`ReplyIo`); on an early return the slot drops
         // the context, the pages still the request's. The QP lives as long
         // as the connection.
-        let ctx = unsafe { RwCtx::new(id, &io.segs, w.offset, w.handle, RwOp::Write)? };
+        let ctx = unsafe {
+            RwCtx::new(
+                &mut io.spares,
+                id,
+                &io.segs,
+                w.offset,
+                w.handle,
+                RwOp::Write,
+            )?
+        };
         io.writes.push(ctx, GFP_KERNEL)?;
         bytes += u64::from(w.len);
     }
