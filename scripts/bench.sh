@@ -50,6 +50,12 @@
 #                 both guests (the report's top functions go to
 #                 perf-$mod-r$N/); profiling slows the guests, so a profiled
 #                 round's numbers are not for the table
+#   PROFILER=perf  with PROFILE, what profiles: perf (cpu-clock samples of
+#                 both guests) or funcs (the server's kernel functions
+#                 counted by ftrace's function profiler, with the RPCs it
+#                 served, in perf-server.txt: exact calls per RPC, to set
+#                 the two servers side by side; the guest runs several
+#                 times slower meanwhile)
 #   REPORT=out/bench-...   no VMs: print the table and chart of that run again
 #
 # Each job also records the client's CPU time (user, sys, softirq, idle);
@@ -73,6 +79,8 @@ set -euo pipefail
 REPS=${REPS:-3} RUNTIME=${RUNTIME:-10} SIZE=${SIZE:-64} MDFILES=${MDFILES:-1000} CLIENTS=${CLIENTS:-c rs} SERVERS=${SERVERS:-c rs}
 BENCH_DIMS=${BENCH_DIMS:-client server}
 VERS=${VERS:-4.2} REPORT=${REPORT:-} VM_LINK=${LINK:-unix} KERNEL=${KERNEL:-bench} JOBS=${JOBS:-} PROFILE=${PROFILE:-}
+PROFILER=${PROFILER:-perf}
+case $PROFILER in perf | funcs) ;; *) die "PROFILER=$PROFILER: perf or funcs" ;; esac
 CLOCK=${CLOCK:-icount}
 T_PASS=0 T_FAIL=0
 RUN_DIR=${REPORT:-$REPO_DIR/out/bench-$(date +%Y%m%d-%H%M%S)}
@@ -95,7 +103,7 @@ if [ -n "$REPORT" ]; then MDFILES=$(cat "$RUN_DIR/mdfiles.txt" 2>/dev/null || ec
 need=()
 command -v jq >/dev/null || need+=(jq)
 command -v gnuplot >/dev/null || need+=(gnuplot-nox)
-[ -z "$PROFILE" ] || command -v perf >/dev/null || need+=(linux-perf)
+[ -z "$PROFILE" ] || [ "$PROFILER" = funcs ] || command -v perf >/dev/null || need+=(linux-perf)
 if ((${#need[@]})); then
     step "apt: installing ${need[*]}"
     SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
@@ -132,7 +140,7 @@ if [ -z "$REPORT" ]; then
     # perf's binary, not Debian's wrapper script (which picks a perf_X.Y
     # by the running kernel's version).
     VM_EXTRA_BINS=
-    if [ -n "$PROFILE" ]; then
+    if [ -n "$PROFILE" ] && [ "$PROFILER" = perf ]; then
         VM_EXTRA_BINS=$(command -v perf)
         [ "$(head -c 4 "$VM_EXTRA_BINS" | tr -d '\177')" = ELF ] ||
             VM_EXTRA_BINS=$(ls /usr/bin/perf_[0-9]* | sort -V | tail -n 1)
@@ -146,7 +154,7 @@ if [ -z "$REPORT" ]; then
     echo "$MDFILES" > "$RUN_DIR/mdfiles.txt"
     words="rr.runtime=$RUNTIME rr.size=$SIZE rr.mdfiles=$MDFILES"
     [ -z "$JOBS" ] || words="$words rr.jobs=${JOBS// /,}"
-    [ -z "$PROFILE" ] || words="$words rr.profile=${PROFILE// /,}"
+    [ -z "$PROFILE" ] || words="$words rr.profile=${PROFILE// /,} rr.profiler=$PROFILER"
     for ((round = 1; round <= REPS; round++)); do
         for dim in $BENCH_DIMS; do
             if [ "$dim" = client ]; then mods=$CLIENTS pfx=; else mods=$SERVERS pfx=srv-; fi
@@ -156,12 +164,12 @@ if [ -z "$REPORT" ]; then
             for mod in $mods; do
                 if [ "$dim" = client ]; then
                     what="client $mod, C server"
-                    swords="rr.mod=c rr.maxblksize=1048576${PROFILE:+ rr.profile=on}"
+                    swords="rr.mod=c rr.maxblksize=1048576${PROFILE:+ rr.profile=on rr.profiler=$PROFILER}"
                     cwords="rr.script=bench rr.mod=$mod rr.proto=rdma rr.vers=$VERS $words"
                 else
                     # The server samples its CPU around each job (rr.srvcpu).
                     what="server $mod, C client"
-                    swords="rr.mod=$mod rr.maxblksize=1048576 rr.srvcpu=on${PROFILE:+ rr.profile=on}"
+                    swords="rr.mod=$mod rr.maxblksize=1048576 rr.srvcpu=on${PROFILE:+ rr.profile=on rr.profiler=$PROFILER}"
                     cwords="rr.script=bench rr.mod=c rr.proto=rdma rr.vers=$VERS rr.srvcpu=on $words"
                 fi
                 step "bench: round $round/$REPS, $what (fio ${RUNTIME} s per timed job, $VM_LINK link)"
@@ -608,6 +616,33 @@ for dim in $BENCH_DIMS; do
     shown=$((shown + 1))
 done
 [ "$shown" -gt 0 ] || T_FAIL=$((T_FAIL + 1))
+
+# PROFILER=funcs: the server's kernel calls per RPC under each module, for
+# the first round that has both, the functions whose counts differ most
+# (the module's own Rust code is not counted: ftrace sees C functions).
+funcs_diff() {
+    local c=$RUN_DIR/fio-srv-c-r$1/perf-server.txt rs=$RUN_DIR/fio-srv-rs-r$1/perf-server.txt
+    echo "server kernel calls per RPC (ftrace function profiler, round $1): C, rpcrdma_rs, difference"
+    awk 'FNR == 1 { f++ } $1 == "rpcs" { r[f] = $2; next }
+         NF == 2 { c[f, $2] = $1; n[$2] = 1 }
+         END { if (r[1] > 0 && r[2] > 0) for (k in n) {
+                   a = c[1, k] / r[1]; b = c[2, k] / r[2]
+                   if (a != b) printf "%10.2f %10.2f %+9.2f  %s\n", a, b, b - a, k } }' "$c" "$rs" |
+        sort -k3,3gr > "$RUN_DIR/funcs-diff.txt"
+    printf '  RPCs: C %s, rpcrdma_rs %s; more under rpcrdma_rs:\n' \
+        "$(sed -n 's/^rpcs //p' "$c")" "$(sed -n 's/^rpcs //p' "$rs")"
+    head -n 15 "$RUN_DIR/funcs-diff.txt"
+    echo "  fewer under rpcrdma_rs:"
+    tail -n 15 "$RUN_DIR/funcs-diff.txt" | sort -k3,3g
+    echo "  every function: $RUN_DIR/funcs-diff.txt"
+}
+for ((round = 1; round <= REPS; round++)); do
+    if head -n 1 "$RUN_DIR/fio-srv-c-r$round/perf-server.txt" 2>/dev/null | grep -q '^rpcs ' &&
+        head -n 1 "$RUN_DIR/fio-srv-rs-r$round/perf-server.txt" 2>/dev/null | grep -q '^rpcs '; then
+        funcs_diff "$round"
+        break
+    fi
+done
 echo "logs, fio JSON and mountstats per round: $RUN_DIR"
 if [ -z "$REPORT" ]; then
     printf 'total %d min %d s\n' $(((SECONDS - t_start) / 60)) $(((SECONDS - t_start) % 60))

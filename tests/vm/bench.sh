@@ -75,7 +75,8 @@ fio_job() {
     set -- fio --name="$name" --output-format=json --output=/tmp/"$name".json "$@"
     if profiling "$name"; then
         server_profile start || return 1
-        set -- perf record -q -a -e cpu-clock -F 199 -o /tmp/"$name".perf -- "$@"
+        [ "${RR_PROFILER:-perf}" = funcs ] ||
+            set -- perf record -q -a -e cpu-clock -F 199 -o /tmp/"$name".perf -- "$@"
     fi
     server_cpu start "$name" || return 1
     t0=$(cpu_ticks)
@@ -86,7 +87,7 @@ fio_job() {
     echo "$t0 $t1" | awk -v n="$name" '{ print "RR-CPU", n, $6 - $1, $7 - $2, $8 - $3, $9 - $4, $10 - $5 }' > "$RESULTS"
     if profiling "$name"; then
         server_profile stop || return 1
-        perf_report "client $name" /tmp/"$name".perf
+        [ "${RR_PROFILER:-perf}" = funcs ] || perf_report "client $name" /tmp/"$name".perf
     fi
 }
 

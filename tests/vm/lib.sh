@@ -158,6 +158,17 @@ unload() {
     [ $i -eq 0 ] || echo "unloaded after $i retries"
 }
 
+# funcs_report NAME RPCS: the counts of ftrace's function profiler
+# (bench.sh's PROFILER=funcs) to the host: the RPCs nfsd served meanwhile,
+# then each kernel function called, with its calls, most first.
+funcs_report() {
+    { echo "RR-PERF-BEGIN $1"
+      echo "rpcs $2"
+      cat /sys/kernel/tracing/trace_stat/function* |
+          awk '$2 ~ /^[0-9]+$/ { print $2, $1 }' | sort -rn | head -n 600
+      echo "RR-PERF-END $1"; } > "$RESULTS"
+}
+
 # perf_report NAME FILE: the top of a cpu-clock profile (bench.sh's
 # PROFILE) to the host: by module, by function, and the transport module's
 # own functions.

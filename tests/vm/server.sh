@@ -189,19 +189,35 @@ recall_req() {
     echo "done ms=$ms delegs=$before left=$(delegations "$2") delegreturn=$(($(delegreturns) - returns)) conns=$conns cb=$cb" >> /export/.recall
 }
 
-# profile_watch: start and stop a cpu-clock profile of the whole server
-# when the bench's client asks for it in /export/.profile, and answer there
-# (see server_profile in bench.sh); the report goes to the host directly.
+# profile_watch: start and stop a profile of the whole server when the
+# bench's client asks for it in /export/.profile, and answer there (see
+# server_profile in bench.sh); the report goes to the host directly.
+# RR_PROFILER=perf (the default) takes cpu-clock samples; funcs counts
+# every kernel function's calls with ftrace's function profiler: exact
+# counts, to divide by the RPCs served, at the cost of a much slower
+# guest.
 profile_watch() {
     case $(cat /export/.profile 2>/dev/null) in
     start)
-        perf record -q -a -e cpu-clock -F 199 -o /tmp/server.perf > /tmp/server.perf.log 2>&1 &
-        echo $! > /tmp/server.perf.pid
+        if [ "${RR_PROFILER:-perf}" = funcs ]; then
+            trace=/sys/kernel/tracing
+            [ -e $trace/function_profile_enabled ] || mount -t tracefs tracefs $trace
+            echo 1 > $trace/function_profile_enabled
+            sched_counts | cut -d' ' -f4 > /tmp/server.rpcs
+        else
+            perf record -q -a -e cpu-clock -F 199 -o /tmp/server.perf > /tmp/server.perf.log 2>&1 &
+            echo $! > /tmp/server.perf.pid
+        fi
         sleep 1; echo started > /export/.profile ;;
     stop)
-        kill -INT "$(cat /tmp/server.perf.pid)"
-        while kill -0 "$(cat /tmp/server.perf.pid)" 2>/dev/null; do sleep 1; done
-        perf_report server /tmp/server.perf
+        if [ "${RR_PROFILER:-perf}" = funcs ]; then
+            echo 0 > /sys/kernel/tracing/function_profile_enabled
+            funcs_report server "$(($(sched_counts | cut -d' ' -f4) - $(cat /tmp/server.rpcs)))"
+        else
+            kill -INT "$(cat /tmp/server.perf.pid)"
+            while kill -0 "$(cat /tmp/server.perf.pid)" 2>/dev/null; do sleep 1; done
+            perf_report server /tmp/server.perf
+        fi
         echo done > /export/.profile ;;
     esac
 }
