@@ -575,6 +575,11 @@ impl PageRefs {
         Self { pages: KVec::new() }
     }
 
+    /// Pages held.
+    pub(crate) fn len(&self) -> usize {
+        self.pages.len()
+    }
+
     /// Appends to `out` the page pieces of `len` bytes at byte `dest` of
     /// the pages held, in order.
     pub(crate) fn segs(&self, out: &mut KVec<PageSeg>, dest: usize, len: usize) -> Result {

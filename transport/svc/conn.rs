@@ -425,7 +425,9 @@ impl<'a> SendSlot<'a> {
     /// while this waits, which starves nobody: a waiting thread holds the
     /// room of one Send, and there are no more of them than Send buffers;
     /// the rest, `rw_room` (what the largest Reply's Writes need), is
-    /// held only by posted work requests, which complete.
+    /// held only by posted work requests, which complete. The one Write
+    /// each unsignalled Send may carry comes out of room of its own
+    /// ([`lazy_room`]).
     pub(super) fn reserve_writes(&mut self) -> Result {
         let wrs = RwCtx::total_wrs(&self.io().writes);
         let more = wrs.saturating_sub(self.wrs);
@@ -450,12 +452,16 @@ impl<'a> SendSlot<'a> {
         let buf = self.buf();
         buf.sync_for_device(len);
         let mut sge = [buf.sge(0, len, lkey)];
-        let (writes, has_writes): (*mut [RwCtx], bool) = {
+        let (writes, has_writes, small): (*mut [RwCtx], bool, bool) = {
             // SAFETY: We own the context until the Send completes (type
             // invariant of `SendCtx`); the borrow ends before the post.
             let io = unsafe { &mut *self.ctx.io.get() };
             io.room = self.wrs;
-            (io.writes.as_mut_slice(), !io.writes.is_empty())
+            (
+                io.writes.as_mut_slice(),
+                !io.writes.is_empty(),
+                self.wrs <= 1 && io.pages.len() <= LAZY_WRITE_PAGES,
+            )
         };
         // A Send alone that fails is not posted: its buffer goes back.
         self.posted = has_writes;
@@ -465,9 +471,11 @@ impl<'a> SendSlot<'a> {
         // or failed; a signalled one also gives back those posted before
         // it. Signalled: every `signal_every`-th, which spares most Replies
         // a completion to handle (svcrdma signals each), those that carry
-        // Writes, whose pages go back as soon as the client has the data,
-        // and any while a thread waits for room.
-        let signalled = has_writes
+        // more than one Write or a few pages (a large READ's pages go back
+        // as soon as the client has the data; a 4 KiB READ's two may wait
+        // for the next signalled Send), and any while a thread waits for
+        // room.
+        let signalled = (has_writes && !small)
             || posted.unsignalled + 1 >= conn.signal_every
             || conn.sq_waiters.load(Relaxed) != 0;
         // SAFETY: The context, `conn` which owns it, and its Writes live
@@ -715,10 +723,11 @@ impl SvcConn {
             let pd = Pd::new(&dev)?;
             let nrecv = recv_count(&cfg);
             let nsend = send_count(&cfg);
-            let rw = rw_wrs(&dev, nsend);
+            let lazy = lazy_room(nsend);
+            let rw = rw_wrs(&dev, nsend + lazy);
             let lkey = pd.local_dma_lkey();
             // Every work request completes when the QP is flushed.
-            let send_cq = Cq::new(&dev, (nsend + 1 + rw).min(dev.max_cqe()))?;
+            let send_cq = Cq::new(&dev, (nsend + 1 + lazy + rw).min(dev.max_cqe()))?;
             let recv_cq = Cq::new(&dev, nrecv.min(dev.max_cqe()))?;
             let conn = new_object(
                 try_pin_init!(Self {
@@ -733,7 +742,7 @@ impl SvcConn {
                     sq <- new_spinlock!(
                         SqState {
                             free: KVec::with_capacity(nsend as usize, GFP_KERNEL)?,
-                            room: nsend + rw,
+                            room: nsend + lazy + rw,
                             closed: false,
                         },
                         "rpcrdma_rs_svc_sq"
@@ -747,7 +756,7 @@ impl SvcConn {
                         },
                         "rpcrdma_rs_svc_posted"
                     ),
-                    signal_every: (nsend / 4).max(1),
+                    signal_every: lazy,
                     reposts <- new_spinlock!(
                         RepostBatch {
                             idxs: [0; RECV_BATCH],
@@ -767,9 +776,9 @@ impl SvcConn {
                 net,
                 false,
             )?;
-            Ok((conn, pd, send_cq, recv_cq, nrecv, nsend, rw))
+            Ok((conn, pd, send_cq, recv_cq, nrecv, nsend, lazy, rw))
         })();
-        let (conn, pd, send_cq, recv_cq, nrecv, nsend, rw) = match setup {
+        let (conn, pd, send_cq, recv_cq, nrecv, nsend, lazy, rw) = match setup {
             Ok(parts) => parts,
             Err(e) => {
                 rwarn!("server: cannot set up a connection: {:?}\n", e);
@@ -782,7 +791,7 @@ impl SvcConn {
             return None;
         }
         let caps = QpCaps {
-            send_wr: nsend + 1,
+            send_wr: nsend + 1 + lazy,
             recv_wr: nrecv,
             send_sge: send_sges(&conn.dev),
             rdma_ctxs: rw,
@@ -1242,6 +1251,18 @@ fn send_count(cfg: &SvcConfig) -> u32 {
 /// Most Send buffers of a connection.
 const MAX_SENDS: u32 = 64;
 
+/// Sends in a row that may go unsignalled, fewer than the Send buffers;
+/// also the Send Queue room kept for the Writes they carry, one each
+/// ([`SendSlot::post`]), so that room for a waiting Reply never hangs on a
+/// Send nobody signals.
+fn lazy_room(nsend: u32) -> u32 {
+    (nsend / 4).max(1)
+}
+
+/// Pages a Reply's one Write may hold past its Send's completion, until
+/// a later signalled Send: a 4 KiB READ's head and data pages.
+const LAZY_WRITE_PAGES: usize = 4;
+
 /// rdma_rw contexts' memory kept per Send and Receive buffer: a READ's
 /// payload or a Reply chunk takes one, a WRITE's data one, rarely more.
 const RW_SPARES: usize = 2;
@@ -1263,14 +1284,14 @@ fn send_sges(dev: &Device) -> u32 {
 }
 
 /// Send Queue room for RDMA Read and Write work requests: enough for
-/// `RW_OPS` chunks of nfsd's largest payload (1 MiB) at once, not counting
-/// the Sends.
-fn rw_wrs(dev: &Device, nsend: u32) -> u32 {
+/// `RW_OPS` chunks of nfsd's largest payload (1 MiB) at once, beside
+/// `others` entries (the Sends and the lazily retired Writes).
+fn rw_wrs(dev: &Device, others: u32) -> u32 {
     /// Largest chunks posted at once.
     const RW_OPS: u32 = 8;
     /// Pages of the largest chunk, one more when it starts mid-page.
     const CHUNK_PAGES: u32 = (1 << 20) / 4096 + 1;
     let per_wr = send_sges(dev).min(dev.max_sge_rd()).max(1);
     let wrs = RW_OPS * CHUNK_PAGES.div_ceil(per_wr);
-    wrs.min(dev.max_qp_wr().saturating_sub(nsend + 1))
+    wrs.min(dev.max_qp_wr().saturating_sub(others + 1))
 }
