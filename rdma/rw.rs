@@ -102,6 +102,13 @@ impl RwSpares {
         }
     }
 
+    /// Releases every context of `ctxs`, in order, keeping their memory.
+    pub(crate) fn reclaim(&mut self, ctxs: &mut KVec<RwCtx>) {
+        for ctx in ctxs.drain_all() {
+            ctx.recycle(self);
+        }
+    }
+
     fn keep(&mut self, mem: KBox<RwMem>) {
         // Past the room, the memory is freed.
         let _ = self.free.push_within_capacity(mem);
@@ -291,7 +298,7 @@ impl RwCtx {
 
     /// Releases the context, as dropping it does, and keeps its memory in
     /// `spares` for the next one.
-    pub(crate) fn recycle(mut self, spares: &mut RwSpares) {
+    fn recycle(mut self, spares: &mut RwSpares) {
         if let Some(mem) = self.release() {
             spares.keep(mem);
         }

@@ -611,9 +611,7 @@ fn exchange(server: &Server, client: &mut Client, client_page: &Page, server_pag
         // SAFETY: As above.
         unsafe { chain.post() }.map_err(|_| "server: post Reads")?;
         settle(child, server.wc.wait("server: RDMA Read failed"))?;
-        for ctx in ctxs.drain_all() {
-            ctx.recycle(&mut spares);
-        }
+        spares.reclaim(&mut ctxs);
         if spares.len() != 2 {
             return Err("server: recycled Read contexts not kept");
         }

@@ -185,9 +185,7 @@ impl CallReads {
     /// Unmaps the pages, which makes the Reads' data visible to the CPU,
     /// and keeps the contexts' memory for the next Call.
     pub(super) fn unmap(&mut self) {
-        for ctx in self.ctxs.drain_all() {
-            ctx.recycle(&mut self.spares);
-        }
+        self.spares.reclaim(&mut self.ctxs);
     }
 
     /// Unmaps and puts the pages.
@@ -366,9 +364,7 @@ impl ReplyIo {
     /// Unmaps and releases everything; returns the room reserved for the
     /// Writes.
     fn release(&mut self) -> u32 {
-        for ctx in self.writes.drain_all() {
-            ctx.recycle(&mut self.spares);
-        }
+        self.spares.reclaim(&mut self.writes);
         self.pages.release();
         core::mem::take(&mut self.room)
     }
