@@ -31,11 +31,11 @@ module! {
 const VERSION: &str = "0.1.0";
 
 /// The transport identifier sunrpc knows RPC-over-RDMA by (`XPRT_TRANSPORT_RDMA`).
-const TRANSPORT_IDENT: i32 = transport::IDENT;
+const TRANSPORT_IDENT: i32 = transport::client::IDENT;
 
 struct RpcRdma {
-    _client: transport::Registration,
-    _server: transport::svc::Registration,
+    _client: transport::client::Registration,
+    _server: transport::server::Registration,
     /// Last: the transports, and with them every connection, go first.
     _lingering: rdma::LingeringIds,
 }
@@ -43,13 +43,13 @@ struct RpcRdma {
 impl kernel::Module for RpcRdma {
     fn init(module: &'static ThisModule) -> Result<Self> {
         let lingering = rdma::LingeringIds::init();
-        let client = transport::Registration::new(module).inspect_err(|e| {
+        let client = transport::client::Registration::new(module).inspect_err(|e| {
             pr_err!("rpcrdma_rs: cannot register the client transport \"rdma\" ({e:?}): is rpcrdma.ko loaded?\n")
         })?;
-        let server = transport::svc::register(module).inspect_err(|e| {
+        let server = transport::server::register(module).inspect_err(|e| {
             pr_err!("rpcrdma_rs: cannot register the server transport \"rdma\" ({e:?}): is rpcrdma.ko loaded?\n")
         })?;
-        let cfg = transport::Config::from_params();
+        let cfg = transport::client::Config::from_params();
         pr_info!(
             "rpcrdma_rs {VERSION} loaded (transport ident {TRANSPORT_IDENT}, inline read {} write {}, {} slots)\n",
             cfg.inline_read,

@@ -19,7 +19,8 @@ mod send;
 use kernel::prelude::*;
 use kernel::sync::atomic::{Acquire, Atomic, Release};
 
-use super::{Counter, IDENT};
+use super::client::IDENT;
+use super::Counter;
 use crate::sunrpc::{
     Ctxt, DebugDir, Net, Serv, SockAddr, SvcClass, SvcRqst, SvcTransport, XprtClass,
 };

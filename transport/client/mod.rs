@@ -1,0 +1,286 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The sunrpc client transport: `xprt_class` "rdma" (netids "rdma" and
+//! "rdma6", ident 256) and its `rpc_xprt_ops`.
+//!
+//! The planner ([`crate::proto::plan`]) decides per RPC how the Call and
+//! its Reply travel. Inline parts are copied into a pre-mapped Send
+//! buffer behind the transport header, and out of pre-posted Receive
+//! buffers. Everything else moves by RDMA through FRWR registrations of
+//! the request's own `xdr_buf` memory: a Read chunk for NFS WRITE data, a
+//! Position Zero Read chunk for other long Calls, a Write chunk for NFS
+//! READ (READLINK, READDIR) data and a Reply chunk for other long Replies.
+//! Every MR is invalidated (by LOCAL_INV, or by the server's Send With
+//! Invalidate) before the RPC completes. Backward-direction Calls (NFSv4.1
+//! callbacks) go to the callback service, and their Replies back inline
+//! (`backchannel`).
+//!
+//! Files are named for their jobs: `class` (registration, setup, the ops
+//! table), `xprt` (the transport and its connection lifecycle), `request`,
+//! `marshal`, `send`, `receive`, `placement` (of a Reply), `connection`
+//! (one RDMA connection), `frwr` (its MRs) and `backchannel` (NFSv4.1
+//! callbacks). The protocol decisions are safe code calling
+//! [`crate::proto`].
+
+mod backchannel;
+mod class;
+mod connection;
+mod marshal;
+mod placement;
+mod receive;
+mod request;
+mod send;
+mod xprt;
+
+use kernel::prelude::*;
+
+use crate::proto::chunk::ChunkSlices;
+use crate::proto::header::FixedHeader;
+use crate::proto::reply::{self, Dropped, Inbound};
+use crate::proto::v1;
+
+pub(crate) use super::Counter;
+pub(crate) use class::{Registration, IDENT};
+
+/// Default RPC slots, and credits we ask for (`RPCRDMA_DEF_SLOT_TABLE`;
+/// the default of the slot_table_entries parameter in `sys/helpers.c`).
+pub(crate) const DEF_SLOTS: u32 = 128;
+/// Largest RPC payload (NFS rsize/wsize): 1 MiB, moved by RDMA in chunks
+/// (`RPCRDMA_MAX_DATA_SEGS` pages).
+pub(crate) const MAX_PAYLOAD: usize = 1 << 20;
+
+/// Per-transport settings, read from the module parameters once, when the
+/// transport is set up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Config {
+    /// Largest Reply we receive inline: size of every Receive buffer.
+    pub(crate) inline_read: u32,
+    /// Largest Call we send inline: size of every Send buffer.
+    pub(crate) inline_write: u32,
+    /// RPC slots, and the credits we ask for.
+    pub(crate) slots: u32,
+}
+
+impl Config {
+    /// Clamps raw parameter values to what the transport supports:
+    /// inline sizes 1024..=65536 (`RPCRDMA_MIN_INLINE`,
+    /// `RPCRDMA_MAX_INLINE`), slots 4..=256 (`RPCRDMA_MIN_SLOT_TABLE`,
+    /// `RPCRDMA_MAX_SLOT_TABLE`).
+    pub(crate) fn clamped(inline_read: u32, inline_write: u32, slots: u32) -> Self {
+        Self {
+            inline_read: inline_read.clamp(1024, 65536),
+            inline_write: inline_write.clamp(1024, 65536),
+            slots: slots.clamp(4, 256),
+        }
+    }
+
+    /// The module parameters (`sys/helpers.c`, which refuses values out
+    /// of range), clamped once more so that nothing here depends on it.
+    pub(crate) fn from_params() -> Self {
+        let (inline_read, inline_write, slots) = crate::params::transport();
+        Self::clamped(inline_read, inline_write, slots)
+    }
+}
+
+/// Counters, shown by `print_stats` in rpcrdma.ko's column order.
+#[derive(Default)]
+pub(crate) struct Stats {
+    /// Call bytes past the `xdr_buf` head copied into Send buffers.
+    pub(crate) pullup_copy_count: Counter,
+    /// Reply bytes copied past the receive `xdr_buf` head.
+    pub(crate) fixup_copy_count: Counter,
+    /// Bytes of request buffers allocated because a slot's were too
+    /// small (or new).
+    pub(crate) hardway_register_count: Counter,
+    /// Calls that could not be marshalled.
+    pub(crate) failed_marshal_count: Counter,
+    /// Replies dropped as malformed.
+    pub(crate) bad_reply_count: Counter,
+    /// Sends that found no free Send buffer.
+    pub(crate) empty_sendctx_q: Counter,
+    /// Backward-direction Calls received, dropped ones included. Not a
+    /// mountstats column: in debugfs (`backchannel`).
+    pub(crate) bcall_received: Counter,
+    /// Replies to backward-direction Calls sent.
+    pub(crate) bcall_replied: Counter,
+    /// Backward-direction Calls dropped: with chunks, too long, without a
+    /// callback service or beyond the backchannel's slots.
+    pub(crate) bcall_dropped: Counter,
+    /// Read list segments sent.
+    pub(crate) read_chunk_count: Counter,
+    /// Write chunk segments sent.
+    pub(crate) write_chunk_count: Counter,
+    /// Reply chunk segments sent.
+    pub(crate) reply_chunk_count: Counter,
+    /// Bytes registered for chunks.
+    pub(crate) total_rdma_request: Counter,
+    /// Bytes the server wrote into Write and Reply chunks.
+    pub(crate) total_rdma_reply: Counter,
+    /// Calls sent as RDMA_NOMSG.
+    pub(crate) nomsg_call_count: Counter,
+    /// MRs taken out of use after a failed or flushed operation.
+    pub(crate) mrs_recycled: Counter,
+    /// MRs left registered when their connection went.
+    pub(crate) mrs_orphaned: Counter,
+    /// MRs allocated.
+    pub(crate) mrs_allocated: Counter,
+    /// MRs invalidated with LOCAL_INV.
+    pub(crate) local_inv_needed: Counter,
+    /// Replies that had to wait for their Call's Send to complete.
+    pub(crate) reply_waits_for_send: Counter,
+    /// Send With Invalidate of a key that was not the RPC's: the
+    /// connection was closed. Not a mountstats column.
+    pub(crate) bad_remote_inv: Counter,
+}
+
+/// What the transport does with a received message: the protocol's
+/// verdict ([`reply::classify`]) with its counters bumped.
+pub(crate) fn classify_received<'a>(msg: &'a [u8], stats: &Stats, max_credits: u32) -> Inbound<'a> {
+    let inbound = reply::classify(msg, max_credits);
+    match &inbound {
+        Inbound::Dropped(why) => {
+            stats.bad_reply_count.add(1);
+            match why {
+                Dropped::BackwardWithChunks => {
+                    stats.bcall_received.add(1);
+                    stats.bcall_dropped.add(1);
+                    rwarn!("backward call with chunks dropped\n");
+                }
+                Dropped::Short | Dropped::Version { .. } => {
+                    rdebug!("dropping received message: {:?}\n", why);
+                }
+            }
+        }
+        // For the backchannel, which counts it; its credit field is
+        // never read: the forward window is not the backchannel's.
+        Inbound::BackwardCall(_) => {}
+        // As in rpcrdma.ko, RDMA_ERROR counts as a bad reply too.
+        Inbound::Reply {
+            body: Err(why),
+            xid,
+            ..
+        } => {
+            stats.bad_reply_count.add(1);
+            rdebug!("reply to xid {:#x} fails its RPC: {:?}\n", xid, why);
+        }
+        Inbound::Reply { body: Ok(_), .. } => {}
+    }
+    inbound
+}
+
+/// Writes the header for the Call with `xid` (as in `rq_xid`) into `buf`,
+/// asking for `credits`; RDMA_NOMSG when `nomsg`. Returns its length.
+pub(crate) fn encode_call_header(
+    buf: &mut [u8],
+    xid: u32,
+    credits: u32,
+    nomsg: bool,
+    chunks: ChunkSlices<'_>,
+) -> Option<usize> {
+    let fixed = FixedHeader {
+        xid: u32::from_be(xid),
+        vers: v1::VERSION,
+        credits,
+    };
+    let msg = if nomsg {
+        v1::Message::Nomsg(chunks)
+    } else {
+        v1::Message::Msg(chunks)
+    };
+    v1::encode(buf, &fixed, &msg).ok()
+}
+
+#[kunit_tests(rpcrdma_rs_transport)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn call_header_round_trips() {
+        let mut buf = [0u8; 64];
+        let xid = 0x1234_5678u32.to_be();
+        let n = encode_call_header(&mut buf, xid, DEF_SLOTS, false, ChunkSlices::NONE).unwrap_or(0);
+        assert_eq!(n, 28);
+        assert_eq!(&buf[..4], &[0x12, 0x34, 0x56, 0x78]);
+    }
+
+    fn words<const N: usize>(w: [u32; N]) -> KVec<u8> {
+        let mut v = KVec::new();
+        for w in w {
+            for b in w.to_be_bytes() {
+                let _ = v.push(b, GFP_KERNEL);
+            }
+        }
+        v
+    }
+
+    #[test]
+    fn reply_is_routed() {
+        let stats = Stats::default();
+        // RDMA_MSG, credits 200 (capped), empty lists, then an RPC Reply.
+        let msg = words([0xabcd, 1, 200, 0, 0, 0, 0, 0xabcd, 1]);
+        let got = classify_received(&msg, &stats, DEF_SLOTS);
+        assert!(
+            matches!(got, Inbound::Reply { xid: 0xabcd, credits: DEF_SLOTS, body: Ok(b), .. } if b.payload.len() == 8)
+        );
+        // A backward Call goes to the backchannel, which counts it: it is
+        // no bad Reply, and its credits (2, as nfsd sends) are not a grant.
+        let call = words([0xabcd, 1, 2, 0, 0, 0, 0, 0xabcd, 0]);
+        assert!(matches!(
+            classify_received(&call, &stats, DEF_SLOTS),
+            Inbound::BackwardCall(_)
+        ));
+        assert_eq!(stats.bcall_dropped.get(), 0);
+        assert_eq!(stats.bad_reply_count.get(), 0);
+        // With chunks, it is dropped and counted.
+        // A Write list of one 16-byte segment.
+        let chunked = words([0xabcd, 1, 2, 0, 0, 1, 1, 0x1234, 16, 0, 0, 0, 0, 0xabcd, 0]);
+        assert!(matches!(
+            classify_received(&chunked, &stats, DEF_SLOTS),
+            Inbound::Dropped(Dropped::BackwardWithChunks)
+        ));
+        assert_eq!(stats.bcall_received.get(), 1);
+        assert_eq!(stats.bcall_dropped.get(), 1);
+        // RDMA_ERROR (ERR_CHUNK) fails the RPC it names with EIO.
+        let err = words([0xabcd, 1, 0, 4, 2]);
+        assert!(matches!(
+            classify_received(&err, &stats, DEF_SLOTS),
+            Inbound::Reply {
+                credits: 1,
+                body: Err(_),
+                ..
+            }
+        ));
+        assert_eq!(stats.bad_reply_count.get(), 2);
+        // So do RDMA_MSGP, an unknown procedure and a truncated error.
+        for bad in [
+            words([0xabcd, 1, 8, 2, 0, 0, 0, 0]),
+            words([0xabcd, 1, 8, 7, 0, 0, 0, 0]),
+            words([0xabcd, 1, 8, 4, 1]),
+        ] {
+            assert!(matches!(
+                classify_received(&bad, &stats, DEF_SLOTS),
+                Inbound::Reply {
+                    xid: 0xabcd,
+                    body: Err(_),
+                    ..
+                }
+            ));
+        }
+        assert_eq!(stats.bad_reply_count.get(), 5);
+        // Module parameters are clamped.
+        assert_eq!(
+            Config::clamped(0, 1 << 20, 1000),
+            Config {
+                inline_read: 1024,
+                inline_write: 65536,
+                slots: 256
+            }
+        );
+        // Garbage without an XID touches no RPC, and is counted.
+        assert!(matches!(
+            classify_received(&msg[..10], &stats, DEF_SLOTS),
+            Inbound::Dropped(Dropped::Short)
+        ));
+        assert_eq!(stats.bad_reply_count.get(), 6);
+    }
+}
