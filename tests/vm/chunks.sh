@@ -176,21 +176,79 @@ big_file() {
     [ "${sum%% *}" = "${back%% *}" ] && rm /mnt/big
 }
 
-# umount -f under direct reads: sunrpc kills RPCs whose Write chunks are
-# still registered. Their memory must be fenced off before the pages are
-# reused (rpcrdma_rs tears the connection down and waits), and the mount
-# must go on working: the file reads back intact afterwards.
+# umount -f under direct reads: sunrpc kills the RPCs in flight, whose
+# Write chunks are still registered. Their memory must be fenced off before
+# the pages are reused (rpcrdma_rs tears the connection down and waits).
+# What a user sees: umount -f of a busy mount is refused and leaves the
+# mount, the reads it killed end in an error instead of hanging, and the
+# mount goes on working: the file reads back intact afterwards.
+# The mount is busy by construction, not by timing: a reader (fu_reader)
+# holds the file open and its cwd in the mount for as long as it runs, and
+# it runs direct reads back to back until FU_STOP appears, which only
+# happens after the forced unmounts. A read may be between two RPCs when
+# umount -f comes (nothing to kill then): each round forces again, up to 5
+# times, until one read ended in an error.
+FU_LOG=/tmp/fu.log FU_STOP=/tmp/fu.stop
+fu_reader() {
+    cd /mnt/sweep && exec 3< f67108864 || { echo "no hold" >> $FU_LOG; return 1; }
+    echo "holding" >> $FU_LOG
+    while [ ! -e $FU_STOP ]; do
+        dd if=f67108864 of=/dev/null bs=1M iflag=direct 2>> /tmp/fu.err
+        echo "rc $?" >> $FU_LOG
+    done
+    echo "stopped" >> $FU_LOG
+}
+fu_errors() { grep -c '^rc [1-9]' $FU_LOG; }
+fu_reads() { grep -c '^rc ' $FU_LOG; }
+
 forced_umount_under_io() {
     f=/mnt/sweep/f67108864
-    i=0
-    while [ $i -lt 3 ]; do
-        dd if=$f of=/dev/null bs=1M iflag=direct 2>/dev/null &
-        pid=$!
-        sleep 2
-        umount -f /mnt 2>/dev/null   # busy: it only kills the RPCs
-        kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
-        i=$((i + 1))
+    rm -f $FU_STOP && : > $FU_LOG && : > /tmp/fu.err || return 1
+    # Off check's output, or check would wait for the reader to end.
+    (exec > /dev/console 2>&1 < /dev/null; fu_reader) &
+    pid=$!
+    w=0
+    until grep -q '^holding' $FU_LOG; do
+        w=$((w + 1))
+        if [ $w -gt 60 ] || grep -q '^no hold' $FU_LOG; then
+            touch $FU_STOP; echo "the reader did not open $f: $(cat $FU_LOG)"; return 1
+        fi
+        sleep 1
     done
+    round=1 forced=0
+    while [ $round -le 3 ]; do
+        e0=$(fu_errors) tries=0
+        until [ "$(fu_errors)" -gt "$e0" ]; do
+            tries=$((tries + 1))
+            if [ $tries -gt 5 ]; then
+                touch $FU_STOP
+                echo "round $round: 5 x umount -f under reads, no read ended in an error ($(fu_reads) reads)"
+                return 1
+            fi
+            # It cannot have ended: FU_STOP does not exist yet.
+            kill -0 $pid 2>/dev/null || { echo "the reader ended: $(tail -n 3 $FU_LOG | tr '\n' ' ')"; return 1; }
+            forced=$((forced + 1))
+            if umount -f /mnt 2> /tmp/fu.umount; then
+                touch $FU_STOP; echo "umount -f unmounted a mount a process holds open"; return 1
+            fi
+            grep -q " /mnt " /proc/mounts || { touch $FU_STOP; echo "the mount went away: $(cat /tmp/fu.umount)"; return 1; }
+            # The killed read ends in an error: wait for it (20 s at most
+            # before forcing again).
+            w=0
+            while [ "$(fu_errors)" -le "$e0" ] && [ $w -lt 20 ]; do sleep 1; w=$((w + 1)); done
+        done
+        round=$((round + 1))
+    done
+    touch $FU_STOP
+    # The reader ends after its current read: no read may hang.
+    w=0
+    while kill -0 $pid 2>/dev/null; do
+        w=$((w + 1))
+        [ $w -le 180 ] || { echo "a read still running 180 s after the forced unmounts: $(tail -n 3 $FU_LOG | tr '\n' ' ')"; return 1; }
+        sleep 1
+    done
+    wait $pid 2>/dev/null
+    note "forced unmounts: $forced umount -f refused (busy), $(fu_errors) of $(fu_reads) reads ended in an error: $(grep -v records /tmp/fu.err | sort -u | head -n 2 | tr '\n' ' ')"
     grep -q " /mnt " /proc/mounts || { echo "the mount went away"; return 1; }
     echo 3 > /proc/sys/vm/drop_caches
     cmp /tmp/sweep/f67108864 $f

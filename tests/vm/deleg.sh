@@ -77,13 +77,13 @@ cb_up() {
     [ $i -eq 0 ] || note "callback state UP again after $((i * 5)) s"
 }
 
-# One file held open while the server writes it.
+# One file held open while the server writes it: by this shell (fd 3)
+# until the recall is over, not by a process that lives a fixed time.
 one() {
-    echo hello > /mnt/$1 || return 1
-    sleep 600 < /mnt/$1 & holder=$!
+    echo hello > /mnt/$1 && exec 3< /mnt/$1 || return 1
     await_deleg "$1" 1 && recall "$1" 1 1000
     rc=$?
-    kill $holder
+    exec 3<&-
     return $rc
 }
 

@@ -38,12 +38,20 @@ connect_fault_mount() {
     before=$(dmesg | grep -c "rpcrdma_rs: connect to .* failed")
     mount -t nfs -o "$opts,retry=0" "$server:$export_path" /mnt &
     pid=$!
-    sleep 10
-    failed=$(($(dmesg | grep -c "rpcrdma_rs: connect to .* failed") - before))
-    if ! kill -0 $pid 2>/dev/null; then
-        echo "mount ended while every connect failed"; echo 0 > $f; return 1
-    fi
-    [ "$failed" -ge 2 ] || { echo "$failed connect failures in 10 s"; echo 0 > $f; return 1; }
+    # Until two connects failed (counted, not timed: a slow machine
+    # fails them later), the mount must keep retrying: every connect
+    # fails while the fault is set, so it cannot have succeeded.
+    t0=$(uptime_s)
+    while :; do
+        failed=$(($(dmesg | grep -c "rpcrdma_rs: connect to .* failed") - before))
+        if ! kill -0 $pid 2>/dev/null; then
+            echo "mount ended while every connect failed ($failed failures)"; echo 0 > $f; return 1
+        fi
+        [ "$failed" -lt 2 ] || break
+        [ $(($(uptime_s) - t0)) -le 180 ] || { echo "$failed connect failures in 180 s"; echo 0 > $f; return 1; }
+        sleep 1
+    done
+    kill -0 $pid 2>/dev/null || { echo "mount ended while every connect failed"; echo 0 > $f; return 1; }
     echo 0 > $f
     wait $pid || return 1
     note "mount retried through $failed failed connects"
@@ -66,7 +74,19 @@ linv_fault_io() {
     # for most READs, but not these).
     (cp /tmp/big /mnt/big && sync) &
     pid=$!
-    sleep 5
+    # Until the transport reconnected (counted, not timed: on a slow
+    # machine the first WRITE may leave after any fixed wait). The write
+    # cannot finish meanwhile: no Reply with MRs to invalidate can
+    # complete while the fault is set.
+    t0=$(uptime_s)
+    until [ "$(connects)" -gt "$before" ]; do
+        if ! kill -0 $pid 2>/dev/null; then
+            [ "$(connects)" -le "$before" ] || break
+            echo "the write ended with LOCAL_INV failing, no reconnect"; echo 0 > $f; wait $pid; return 1
+        fi
+        [ $(($(uptime_s) - t0)) -le 180 ] || { echo "no reconnect in 180 s"; echo 0 > $f; return 1; }
+        sleep 1
+    done
     echo 0 > $f
     wait $pid || return 1
     after=$(connects)

@@ -9,6 +9,8 @@ FAILED=0
 SERVER4=192.0.2.1
 SERVER6=2001:db8::1
 # Fixed service ports, so NFSv3 clients need no rpcbind query.
+# STATUS_PORT: the server's HTTP status (server.sh publish).
+STATUS_PORT=8080
 NFS_PORT=2049
 NFS_RDMA_PORT=20049
 MOUNTD_PORT=20048
@@ -69,6 +71,20 @@ blocked_log() {
             case $st in *cm_*|*cma_*|*rxe*|*rpcrdma*|*ib_*) echo "== $comm ${d#/proc/}: $st" ;; esac
         fi
     done
+}
+
+# await_server NAME SECS: until the server published NAME (server.sh
+# publish; "done RC"), SECS at most; prints it, fails unless RC is 0.
+# For what the server does once the client has unmounted, where a fixed
+# wait before powering off could end the run before the server reported.
+await_server() {
+    t0=$(cut -d. -f1 /proc/uptime)
+    until st=$(timeout -s KILL 15 wget -q -O - "http://$SERVER4:$STATUS_PORT/$1" 2>/dev/null) && [ -n "$st" ]; do
+        [ $(($(cut -d. -f1 /proc/uptime) - t0)) -le "$2" ] || { echo "the server did not publish $1 in $2 s"; return 1; }
+        sleep 1
+    done
+    echo "server $1: $st"
+    [ "$st" = "done 0" ]
 }
 
 # Whole seconds since boot.

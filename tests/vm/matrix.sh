@@ -50,13 +50,15 @@ check client_transport load_transport "${RR_MOD:-c}"
 for m in 4.2:rdma 4.1:rdma 3:rdma 4.2:rdma6 4.1:rdma6 3:rdma6; do
     mount_io "${m%%:*}" "${m#*:}"
 done
-# Ask the server to unload its transport once we are gone, and give it
-# the time (server.sh teardown; its results come on its own channel).
+# Ask the server to unload its transport once we are gone, and wait until
+# it did (server.sh teardown; its results come on its own channel, and it
+# publishes when it is done).
 RR_VERS=4.2 RR_PROTO=rdma
 . /scenario/nfs-mount.sh
 check teardown_request sh -c 'mount -t nfs -o "$0,retry=0" "$1" /mnt && touch /mnt/.teardown && umount /mnt' "$opts" "$server:$export_path"
+asked=$?
 case ${RR_MOD:-c} in
 c)  check unload_transport unload rpcrdma ;;
 rs) check unload_transport unload rpcrdma_rs ;;
 esac
-sleep 25
+[ $asked -ne 0 ] || check server_teardown_done await_server teardown 300

@@ -61,12 +61,27 @@ bc_counters() {
     [ "$received" -gt 0 ] && [ "$replied" -gt 0 ]
 }
 
-# fault NAME: have the server inject fault NAME (server.sh), then write
-# through it: the transport reconnects by itself.
+# fault NAME: have the server inject fault NAME (server.sh), write, and
+# keep asking the server through the mount until it says the fault is
+# over (its answer in .fault-NAME.done): the client has I/O going
+# through the fault by construction, not because a fixed wait let the
+# fault land first. Then write again: the transport reconnected by itself.
 fault() {
-    echo go > /mnt/.fault-$1 || return 1
-    sleep 3
-    echo after > /mnt/after-$1 && sync && [ "$(cat /mnt/after-$1)" = after ]
+    # An existing file, read after each open (close-to-open), shows the
+    # server's answer at once; a new name could hide behind a cached
+    # negative lookup.
+    : > "/mnt/.fault-$1.done" && echo go > "/mnt/.fault-$1" || return 1
+    echo during > "/mnt/after-$1" && sync || return 1
+    t0=$(uptime_s)
+    # A read of a mount that does not come back blocks (hard mount):
+    # killed, so that the bound holds.
+    until timeout -s KILL 15 grep -q done "/mnt/.fault-$1.done"; do
+        [ $(($(uptime_s) - t0)) -le 240 ] || { echo "server not done with fault $1 after 240 s"; return 1; }
+        sleep 1
+    done
+    grep -q "done 0" "/mnt/.fault-$1.done" || { echo "server: $(cat "/mnt/.fault-$1.done")"; return 1; }
+    rm "/mnt/.fault-$1.done" &&
+        echo after > "/mnt/after-$1" && sync && [ "$(cat "/mnt/after-$1")" = after ]
 }
 
 # one_connection NAME: once the client is back, the server must hold its

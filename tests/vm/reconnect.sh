@@ -22,17 +22,46 @@ link_state_log() {
     done
 }
 
-# write_through_fault NAME: trigger fault NAME on the server, then write and
-# verify a file while it is in effect.
+passes() { grep -c '^ok ' /tmp/io.rounds; }
+
+# write_through_fault NAME: trigger fault NAME on the server while a loop
+# writes, reads back and compares a file, pass after pass. The loop runs
+# from before the request until two passes after the server said the
+# fault is over (.fault-NAME.done), so that I/O meets the fault by
+# construction: a write that merely follows a fixed wait could finish
+# before a slow server injected it, and no reconnect would be counted.
 write_through_fault() {
     before=$(connects)
-    echo go > /mnt/.fault-$1 || return 1
+    rm -f /tmp/io.stop && : > /tmp/io.rounds || return 1
+    # An existing file, read after each open (close-to-open), shows the
+    # server's answer at once.
+    : > "/mnt/.fault-$1.done" || return 1
+    # Off check's output (lib.sh console_bg), or check waits for the loop.
+    (exec > /tmp/io.log 2>&1 < /dev/null; compare_loop /tmp/data "/mnt/data-$1" /tmp/io.stop /tmp/io.rounds) &
+    pid=$!
+    echo go > "/mnt/.fault-$1" || { touch /tmp/io.stop; return 1; }
     [ "$1" = link ] && console_bg link_state_log
-    sleep 3
-    cp /tmp/data /mnt/data-$1 && sync && echo 3 > /proc/sys/vm/drop_caches &&
-        cmp /tmp/data /mnt/data-$1 || return 1
+    t0=$(uptime_s)
+    # A read of a mount that does not come back blocks (hard mount):
+    # killed, so that the bound holds.
+    until timeout -s KILL 15 grep -q done "/mnt/.fault-$1.done"; do
+        [ $(($(uptime_s) - t0)) -le 240 ] || { touch /tmp/io.stop; echo "server not done after 240 s"; return 1; }
+        sleep 1
+    done
+    t1=$(uptime_s) p=$(passes)
+    until [ "$(passes)" -ge $((p + 2)) ]; do
+        [ $(($(uptime_s) - t1)) -le 120 ] ||
+            { touch /tmp/io.stop; echo "I/O did not resume: $(passes) passes, $p at the fault's end"; return 1; }
+        sleep 1
+    done
+    touch /tmp/io.stop
+    wait $pid
     after=$(connects)
-    note "connect count $before -> $after"
+    note "$1: server done after $((t1 - t0)) s ($(cat "/mnt/.fault-$1.done")), $(passes) passes ($p by then), connect count $before -> $after"
+    if grep '^fail' /tmp/io.rounds; then cat /tmp/io.log; return 1; fi
+    grep -q "done 0" "/mnt/.fault-$1.done" || { echo "server: $(cat "/mnt/.fault-$1.done")"; return 1; }
+    rm "/mnt/.fault-$1.done" && echo 3 > /proc/sys/vm/drop_caches &&
+        cmp /tmp/data "/mnt/data-$1" || return 1
     [ "$after" -gt "$before" ]
 }
 

@@ -63,7 +63,14 @@ cm_send_lost() {
     mtu=$(cat /sys/class/net/eth0/mtu) before=$(rxe_send_errors)
     $IP link set eth0 mtu 200 || return 1
     echo 0 > /proc/fs/nfsd/threads
-    sleep 5
+    # 5 s at least, and until rxe counted a refused send (a slow machine
+    # sends its DREQs later): the fault is injected by construction.
+    i=0
+    while [ $i -lt 5 ] || [ "$(rxe_send_errors)" -le "$before" ]; do
+        i=$((i + 1))
+        [ $i -le 60 ] || break
+        sleep 1
+    done
     after=$(rxe_send_errors) gsi=$(rdma resource show qp lqpn 1)
     $IP link set eth0 mtu "$mtu" || return 1
     # The refused sends taught the route to the client a path MTU of 200
@@ -326,6 +333,19 @@ teardown() {
     [ "$now" = "$BASELINE" ] || { echo "RDMA resources before: $BASELINE; after: $now" | tr '\n' ' '; return 1; }
 }
 
+# status_httpd: what the server publishes for the client (publish), over
+# HTTP on the link: readable when nfsd is stopped or the client has
+# unmounted, unlike the export.
+STATUS_DIR=/tmp/www
+status_httpd() {
+    mkdir -p $STATUS_DIR && httpd -p $STATUS_PORT -h $STATUS_DIR > /dev/console 2>&1 < /dev/null
+}
+
+# publish NAME TEXT: TEXT as http://SERVER:STATUS_PORT/NAME (await_server).
+publish() {
+    echo "$2" > "$STATUS_DIR/$1.tmp" && mv "$STATUS_DIR/$1.tmp" "$STATUS_DIR/$1"
+}
+
 # refuse_beside_c: with rpcrdma.ko loaded, rpcrdma_rs.ko must refuse to
 # load (both register the transport "rdma"), saying why.
 refuse_beside_c() {
@@ -355,6 +375,9 @@ fault_watch() {
         if [ -e /export/.teardown ] && [ "${RR_MOD:-c}" != none ]; then
             rm -f /export/.teardown
             check server_teardown_unload_no_leak teardown
+            # The client waits for this (lib.sh await_server), not for a
+            # fixed time that a slow teardown could outlast.
+            publish teardown "done $?"
         fi
         # Each fault answers in /export/.fault-NAME.done once over, for
         # clients that wait for it (srv-faults.sh); reconnect.sh does not.
@@ -383,6 +406,7 @@ check server_net net_up $SERVER4 $SERVER6 &&
     check server_nfsd_tune nfsd_tune &&
     check server_rpc_daemons rpc_daemons &&
     check server_nfsd_listen nfsd_listen &&
+    check server_status_httpd status_httpd &&
     echo "RR-READY" > "$RESULTS"
 # The host powers us off once the client is done.
 [ "${RR_SRVCPU:-}" != on ] || cpu_watch &

@@ -102,11 +102,12 @@ check client_net net_up 192.0.2.2 2001:db8::2 &&
     check io_through_cm_message_lost fault_under_io cmloss 120 reconnect &&
     check io_through_device_removal fault_under_io devdel 240 reconnect
 grep -A 1 "xprt:" /proc/self/mountstats
-# Ask the server to unload its transport once we are gone, and give it
-# the time.
+# Ask the server to unload its transport once we are gone, and wait until
+# it did (it publishes when it is done).
 check teardown_request sh -c 'timeout -s KILL 120 touch /mnt/.teardown && timeout -s KILL 120 umount /mnt'
+asked=$?
 case ${RR_MOD:-c} in
 c)  check unload_transport unload rpcrdma ;;
 rs) check unload_transport unload rpcrdma_rs ;;
 esac
-sleep 20
+[ $asked -ne 0 ] || check server_teardown_done await_server teardown 300
