@@ -232,7 +232,7 @@ scenario hostile-rs 900 none "Rust client against a hostile server" \
 # afterwards, no oops in either VM. SVC_HOSTILE_SERVERS="c rs" adds the
 # Rust server; SVC_HOSTILE_CASES=a,b picks cases.
 for srv in ${SVC_HOSTILE_SERVERS:-c rs}; do
-    scenario "svc-hostile-$srv" 480 "$srv" "hostile client against the $srv server, another client doing I/O" \
+    scenario "svc-hostile-$srv" 720 "$srv" "hostile client against the $srv server, another client doing I/O" \
         "rr.script=svc-hostile rr.mod=c rr.server=$srv${SVC_HOSTILE_CASES:+ rr.cases=$SVC_HOSTILE_CASES}"
 done
 

@@ -12,7 +12,8 @@
  *
  *   case NAME start: DESCRIPTION
  *   case NAME result=R xid=0x... xid_ok=0|1 [credits=C] [vers=LOW-HIGH]
- *        [hvers=V] [rpc=ok|bad via=inline|reply-chunk] sent=BYTES sent_xid=0x...
+ *        [hvers=V] [rpc=ok|bad via=inline|reply-chunk wchunks=N wbytes=B
+ *        rchunk=absent|BYTES] sent=BYTES sent_xid=0x...
  *        [qp="first completion error"] cm=connected|disconnected|rejected
  *        then=R2 [then_...] ms=MS
  *   done cases=N
@@ -27,14 +28,21 @@
  * SUCCESS, came inline or in our Reply chunk. cm=disconnected: the
  * connection ended (the server's DREQ) by the end of the wait;
  * cm=rejected: the server's REJ ended it (its CM had not seen our RTU
- * when it let the connection go). The credit-burst case prints granted=,
- * sent= and answered= instead.
+ * when it let the connection go). wchunks and wbytes: the Write chunks a
+ * Reply echoed and the bytes their segments say were written; rchunk: the
+ * length of the Reply chunk it echoed, or absent. The credit-burst case
+ * prints granted=, sent= and answered= instead; abandon-connect prints
+ * abandoned=N (connects given up, see C_ABANDON) before its result, which
+ * is that of a NULL Call on a new connection afterwards.
  *
- *   rpcrdma-peer -c SERVER [-P PORT] [-t MS] [-l] [CASE ...]
+ *   rpcrdma-peer -c SERVER [-P PORT] [-t MS] [-u FILE] [-l] [CASE ...]
  *
  * -l lists the cases, one per line with a short description. Without
- * CASE, all cases run in the listed order. -t: the time each answer may
- * take (default 5000 ms).
+ * CASE, all cases run in the listed order but those marked explicit
+ * (abandon-connect), which run only when named. -t: the time each answer
+ * may take (default 5000 ms). -u FILE: abandon-connect goes on past its
+ * ABANDON_MIN connects until FILE exists (a caller that needs it running
+ * while something else happens).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -55,6 +63,7 @@
 #define SBUF 8192		/* Send buffer: the oversize case needs 8 KiB */
 #define NSEND 512
 #define CHUNKSZ (64 * 1024)	/* what the server may Read and Write */
+#define BIGCHUNKSZ (1024 * 1024 + CHUNKSZ)	/* ... for reply-chunk-huge */
 #define CH_CALL 0		/* chunk region: a Call to pull by RDMA Read */
 #define CH_REPLY 4096		/* ... room for a Reply chunk */
 #define CH_WRITE 8192		/* ... room for a Write chunk */
@@ -73,7 +82,8 @@ struct cconn {
 	struct ibv_mr *mr, *cmr;
 	struct ibv_qp *qp;	/* ours, not rdma_cm's: see qp_to() */
 	uint8_t *buf;		/* NRECV receive buffers, then NSEND send buffers */
-	uint8_t *chunk;		/* CHUNKSZ, remotely readable and writable */
+	uint8_t *chunk;		/* chunksz, remotely readable and writable */
+	size_t chunksz;
 	unsigned int cq_events, next_send;
 	int established;	/* CM: connected */
 	int ended;		/* CM: the connection ended (ENDED_*) */
@@ -91,6 +101,9 @@ struct answer {
 	enum kind kind;
 	uint32_t xid, vers, credits, proc, err, low, high;
 	int rpc_ok, via_chunk;
+	uint32_t wchunks, wbytes;	/* Write chunks echoed, bytes they say were written */
+	int rchunk;			/* a Reply chunk echoed */
+	uint32_t rbytes;		/* ... its length */
 	char why[96];
 };
 
@@ -113,6 +126,8 @@ static int cm_ended(enum rdma_cm_event_type e)
 
 static struct sockaddr_storage server;
 static int timeout_ms = 5000;
+static size_t chunk_size = CHUNKSZ;	/* of the next connection */
+static const char *until_file;		/* -u */
 static uint32_t next_xid = 0x51c00000;
 
 static long now_ms(void)
@@ -274,7 +289,8 @@ static int cconn_open(struct cconn *c, unsigned int (*early)(struct cconn *, uin
 	if (rdma_resolve_route(c->id, 2000) || cm_expect(c, RDMA_CM_EVENT_ROUTE_RESOLVED, why, n))
 		return -1;
 	c->buf = calloc(1, (size_t)NRECV * RBUF + (size_t)NSEND * SBUF);
-	c->chunk = calloc(1, CHUNKSZ);
+	c->chunksz = chunk_size;
+	c->chunk = calloc(1, c->chunksz);
 	c->pd = ibv_alloc_pd(c->id->verbs);
 	c->ch = ibv_create_comp_channel(c->id->verbs);
 	if (!c->buf || !c->chunk || !c->pd || !c->ch ||
@@ -285,7 +301,7 @@ static int cconn_open(struct cconn *c, unsigned int (*early)(struct cconn *, uin
 		goto fail;
 	c->mr = ibv_reg_mr(c->pd, c->buf, (size_t)NRECV * RBUF + (size_t)NSEND * SBUF,
 			   IBV_ACCESS_LOCAL_WRITE);
-	c->cmr = ibv_reg_mr(c->pd, c->chunk, CHUNKSZ, IBV_ACCESS_LOCAL_WRITE |
+	c->cmr = ibv_reg_mr(c->pd, c->chunk, c->chunksz, IBV_ACCESS_LOCAL_WRITE |
 			    IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE);
 	if (!c->mr || !c->cmr)
 		goto fail;
@@ -398,7 +414,10 @@ struct ccase {
 		C_ONE,		/* one Call, once connected */
 		C_BURST,	/* credit-burst: many Calls, counted */
 		C_EARLY,	/* one Call, sent before our RTU (cconn_open) */
+		C_ABANDON,	/* connects abandoned (abandon_loop), then one Call */
 	} how;
+	size_t chunksz;		/* our chunk region (0: CHUNKSZ) */
+	int explicit_only;	/* runs only when named */
 };
 
 static unsigned int b_null(struct cconn *c, uint8_t *p, uint32_t xid)
@@ -697,7 +716,7 @@ static unsigned int b_read_bad_rkey(struct cconn *c, uint8_t *p, uint32_t xid)
 /* Our rkey, but 1 MiB past the end of what it covers. */
 static unsigned int b_read_out_of_bounds(struct cconn *c, uint8_t *p, uint32_t xid)
 {
-	return pzrc(c, p, xid, c->cmr->rkey, (uintptr_t)c->chunk + CHUNKSZ + (1 << 20));
+	return pzrc(c, p, xid, c->cmr->rkey, (uintptr_t)c->chunk + c->chunksz + (1 << 20));
 }
 
 /* A NULL Call with a Reply chunk of one 1 KiB segment at rkey. */
@@ -787,39 +806,236 @@ static unsigned int b_rpc_reply(struct cconn *c, uint8_t *p, uint32_t xid)
 	return o;
 }
 
+/* 27 bytes: the fixed header (28 bytes with three empty lists) one byte short. */
+static unsigned int b_short27(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	unsigned int o = 0;
+
+	(void)c;
+	hdr(p, &o, xid, 1, RDMA_MSG);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	return o - 1;
+}
+
+/* An RPC Reply to xid, MSG_ACCEPTED, AUTH_NULL verifier, SUCCESS: 24 bytes. */
+static void rpc_reply_msg(uint8_t *p, unsigned int *o, uint32_t xid)
+{
+	put32(p, o, xid);
+	put32(p, o, 1);			/* REPLY */
+	put32(p, o, 0);			/* MSG_ACCEPTED */
+	put32(p, o, 0);			/* verifier: AUTH_NULL, */
+	put32(p, o, 0);			/* ... empty */
+	put32(p, o, 0);			/* SUCCESS */
+}
+
+/*
+ * A backward-direction Reply (RFC 8167: an RPC Reply from the client) whose
+ * RPC XID differs from its rdma_xid, answering no Call the server sent.
+ */
+static unsigned int b_bc_reply_bad_xid(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	unsigned int o = 0;
+
+	(void)c;
+	hdr(p, &o, xid, 1, RDMA_MSG);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	rpc_reply_msg(p, &o, xid ^ 0x00ff0000);
+	return o;
+}
+
+/* A backward-direction Reply of 8 bytes: its XID and msg_type, nothing more. */
+static unsigned int b_bc_reply_short(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	unsigned int o = 0;
+
+	(void)c;
+	hdr(p, &o, xid, 1, RDMA_MSG);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	put32(p, &o, xid);
+	put32(p, &o, 1);
+	return o;
+}
+
+/*
+ * An NFSv4 COMPOUND Call (minor version 0, AUTH_NULL) of exactly total
+ * bytes: GETFH, which fails at once (no current filehandle), so that
+ * nothing else runs, then LOOKUPs of names up to 248 bytes to fill it.
+ * total - 56 must be a multiple of 4, and no LOOKUP is left under 12 bytes.
+ */
+static unsigned int compound_call(uint8_t *p, uint32_t xid, unsigned int total)
+{
+	unsigned int o = 0, ops = 1, opcnt_at, rem, nl, k;
+
+	put32(p, &o, xid);
+	put32(p, &o, 0);		/* CALL */
+	put32(p, &o, 2);
+	put32(p, &o, NFS_PROG);
+	put32(p, &o, 4);
+	put32(p, &o, 1);		/* COMPOUND */
+	for (k = 0; k < 4; k++)
+		put32(p, &o, 0);
+	put32(p, &o, 0);		/* tag: empty */
+	put32(p, &o, 0);		/* minor version 0 */
+	opcnt_at = o;
+	put32(p, &o, 0);
+	put32(p, &o, 10);		/* GETFH */
+	while (o < total) {
+		rem = total - o;
+		nl = rem - 8 > 248 ? 248 : rem - 8;
+		if (rem - nl - 8 > 0 && rem - nl - 8 < 12)
+			nl -= 12;
+		put32(p, &o, 15);	/* LOOKUP */
+		put32(p, &o, nl);
+		memset(p + o, 'a', nl);
+		o += nl;
+		ops++;
+	}
+	k = opcnt_at;
+	put32(p, &k, ops);
+	return o;
+}
+
+/*
+ * A Long Call (RDMA_NOMSG) whose Position Zero Read chunk is MANY_SEGS
+ * segments of MANY_SEG_LEN bytes each: the chunk lists fit a 4 KiB Send
+ * (24 bytes per Read segment) and the decode limits (260 a chunk). RFC
+ * 8166 3.4.4 lets a requester split a chunk wherever it likes.
+ */
+#define MANY_SEGS 160
+#define MANY_SEG_LEN 16
+static unsigned int b_read_many_segs(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	unsigned int o = 0, k, len;
+
+	len = compound_call(c->chunk + CH_CALL, xid, MANY_SEGS * MANY_SEG_LEN);
+	hdr(p, &o, xid, 1, RDMA_NOMSG);
+	for (k = 0; k < len / MANY_SEG_LEN; k++) {
+		put32(p, &o, 1);
+		put32(p, &o, 0);
+		seg(p, &o, c->cmr->rkey, MANY_SEG_LEN, (uintptr_t)c->chunk + CH_CALL + k * MANY_SEG_LEN);
+	}
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	return o;
+}
+
+/* A NULL Call offering three Write chunks of 64 bytes: none is needed. */
+static unsigned int b_write_list_long(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	unsigned int o = 0, k;
+
+	hdr(p, &o, xid, 1, RDMA_MSG);
+	put32(p, &o, 0);
+	for (k = 0; k < 3; k++) {
+		put32(p, &o, 1);
+		put32(p, &o, 1);
+		seg(p, &o, c->cmr->rkey, 64, (uintptr_t)c->chunk + CH_WRITE + 256 * k);
+	}
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	rpc_msg(p, &o, xid, 0);
+	return o;
+}
+
+/* A NULL Call offering a Reply chunk of 1 MiB (registered: BIGCHUNKSZ). */
+static unsigned int b_reply_chunk_huge(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	unsigned int o = 0;
+
+	hdr(p, &o, xid, 1, RDMA_MSG);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	put32(p, &o, 1);
+	put32(p, &o, 1);
+	seg(p, &o, c->cmr->rkey, 1024 * 1024, (uintptr_t)c->chunk + CH_REPLY);
+	rpc_msg(p, &o, xid, 0);
+	return o;
+}
+
+/* A NULL Call with a data Read chunk at its end (position 40) of 0 bytes. */
+static unsigned int b_read_zero_bytes(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	unsigned int o = 0;
+
+	hdr(p, &o, xid, 1, RDMA_MSG);
+	put32(p, &o, 1);
+	put32(p, &o, NULL_CALL_LEN);
+	seg(p, &o, c->cmr->rkey, 0, (uintptr_t)c->chunk + CH_CALL);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	rpc_msg(p, &o, xid, 0);
+	return o;
+}
+
+/* RDMA_NOMSG whose Position Zero Read chunk is one segment of 0 bytes. */
+static unsigned int b_pzrc_zero_bytes(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	unsigned int o = 0;
+
+	hdr(p, &o, xid, 1, RDMA_NOMSG);
+	put32(p, &o, 1);
+	put32(p, &o, 0);
+	seg(p, &o, c->cmr->rkey, 0, (uintptr_t)c->chunk + CH_CALL);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	return o;
+}
+
 static const struct ccase cases[] = {
-	{ "good-null", "NFS NULL Call, inline RDMA_MSG", b_null, C_ONE },
-	{ "good-pzrc", "NFS NULL Call as RDMA_NOMSG in a Position Zero Read chunk", b_good_pzrc, C_ONE },
-	{ "good-reply-chunk", "NFS NULL Call offering a 1 KiB Reply chunk", b_good_reply_chunk, C_ONE },
-	{ "vers-2", "rdma_vers 2", b_vers2, C_ONE },
-	{ "vers-7", "rdma_vers 7", b_vers7, C_ONE },
-	{ "proc-unknown", "rdma_proc 7", b_proc7, C_ONE },
-	{ "msgp", "RDMA_MSGP (obsolete in v1)", b_msgp, C_ONE },
-	{ "done", "RDMA_DONE (obsolete in v1)", b_done, C_ONE },
-	{ "client-error", "RDMA_ERROR ERR_CHUNK from the requester", b_error, C_ONE },
-	{ "short-12", "12 bytes: xid, vers, credits, no rdma_proc", b_short12, C_ONE },
-	{ "short-2", "2 bytes", b_short2, C_ONE },
-	{ "empty", "a Send of 0 bytes", b_empty, C_ONE },
-	{ "read-unterminated", "Read list never terminated", b_read_unterminated, C_ONE },
-	{ "read-huge", "Read segment of 0x7fffffff bytes", b_read_huge, C_ONE },
-	{ "read-unaligned", "Read chunk at position 3", b_read_unaligned, C_ONE },
-	{ "read-beyond", "Read chunk at position 4096, past the message", b_read_beyond, C_ONE },
-	{ "write-segcount", "Write chunk of 0xffffffff segments", b_write_segcount, C_ONE },
-	{ "write-segzero", "Write chunk of 0 segments", b_write_segzero, C_ONE },
-	{ "write-unterminated", "Write list never terminated", b_write_unterminated, C_ONE },
-	{ "write-huge", "Write segment of 0x7fffffff bytes on a NULL Call", b_write_huge, C_ONE },
-	{ "reply-segcount", "Reply chunk of 0xffffffff segments", b_reply_segcount, C_ONE },
-	{ "nomsg-nochunk", "RDMA_NOMSG without chunks, a Call inline", b_nomsg_nochunk, C_ONE },
-	{ "xid-mismatch", "rdma_xid differs from the RPC XID", b_xid_mismatch, C_ONE },
-	{ "rpc-reply", "an RPC Reply instead of a Call", b_rpc_reply, C_ONE },
-	{ "garbage", "256 random bytes", b_garbage, C_ONE },
-	{ "garbage-v1", "v1 RDMA_MSG header, random chunk lists", b_garbage_v1, C_ONE },
-	{ "read-bad-rkey", "Position Zero Read chunk at an rkey never registered", b_read_bad_rkey, C_ONE },
-	{ "read-out-of-bounds", "Read chunk 1 MiB past the end of its registration", b_read_out_of_bounds, C_ONE },
-	{ "reply-bad-rkey", "Reply chunk at an rkey never registered", b_reply_bad_rkey, C_ONE },
-	{ "oversize", "an 8 KiB Send, twice the server's Receive", b_oversize, C_ONE },
-	{ "credit-burst", "3 x the granted credits of NULL Calls at once", b_null, C_BURST },
-	{ "oversize-early", "oversize, sent 1 s before our RTU", b_oversize, C_EARLY },
+	{ "good-null", "NFS NULL Call, inline RDMA_MSG", b_null, C_ONE, 0, 0 },
+	{ "good-pzrc", "NFS NULL Call as RDMA_NOMSG in a Position Zero Read chunk", b_good_pzrc, C_ONE, 0, 0 },
+	{ "good-reply-chunk", "NFS NULL Call offering a 1 KiB Reply chunk", b_good_reply_chunk, C_ONE, 0, 0 },
+	{ "vers-2", "rdma_vers 2", b_vers2, C_ONE, 0, 0 },
+	{ "vers-7", "rdma_vers 7", b_vers7, C_ONE, 0, 0 },
+	{ "proc-unknown", "rdma_proc 7", b_proc7, C_ONE, 0, 0 },
+	{ "msgp", "RDMA_MSGP (obsolete in v1)", b_msgp, C_ONE, 0, 0 },
+	{ "done", "RDMA_DONE (obsolete in v1)", b_done, C_ONE, 0, 0 },
+	{ "client-error", "RDMA_ERROR ERR_CHUNK from the requester", b_error, C_ONE, 0, 0 },
+	{ "short-12", "12 bytes: xid, vers, credits, no rdma_proc", b_short12, C_ONE, 0, 0 },
+	{ "short-2", "2 bytes", b_short2, C_ONE, 0, 0 },
+	{ "empty", "a Send of 0 bytes", b_empty, C_ONE, 0, 0 },
+	{ "read-unterminated", "Read list never terminated", b_read_unterminated, C_ONE, 0, 0 },
+	{ "read-huge", "Read segment of 0x7fffffff bytes", b_read_huge, C_ONE, 0, 0 },
+	{ "read-unaligned", "Read chunk at position 3", b_read_unaligned, C_ONE, 0, 0 },
+	{ "read-beyond", "Read chunk at position 4096, past the message", b_read_beyond, C_ONE, 0, 0 },
+	{ "write-segcount", "Write chunk of 0xffffffff segments", b_write_segcount, C_ONE, 0, 0 },
+	{ "write-segzero", "Write chunk of 0 segments", b_write_segzero, C_ONE, 0, 0 },
+	{ "write-unterminated", "Write list never terminated", b_write_unterminated, C_ONE, 0, 0 },
+	{ "write-huge", "Write segment of 0x7fffffff bytes on a NULL Call", b_write_huge, C_ONE, 0, 0 },
+	{ "reply-segcount", "Reply chunk of 0xffffffff segments", b_reply_segcount, C_ONE, 0, 0 },
+	{ "nomsg-nochunk", "RDMA_NOMSG without chunks, a Call inline", b_nomsg_nochunk, C_ONE, 0, 0 },
+	{ "xid-mismatch", "rdma_xid differs from the RPC XID", b_xid_mismatch, C_ONE, 0, 0 },
+	{ "rpc-reply", "an RPC Reply instead of a Call", b_rpc_reply, C_ONE, 0, 0 },
+	{ "garbage", "256 random bytes", b_garbage, C_ONE, 0, 0 },
+	{ "garbage-v1", "v1 RDMA_MSG header, random chunk lists", b_garbage_v1, C_ONE, 0, 0 },
+	{ "read-bad-rkey", "Position Zero Read chunk at an rkey never registered", b_read_bad_rkey, C_ONE, 0, 0 },
+	{ "read-out-of-bounds", "Read chunk 1 MiB past the end of its registration", b_read_out_of_bounds, C_ONE, 0, 0 },
+	{ "reply-bad-rkey", "Reply chunk at an rkey never registered", b_reply_bad_rkey, C_ONE, 0, 0 },
+	{ "oversize", "an 8 KiB Send, twice the server's Receive", b_oversize, C_ONE, 0, 0 },
+	{ "credit-burst", "3 x the granted credits of NULL Calls at once", b_null, C_BURST, 0, 0 },
+	{ "oversize-early", "oversize, sent 1 s before our RTU", b_oversize, C_EARLY, 0, 0 },
+	{ "short-27", "27 bytes: the fixed header one byte short", b_short27, C_ONE, 0, 0 },
+	{ "bc-reply-bad-xid", "an RPC Reply whose XID differs from rdma_xid", b_bc_reply_bad_xid, C_ONE, 0, 0 },
+	{ "bc-reply-short", "an RPC Reply of 8 bytes", b_bc_reply_short, C_ONE, 0, 0 },
+	{ "read-many-segs", "a Long Call in a Position Zero Read chunk of 160 segments of 16 bytes",
+	  b_read_many_segs, C_ONE, 0, 0 },
+	{ "write-list-long", "NFS NULL Call offering 3 Write chunks", b_write_list_long, C_ONE, 0, 0 },
+	{ "reply-chunk-huge", "NFS NULL Call offering a 1 MiB Reply chunk", b_reply_chunk_huge, C_ONE,
+	  BIGCHUNKSZ, 0 },
+	{ "read-zero-bytes", "NFS NULL Call with a data Read chunk of 0 bytes", b_read_zero_bytes, C_ONE, 0, 0 },
+	{ "pzrc-zero-bytes", "RDMA_NOMSG, Position Zero Read chunk of one 0-byte segment",
+	  b_pzrc_zero_bytes, C_ONE, 0, 0 },
+	{ "abandon-connect", "connects abandoned after the REQ (REQ_SENT) or the REP, 200 or more; then a NULL Call",
+	  b_null, C_ABANDON, 0, 1 },
 };
 #define NCASES (sizeof(cases) / sizeof(cases[0]))
 
@@ -891,7 +1107,18 @@ static void parse_answer(struct cconn *c, const uint8_t *p, unsigned int len, ui
 			a->kind = A_BAD;
 			return;
 		}
-		o += 16 * n;
+		a->wchunks++;
+		for (k = 0; k < n; k++) {
+			uint32_t sl;
+
+			o += 4;
+			if (get32(p, len, &o, &sl)) {
+				a->kind = A_BAD;
+				return;
+			}
+			a->wbytes += sl;
+			o += 8;
+		}
 	}
 	if (o > len || get32(p, len, &o, &d)) {
 		a->kind = A_BAD;
@@ -905,8 +1132,19 @@ static void parse_answer(struct cconn *c, const uint8_t *p, unsigned int len, ui
 			snprintf(a->why, sizeof(a->why), "bad reply chunk");
 			return;
 		}
-		for (k = 1; k < n; k++)
-			o += 16;
+		a->rchunk = 1;
+		a->rbytes = l;
+		for (k = 1; k < n; k++) {
+			uint32_t sl;
+
+			o += 4;
+			if (get32(p, len, &o, &sl)) {
+				a->kind = A_BAD;
+				return;
+			}
+			a->rbytes += sl;
+			o += 8;
+		}
 	}
 	if (a->proc == RDMA_MSG) {
 		a->rpc_ok = o <= len && rpc_reply_ok(p + o, len - o, call_xid);
@@ -914,7 +1152,7 @@ static void parse_answer(struct cconn *c, const uint8_t *p, unsigned int len, ui
 	}
 	/* RDMA_NOMSG: the Reply is in our Reply chunk. */
 	a->via_chunk = 1;
-	if (!d || h != c->cmr->rkey || l > CHUNKSZ - CH_REPLY ||
+	if (!d || h != c->cmr->rkey || l > c->chunksz - CH_REPLY ||
 	    (((uint64_t)hi << 32) | lo) != (uintptr_t)c->chunk + CH_REPLY) {
 		snprintf(a->why, sizeof(a->why), "RDMA_NOMSG without our reply chunk");
 		return;
@@ -1022,11 +1260,91 @@ static void print_answer(const char *label, const struct answer *a, uint32_t xid
 		printf(" %shvers=%u", pre, a->vers);
 	if (a->kind == A_ERR_OTHER)
 		printf(" %serr=%u", pre, a->err);
-	if (a->kind == A_REPLY)
-		printf(" %srpc=%s %svia=%s", pre, a->rpc_ok ? "ok" : "bad", pre,
-		       a->via_chunk ? "reply-chunk" : "inline");
+	if (a->kind == A_REPLY) {
+		printf(" %srpc=%s %svia=%s %swchunks=%u %swbytes=%u %srchunk=", pre,
+		       a->rpc_ok ? "ok" : "bad", pre, a->via_chunk ? "reply-chunk" : "inline",
+		       pre, a->wchunks, pre, a->wbytes, pre);
+		if (a->rchunk)
+			printf("%u", a->rbytes);
+		else
+			printf("absent");
+	}
 	if (a->why[0])
 		printf(" %swhy=\"%s\"", pre, a->why);
+}
+
+/* Waits up to ms for one CM event on ech, acks it; its type, or -1. */
+static int ev_wait(struct rdma_event_channel *ech, int ms)
+{
+	struct pollfd p = { .fd = ech->fd, .events = POLLIN };
+	struct rdma_cm_event *ev;
+	int e;
+
+	if (poll(&p, 1, ms) <= 0 || rdma_get_cm_event(ech, &ev))
+		return -1;
+	e = ev->event;
+	rdma_ack_cm_event(ev);
+	return e;
+}
+
+/*
+ * Connects given up: a CM id of its own each, resolved, a REQ sent (our
+ * RFC 8797 private data, a QP number no QP has: we never make one), then
+ * the id destroyed, which makes our CM send a REJ. Every other one goes
+ * at once (REQ_SENT: the server may not have seen the REQ yet, or be
+ * building the connection or accepting it); the others once the server's
+ * REP came (it accepted, and waits for an RTU that never comes). ABANDON_MIN
+ * at least, and until until_file exists (-u); ABANDON_MAX attempts at most.
+ * Returns the REQs sent; *failed counts the attempts that sent none.
+ */
+#define ABANDON_MIN 200
+#define ABANDON_MAX 20000
+static unsigned int abandon_loop(unsigned int *failed, unsigned int *reps, char *why, size_t n)
+{
+	unsigned int sent = 0, i;
+	uint8_t priv[8];
+
+	*failed = *reps = 0;
+	peer_private(priv, 0, RBUF, RBUF);
+	for (i = 0; i < ABANDON_MAX; i++) {
+		struct rdma_event_channel *ech;
+		struct rdma_cm_id *id = NULL;
+		struct rdma_conn_param cp = { 0 };
+		int ok = 0;
+
+		if (sent >= ABANDON_MIN && (!until_file || !access(until_file, F_OK)))
+			break;
+		ech = rdma_create_event_channel();
+		if (!ech || rdma_create_id(ech, &id, NULL, RDMA_PS_TCP)) {
+			snprintf(why, n, "rdma_create_id: %s", strerror(errno));
+			if (ech)
+				rdma_destroy_event_channel(ech);
+			return sent;
+		}
+		cp.private_data = priv;
+		cp.private_data_len = sizeof(priv);
+		cp.responder_resources = 16;
+		cp.retry_count = 7;
+		cp.rnr_retry_count = 7;
+		cp.qp_num = 0x100000 + (i & 0xfffff);
+		if (!rdma_resolve_addr(id, NULL, (struct sockaddr *)&server, 2000) &&
+		    ev_wait(ech, timeout_ms) == RDMA_CM_EVENT_ADDR_RESOLVED &&
+		    !rdma_resolve_route(id, 2000) &&
+		    ev_wait(ech, timeout_ms) == RDMA_CM_EVENT_ROUTE_RESOLVED &&
+		    !rdma_connect(id, &cp)) {
+			ok = 1;
+			sent++;
+			if (i % 2 && ev_wait(ech, timeout_ms) == RDMA_CM_EVENT_CONNECT_RESPONSE)
+				(*reps)++;
+		} else {
+			(*failed)++;
+			snprintf(why, n, "connect attempt %u: %s", i, strerror(errno));
+		}
+		rdma_destroy_id(id);
+		rdma_destroy_event_channel(ech);
+		(void)ok;
+	}
+	return sent;
 }
 
 /* One case on a connection of its own; returns 0 unless the peer failed. */
@@ -1040,6 +1358,16 @@ static int run_case(const struct ccase *k)
 	long t0 = now_ms();
 
 	printf("case %s start: %s\n", k->name, k->desc);
+	if (k->how == C_ABANDON) {
+		unsigned int failed, reps, sent;
+
+		sent = abandon_loop(&failed, &reps, why, sizeof(why));
+		printf("case %s abandoned=%u after_rep=%u failed=%u ms=%ld%s%s%s\n", k->name, sent,
+		       reps, failed, now_ms() - t0, why[0] ? " why=\"" : "", why, why[0] ? "\"" : "");
+		fflush(stdout);
+		why[0] = 0;
+	}
+	chunk_size = k->chunksz ? k->chunksz : CHUNKSZ;
 	if (cconn_open(&c, k->how == C_EARLY ? k->build : NULL, xid, &len, why, sizeof(why))) {
 		printf("case %s result=connect-failed then=- why=\"%s\"\n", k->name, why);
 		cconn_close(&c);
@@ -1071,7 +1399,7 @@ static int run_case(const struct ccase *k)
 		       got == total ? "reply" : c.ended || c.qp_err[0] ? "disconnect" : "nothing",
 		       total / 3, i, got);
 	} else {
-		if (k->how == C_ONE) {
+		if (k->how == C_ONE || k->how == C_ABANDON) {
 			len = k->build(&c, sbuf(&c, 0), xid);
 			if (post_send(&c, 0, len)) {
 				printf("case %s result=connect-failed then=- why=\"post send failed\"\n",
@@ -1129,17 +1457,20 @@ int client_main(int argc, char **argv)
 
 	/* argv[0] is "-c"; the server comes next. */
 	if (argc < 2) {
-		fprintf(stderr, "usage: rpcrdma-peer -c SERVER [-P PORT] [-t MS] [-l] [CASE ...]\n");
+		fprintf(stderr, "usage: rpcrdma-peer -c SERVER [-P PORT] [-t MS] [-u FILE] [-l] [CASE ...]\n");
 		return 2;
 	}
 	optind = 2;
-	while ((opt = getopt(argc, argv, "P:t:l")) != -1) {
+	while ((opt = getopt(argc, argv, "P:t:u:l")) != -1) {
 		switch (opt) {
 		case 'P':
 			port = optarg;
 			break;
 		case 't':
 			timeout_ms = atoi(optarg);
+			break;
+		case 'u':
+			until_file = optarg;
 			break;
 		case 'l':
 			list = 1;
@@ -1150,7 +1481,8 @@ int client_main(int argc, char **argv)
 	}
 	if (list) {
 		for (i = 0; i < NCASES; i++)
-			printf("%s\t%s\n", cases[i].name, cases[i].desc);
+			if (!cases[i].explicit_only)
+				printf("%s\t%s\n", cases[i].name, cases[i].desc);
 		return 0;
 	}
 	if (resolve(argv[1], port))
@@ -1170,6 +1502,8 @@ int client_main(int argc, char **argv)
 				;
 			if (j == argc)
 				continue;
+		} else if (cases[i].explicit_only) {
+			continue;
 		}
 		run_case(&cases[i]);
 		n++;

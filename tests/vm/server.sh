@@ -266,6 +266,59 @@ cpu_watch() {
 rdma_counts() { rdma resource show | sed 's/^[0-9]*: //'; }
 qp_count() { rdma resource show qp | wc -l; }
 
+# counts_snapshot: with the caches dropped, what counts_req compares: the
+# RDMA resource counts, MemFree (kB), and the objects in use in each
+# kmalloc cache.
+counts_snapshot() {
+    sync && echo 3 > /proc/sys/vm/drop_caches
+    echo "rdma $(rdma_counts | tr -s ' \n' '__')"
+    awk '$1 == "MemFree:" { print "memfree", $2 }' /proc/meminfo
+    awk '$1 ~ /^(dma-)?kmalloc-/ { print "slab", $1, $2 }' /proc/slabinfo
+}
+
+# counts_req REQUEST: svc-hostile.sh's leak check around its abandoned
+# connects, through /export/.counts. "baseline": once the client's mount
+# holds our only connection (one QP more than before nfsd; 120 s at
+# most: settled=0 otherwise), take a snapshot. "compare N" (N connects
+# abandoned): until the RDMA counts equal the baseline's, no kmalloc
+# cache holds N/2 objects more than then (a leak of one object a
+# connect shows as N), and MemFree is down by less than N x 32 KiB (one
+# connection's buffers are over a MiB); 180 s at most for connections to
+# settle, ok=0 after that. The answer is appended as one "done" line.
+counts_req() {
+    set -- $1
+    case $1 in
+    baseline)
+        i=0
+        until [ "$(qp_count)" -eq $((BASE_QPS + 1)) ]; do
+            i=$((i + 1))
+            [ $i -le 120 ] || break
+            sleep 1
+        done
+        settled=0
+        [ "$(qp_count)" -ne $((BASE_QPS + 1)) ] || settled=1
+        counts_snapshot > /tmp/counts.base
+        echo "done settled=$settled qps=$(qp_count) base_qps=$BASE_QPS $(sed -n 's/^rdma /rdma=/p' /tmp/counts.base) memfree=$(awk '$1 == "memfree" { print $2 }' /tmp/counts.base)" >> /export/.counts ;;
+    compare)
+        t0=$(uptime_s)
+        while :; do
+            counts_snapshot > /tmp/counts.now
+            verdict=$(awk -v n="$2" '
+                FNR == NR { if ($1 == "rdma") br = $2; else if ($1 == "memfree") bf = $2; else if ($1 == "slab") bs[$2] = $3; next }
+                $1 == "rdma" { nr = $2 } $1 == "memfree" { nf = $2 }
+                $1 == "slab" { d = $3 - bs[$2]; if (wn == "" || d > w) { w = d; wn = $2 } }
+                END { ok = nr == br && w < n / 2 && bf - nf < n * 32
+                      printf "ok=%d slab_most=%s:%d memfree_down_kb=%d rdma=%s rdma_before=%s\n", ok, wn, w, bf - nf, nr, br }' \
+                /tmp/counts.base /tmp/counts.now)
+            case $verdict in ok=1*) break ;; esac
+            [ $(($(uptime_s) - t0)) -le 180 ] || break
+            sleep 5
+        done
+        echo "done after_s=$(($(uptime_s) - t0)) $verdict" >> /export/.counts ;;
+    *) echo "unknown counts request '$*'"; return 1 ;;
+    esac
+}
+
 # dev_del SECS: delete our rxe device under the clients' connections and
 # add it back SECS s later. The delete must return (ib_unregister_device
 # waits until the transport released every connection's QP and CM id);
@@ -371,6 +424,10 @@ fault_watch() {
         if req=$(cat /export/.recall 2>/dev/null) && [ -n "$req" ] &&
             [ "${req#*done}" = "$req" ]; then
             check server_recall_request recall_req "$req"
+        fi
+        if req=$(cat /export/.counts 2>/dev/null) && [ -n "$req" ] &&
+            [ "${req#*done}" = "$req" ]; then
+            check "server_counts_${req%% *}" counts_req "$req"
         fi
         if [ -e /export/.teardown ] && [ "${RR_MOD:-c}" != none ]; then
             rm -f /export/.teardown

@@ -29,20 +29,46 @@
 #   good-*            the peer works: a well-formed Reply (rpc=ok)
 #   done, client-error  rpcrdma.ko drops them (svc_rdma_xdr_decode_req
 #                     out_drop) *; the connection must stay and serve
-#   short-12          shorter than the fixed header: rpcrdma.ko answers
-#                     ERR_CHUNK with the xid it has
-#   short-2, empty    no xid to answer: rpcrdma.ko sends ERR_CHUNK with
+#   short-27, short-12  shorter than the fixed header (28 bytes): RFC
+#                     8166 4.5, the receiver cannot trust the XID and MUST
+#                     silently discard it; rs drops them and serves on.
+#                     rpcrdma.ko answers ERR_CHUNK with the xid it has *
+#   short-2, empty    the same for rs. rpcrdma.ko sends ERR_CHUNK with
 #                     the first 8 bytes of its Receive buffer as rdma_xid
 #                     and rdma_vers, whatever they hold: what is left of an
 #                     earlier message, even of another connection (stale
-#                     kernel memory). rs may answer ERR_CHUNK, but only with
-#                     bytes we sent or zeros; or disconnect, or drop it
+#                     kernel memory) *. no_stale below holds any answer of
+#                     rs to these to bytes we sent or zeros
 #   write-segzero     rpcrdma.ko rejects a Write chunk of 0 segments; RFC
 #                     8166 3.4.6 calls it an empty Write chunk: rs may reply
 #   write-huge        nothing to write for a NULL: rpcrdma.ko replies; rs
 #                     may reject a chunk longer than any payload it allows
 #   nomsg-nochunk, xid-mismatch  rpcrdma.ko serves the inline Call *
-#   rpc-reply         an RPC Reply with no backchannel: nfsd drops it
+#   rpc-reply, bc-reply-bad-xid, bc-reply-short  a backward-direction
+#                     Reply (RFC 8167) that is malformed, answers no Call
+#                     the server sent, carries an rdma_xid other than its
+#                     XID, or is 8 bytes long: dropped silently, never
+#                     answered with RDMA_ERROR (whose XID could fail a
+#                     forward Call of the client's); the connection serves on
+#   read-many-segs    a Long Call whose Position Zero Read chunk is 160
+#                     segments of 16 bytes (an NFSv4 COMPOUND of 2560
+#                     bytes): RFC 8166 3.4.4 lets a requester split a chunk
+#                     as it likes, and 160 is within the decode limit (260):
+#                     served
+#   write-list-long   a NULL Call offering 3 Write chunks: served, each
+#                     chunk echoed with its segments, all of 0 bytes (RFC
+#                     8166 3.4.6 "unused Write chunk"; rs: checked)
+#   reply-chunk-huge  a NULL Call offering a 1 MiB Reply chunk: served;
+#                     inline, the Reply chunk is echoed with length 0
+#                     (4.3.3: the Responder MUST copy it; rs: checked)
+#   read-zero-bytes   a data Read chunk of 0 bytes: served, or ERR_CHUNK;
+#                     never a disconnect
+#   pzrc-zero-bytes   RDMA_NOMSG whose Position Zero Read chunk moves 0
+#                     bytes: no Call to serve: ERR_CHUNK, or dropped (the
+#                     RPC layer gets an empty Call); never a disconnect
+#   abandon-connect   (its own phase, see abandon_phase) 200 or more
+#                     connects given up after the REQ or the REP, then a
+#                     NULL Call on a new connection: served
 #   read-bad-rkey, read-out-of-bounds, reply-bad-rkey  the server's RDMA
 #                     Read or Write fails: the connection is lost. rs sends
 #                     a NULL reply inline when it fits, as RFC 8166 allows,
@@ -74,9 +100,9 @@ proc-unknown        err-chunk             err-chunk
 msgp                err-chunk             err-chunk
 done                nothing               nothing|err-chunk
 client-error        nothing               nothing|err-chunk
-short-12            err-chunk             err-chunk|disconnect
-short-2             err-chunk             err-chunk|disconnect|nothing
-empty               err-chunk             err-chunk|disconnect|nothing
+short-12            err-chunk             nothing
+short-2             err-chunk             nothing
+empty               err-chunk             nothing
 read-unterminated   err-chunk             err-chunk
 read-huge           err-chunk             err-chunk
 read-unaligned      err-chunk             err-chunk
@@ -88,7 +114,7 @@ write-huge          reply                 reply|err-chunk
 reply-segcount      err-chunk             err-chunk
 nomsg-nochunk       reply                 err-chunk|reply
 xid-mismatch        reply                 err-chunk|reply
-rpc-reply           nothing               nothing|err-chunk
+rpc-reply           nothing               nothing
 garbage             err-vers              err-vers|err-chunk|disconnect
 garbage-v1          err-chunk             err-chunk|disconnect
 read-bad-rkey       disconnect            disconnect
@@ -97,6 +123,15 @@ reply-bad-rkey      disconnect            disconnect|reply
 oversize            disconnect            disconnect
 credit-burst        reply|disconnect      reply|disconnect
 oversize-early      disconnect            disconnect
+short-27            C_SHORT27             nothing
+bc-reply-bad-xid    C_BCXID               nothing
+bc-reply-short      C_BCSHORT             nothing
+read-many-segs      C_MANYSEGS            reply
+write-list-long     C_WLONG               reply
+reply-chunk-huge    C_RHUGE               reply
+read-zero-bytes     C_RZERO               reply|err-chunk
+pzrc-zero-bytes     C_PZERO               err-chunk|nothing
+abandon-connect     C_ABANDON             reply
 '
 # Cases without an XID to echo.
 NO_XID="short-2 empty"
@@ -104,6 +139,17 @@ NO_XID="short-2 empty"
 svc=$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^rr\.server=//p')
 svc=${svc:-c}
 cases=$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^rr\.cases=//p' | tr , ' ')
+# abandon-connect runs in a phase of its own (abandon_phase), after the
+# others: by default, or when rr.cases names it.
+abandon=yes
+if [ -n "$cases" ]; then
+    case " $cases " in
+    *" abandon-connect "*)
+        cases=$(echo " $cases " | sed 's/ abandon-connect / /g; s/^ *//; s/ *$//')
+        [ -n "$cases" ] || cases=good-null ;;
+    *) abandon=no ;;
+    esac
+fi
 PEER_OUT=/tmp/peer.out
 
 # allowed CASE: the answers the server under test may give to CASE.
@@ -152,6 +198,7 @@ case_ok() {
         esac ;;
     esac
     [ "$svc" = c ] || no_stale "$1" "$line" || return 1
+    [ "$svc" = c ] || echoes_ok "$1" "$line" || return 1
     probe=$(field "$line" then)
     case $probe in
     nothing) echo "connection neither served nor closed after $1"; return 1 ;;
@@ -174,6 +221,22 @@ no_stale() {
     esac
     [ "$x" = "$mine" ] && [ "$(field "$2" hvers)" = 0 ] ||
         { echo "stale bytes in the answer: xid $x, want $mine; vers $(field "$2" hvers), want 0"; return 1; }
+}
+
+# echoes_ok CASE LINE: a Reply echoes the chunks the Call offered, as RFC
+# 8166 asks (3.4.6: every Write chunk with its segments, lengths cut to
+# what was written; 4.3.3: the Reply chunk, of length 0 when the Reply
+# went inline). Checked for rs, on the cases made for it.
+echoes_ok() {
+    [ "$(field "$2" result)" = reply ] || return 0
+    case $1 in
+    write-list-long)
+        [ "$(field "$2" wchunks)" = 3 ] && [ "$(field "$2" wbytes)" = 0 ] ||
+            { echo "3 Write chunks offered, none needed: echoed $(field "$2" wchunks), $(field "$2" wbytes) bytes written"; return 1; } ;;
+    reply-chunk-huge)
+        [ "$(field "$2" via)" != inline ] || [ "$(field "$2" rchunk)" = 0 ] ||
+            { echo "an inline Reply echoed the offered Reply chunk as $(field "$2" rchunk), not with length 0"; return 1; } ;;
+    esac
 }
 
 # --- the well-behaved client's I/O loop ------------------------------------
@@ -238,6 +301,94 @@ after_write_read() {
         rm /mnt/after /mnt/bg
 }
 
+# --- connects abandoned (issue 27) ---------------------------------------
+# abandon-connect: the peer gives up 200 or more connects after its REQ
+# (REQ_SENT) or the server's REP, one after the other, while the
+# well-behaved client's I/O loop goes on; it keeps abandoning until that
+# loop compared two rounds meanwhile (-u: it cannot stop before), so that
+# nfsd served during the loop by construction. Then a NULL Call on a new
+# connection must be served, and once the connections settled the
+# server's RDMA resources (qp, cq, pd, mr, cm_id) must be back to their
+# counts from before the loop and no kmalloc cache may have kept objects
+# (server.sh counts_req; the baseline is taken with the mount up and
+# idle, so what the mount holds counts on both sides). KFENCE is on in the
+# test kernel; the host scans both consoles.
+ABANDON_OUT=/tmp/abandon.out ABANDON_STOP=/tmp/abandon.stop
+
+# counts_ask REQUEST: hand REQUEST to the server through /mnt/.counts and
+# wait for its "done" line, left in $answer.
+counts_ask() {
+    rm -f /mnt/.counts && echo "$*" > /mnt/.counts || return 1
+    i=0
+    until answer=$(grep '^done' /mnt/.counts 2>/dev/null); do
+        i=$((i + 1))
+        [ $i -le 400 ] || { echo "server did not answer '$*'"; return 1; }
+        sleep 1
+    done
+    echo "server: $answer"
+}
+
+abandon_baseline() {
+    counts_ask baseline || return 1
+    note "before the abandoned connects: $answer"
+    [ "$(field "$answer" settled)" = 1 ] || { echo "the server's connections did not settle"; return 1; }
+}
+
+# abandon_run: the I/O loop on, the peer abandoning connects until the
+# loop compared two more rounds, then its NULL Call.
+abandon_run() {
+    rm -f $ABANDON_STOP /tmp/bg.stop && : > $BG_LOG || return 1
+    console_bg compare_loop /tmp/bgdata /mnt/bg /tmp/bg.stop $BG_LOG
+    (exec > $ABANDON_OUT 2>&1 < /dev/null
+     timeout -s KILL 900 rpcrdma-peer -c $SERVER4 -t 5000 -u $ABANDON_STOP abandon-connect
+     echo "exit $?") &
+    pid=$!
+    t0=$(uptime_s)
+    until [ "$(bg_rounds)" -ge 2 ]; do
+        if [ $(($(uptime_s) - t0)) -gt 600 ] || ! kill -0 $pid 2>/dev/null; then
+            touch $ABANDON_STOP
+            echo "$(bg_rounds) I/O rounds in $(($(uptime_s) - t0)) s of abandoned connects: $(tr '\n' ' ' < $ABANDON_OUT)"
+            return 1
+        fi
+        sleep 1
+    done
+    # Still abandoning: it cannot stop before ABANDON_STOP.
+    if grep -q 'abandoned=' $ABANDON_OUT; then
+        touch $ABANDON_STOP; echo "the peer stopped abandoning early: $(tr '\n' ' ' < $ABANDON_OUT)"; return 1
+    fi
+    touch $ABANDON_STOP
+    w=0
+    while kill -0 $pid 2>/dev/null; do
+        w=$((w + 1))
+        [ $w -le 300 ] || { echo "the peer still running 300 s after it was told to stop"; return 1; }
+        sleep 1
+    done
+    while IFS= read -r l; do note "peer: $l"; done < $ABANDON_OUT
+    note "I/O loop: $(bg_rounds) rounds while connects were abandoned"
+    line=$(grep '^case abandon-connect abandoned=' $ABANDON_OUT) || return 1
+    n=$(field "$line" abandoned)
+    [ "${n:-0}" -ge 200 ] || { echo "only $n connects abandoned"; return 1; }
+}
+
+abandon_no_leak() {
+    n=$(field "$(grep '^case abandon-connect abandoned=' $ABANDON_OUT)" abandoned)
+    counts_ask compare "${n:-200}" || return 1
+    note "after the abandoned connects: $answer"
+    [ "$(field "$answer" ok)" = 1 ]
+}
+
+# case_ok_in FILE CASE: case_ok on the peer's output in FILE.
+case_ok_in() { PEER_OUT=$1; case_ok "$2"; }
+
+abandon_phase() {
+    check abandon_counts_baseline abandon_baseline || return
+    check abandon_connects_io_went_on abandon_run
+    check case_abandon-connect case_ok_in $ABANDON_OUT abandon-connect
+    check abandon_io_loop_compared bg_stop
+    check abandon_no_leak abandon_no_leak
+    rm -f /mnt/bg /mnt/.counts
+}
+
 # And a well-formed Call from the peer still served, on a new connection.
 still_serves() {
     rpcrdma-peer -c $SERVER4 good-null | grep '^case good-null result=reply .*then=reply' ||
@@ -263,5 +414,6 @@ done
 check io_loop_compared bg_stop
 check after_write_read after_write_read
 check still_serves still_serves
+[ $abandon = no ] || abandon_phase
 check umount umount /mnt
 check unload_transport unload rpcrdma
