@@ -1293,7 +1293,8 @@ static int ev_wait(struct rdma_event_channel *ech, int ms)
  * the id destroyed, which makes our CM send a REJ. Every other one goes
  * at once (REQ_SENT: the server may not have seen the REQ yet, or be
  * building the connection or accepting it); the others once the server's
- * REP came (it accepted, and waits for an RTU that never comes). ABANDON_MIN
+ * REP came (it accepted, and waits for an RTU that never comes), or 2 s
+ * passed without one. ABANDON_MIN
  * at least, and until until_file exists (-u); ABANDON_MAX attempts at most.
  * Returns the REQs sent; *failed counts the attempts that sent none.
  */
@@ -1334,7 +1335,7 @@ static unsigned int abandon_loop(unsigned int *failed, unsigned int *reps, char 
 		    !rdma_connect(id, &cp)) {
 			ok = 1;
 			sent++;
-			if (i % 2 && ev_wait(ech, timeout_ms) == RDMA_CM_EVENT_CONNECT_RESPONSE)
+			if (i % 2 && ev_wait(ech, 2000) == RDMA_CM_EVENT_CONNECT_RESPONSE)
 				(*reps)++;
 		} else {
 			(*failed)++;
