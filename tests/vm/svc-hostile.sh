@@ -57,15 +57,19 @@
 #                     served
 #   write-list-long   a NULL Call offering 3 Write chunks: served, each
 #                     chunk echoed with its segments, all of 0 bytes (RFC
-#                     8166 3.4.6 "unused Write chunk"; rs: checked)
+#                     8166 3.4.6 "unused Write chunk"; rs: checked;
+#                     rpcrdma.ko does so too)
 #   reply-chunk-huge  a NULL Call offering a 1 MiB Reply chunk: served;
 #                     inline, the Reply chunk is echoed with length 0
-#                     (4.3.3: the Responder MUST copy it; rs: checked)
+#                     (4.3.3: the Responder MUST copy it; rs: checked).
+#                     rpcrdma.ko always sends the Reply in the chunk
 #   read-zero-bytes   a data Read chunk of 0 bytes: served, or ERR_CHUNK;
-#                     never a disconnect
+#                     never a disconnect. rpcrdma.ko disconnects: its
+#                     rdma_rw refuses a segment of 0 bytes *
 #   pzrc-zero-bytes   RDMA_NOMSG whose Position Zero Read chunk moves 0
 #                     bytes: no Call to serve: ERR_CHUNK, or dropped (the
-#                     RPC layer gets an empty Call); never a disconnect
+#                     RPC layer gets an empty Call); never a disconnect.
+#                     rpcrdma.ko disconnects *
 #   abandon-connect   (its own phase, see abandon_phase) 200 or more
 #                     connects given up after the REQ or the REP, then a
 #                     NULL Call on a new connection: served
@@ -123,15 +127,15 @@ reply-bad-rkey      disconnect            disconnect|reply
 oversize            disconnect            disconnect
 credit-burst        reply|disconnect      reply|disconnect
 oversize-early      disconnect            disconnect
-short-27            C_SHORT27             nothing
-bc-reply-bad-xid    C_BCXID               nothing
-bc-reply-short      C_BCSHORT             nothing
-read-many-segs      C_MANYSEGS            reply
-write-list-long     C_WLONG               reply
-reply-chunk-huge    C_RHUGE               reply
-read-zero-bytes     C_RZERO               reply|err-chunk
-pzrc-zero-bytes     C_PZERO               err-chunk|nothing
-abandon-connect     C_ABANDON             reply
+short-27            err-chunk             nothing
+bc-reply-bad-xid    nothing               nothing
+bc-reply-short      nothing               nothing
+read-many-segs      reply                 reply
+write-list-long     reply                 reply
+reply-chunk-huge    reply                 reply
+read-zero-bytes     disconnect            reply|err-chunk
+pzrc-zero-bytes     disconnect            err-chunk|nothing
+abandon-connect     reply                 reply
 '
 # Cases without an XID to echo.
 NO_XID="short-2 empty"
