@@ -230,10 +230,17 @@ scenario hostile-rs 900 none "Rust client against a hostile server" \
 # credits); each answer must be one the server under test may give
 # (tests/vm/svc-hostile.sh), the I/O must go on, the mount must work
 # afterwards, no oops in either VM. SVC_HOSTILE_SERVERS="c rs" adds the
-# Rust server; SVC_HOSTILE_CASES=a,b picks cases.
+# Rust server; SVC_HOSTILE_CASES=a,b picks cases. Then (issue 27) 200 or
+# more connects abandoned after the REQ or the REP, after which the
+# server must serve and hold no more RDMA resources or kmalloc objects
+# than before. The server's KFENCE samples an allocation every
+# millisecond (the default, 100 ms, would guard a few dozen of the
+# allocations the hostile connections make), so that a use after free
+# on a path they take is likely to be caught.
 for srv in ${SVC_HOSTILE_SERVERS:-c rs}; do
-    scenario "svc-hostile-$srv" 720 "$srv" "hostile client against the $srv server, another client doing I/O" \
-        "rr.script=svc-hostile rr.mod=c rr.server=$srv${SVC_HOSTILE_CASES:+ rr.cases=$SVC_HOSTILE_CASES}"
+    scenario "svc-hostile-$srv" 720 "$srv" "hostile client against the $srv server, another client doing I/O; abandoned connects" \
+        "rr.script=svc-hostile rr.mod=c rr.server=$srv${SVC_HOSTILE_CASES:+ rr.cases=$SVC_HOSTILE_CASES}" \
+        "kfence.sample_interval=1"
 done
 
 # Issue 13: rpcrdma_rs as the nfsd server transport, against the C client
