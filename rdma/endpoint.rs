@@ -26,7 +26,7 @@ use core::ptr::NonNull;
 use kernel::error::to_result;
 use kernel::prelude::*;
 use kernel::sync::atomic::{Acquire, Atomic, Relaxed, Release};
-use kernel::sync::{new_spinlock, Arc, SetOnce, SpinLock};
+use kernel::sync::{new_condvar, new_spinlock, Arc, CondVar, SetOnce, SpinLock};
 use kernel::types::Opaque;
 
 use super::{CmHandler, CmId, Cq, Device, DmaBuf, DmaDir, PageSeg, Pd, QpCaps, RwCtx, RwOp};
@@ -126,6 +126,9 @@ pub(crate) struct RwSet {
     pages: PageRefs,
     segs: KVec<PageSeg>,
     spares: RwSpares,
+    /// The first context not posted yet: a set needing more Send Queue
+    /// entries than a connection has room for goes in parts.
+    next: usize,
 }
 
 /// rdma_rw contexts' memory kept per buffer: a READ's payload or a Reply
@@ -139,6 +142,7 @@ impl RwSet {
             pages: PageRefs::new(),
             segs: KVec::new(),
             spares: RwSpares::with_room(RW_SPARES)?,
+            next: 0,
         })
     }
 
@@ -206,9 +210,42 @@ impl RwSet {
         Ok(())
     }
 
+    /// Send Queue entries of the contexts not posted yet.
+    pub(crate) fn wrs_left(&self) -> u32 {
+        RwCtx::total_wrs(self.ctxs.get(self.next..).unwrap_or(&[]))
+    }
+
+    /// The most Send Queue entries one context of the set takes: the
+    /// least room it can go in.
+    pub(crate) fn max_ctx_wrs(&self) -> u32 {
+        self.ctxs.iter().map(RwCtx::wr_count).max().unwrap_or(0)
+    }
+
+    /// The contexts of the next part: from the first not posted, as many
+    /// as fit in `room` entries (at least one). Marks them posted.
+    fn next_part(&mut self, room: u32) -> Result<&mut [RwCtx]> {
+        let start = self.next;
+        let mut end = start;
+        let mut wrs = 0u32;
+        for ctx in self.ctxs.get(start..).unwrap_or(&[]) {
+            let n = wrs.saturating_add(ctx.wr_count());
+            if n > room {
+                break;
+            }
+            wrs = n;
+            end += 1;
+        }
+        if end == start {
+            return Err(if start < self.ctxs.len() { E2BIG } else { EINVAL });
+        }
+        self.next = end;
+        self.ctxs.get_mut(start..end).ok_or(EINVAL)
+    }
+
     /// Unmaps the pages, which makes the Reads' data visible to the CPU,
     /// and keeps the contexts' memory for the next ones; the pages stay.
     pub(crate) fn unmap(&mut self) {
+        self.next = 0;
         self.spares.reclaim(&mut self.ctxs);
     }
 
@@ -272,6 +309,9 @@ struct RecvHeld<O: EpOwner> {
 /// A Send buffer's slot; as [`RecvSlot`].
 struct SendSlot<O: EpOwner> {
     cqe: Opaque<sys::ib_cqe>,
+    /// Completes the Writes of a part posted ahead of the Send.
+    part_cqe: Opaque<sys::ib_cqe>,
+    part: Atomic<u32>,
     core: NonNull<EpCore<O>>,
     idx: u32,
     held: UnsafeCell<SendHeld<O>>,
@@ -342,7 +382,17 @@ struct EpCore<O: EpOwner> {
     id: SetOnce<CmId<O>>,
     #[pin]
     posted: SpinLock<Posted>,
+    /// Where threads wait for a part of a Reply's Writes.
+    #[pin]
+    part_lock: SpinLock<()>,
+    #[pin]
+    part_cv: CondVar,
 }
+
+/// States of a Send slot's part of Writes.
+const PART_OK: u32 = 0;
+const PART_POSTED: u32 = 1;
+const PART_FAILED: u32 = 2;
 
 /// The sizes of an [`Endpoint`].
 #[derive(Clone, Copy)]
@@ -438,6 +488,8 @@ where
                     },
                     "rpcrdma_rs_ep_posted"
                 ),
+                part_lock <- new_spinlock!((), "rpcrdma_rs_ep_part"),
+                part_cv <- new_condvar!("rpcrdma_rs_ep_part"),
             }? Error),
             GFP_KERNEL,
         )?;
@@ -484,6 +536,10 @@ where
                     cqe: Opaque::new(sys::ib_cqe {
                         done: Some(send_done::<O>),
                     }),
+                    part_cqe: Opaque::new(sys::ib_cqe {
+                        done: Some(part_done::<O>),
+                    }),
+                    part: Atomic::new(PART_OK),
                     core: core_ptr,
                     idx,
                     held: UnsafeCell::new(SendHeld {
@@ -621,9 +677,15 @@ impl<O: EpOwner> Endpoint<O> {
     /// [`EpOwner::reads_done`]. With no Read set up, `buf` comes back. On
     /// a failed post (some Reads may be posted) the buffer stays with the
     /// endpoint: the connection has to close.
+    ///
+    /// At most `room` Send Queue entries are posted at once: a longer set
+    /// goes in parts, each posted once the one before completed (the
+    /// owner calls this again from [`EpOwner::reads_done`] while
+    /// [`Recv::reads_left`]).
     pub(crate) fn post_reads<'a>(
         &'a self,
         buf: RecvBuf<'a, O>,
+        room: u32,
     ) -> Result<(), PostError<RecvBuf<'a, O>>> {
         let Some(qp) = self.id().and_then(|id| id.qp()) else {
             return Err(PostError::NotPosted(ENOTCONN, buf));
@@ -631,14 +693,15 @@ impl<O: EpOwner> Endpoint<O> {
         let slot = buf.slot;
         // SAFETY: We hold the token: `held` is ours until the post.
         let held = unsafe { &mut *slot.held.get() };
-        if held.rw.is_empty() {
-            return Err(PostError::NotPosted(EINVAL, buf));
-        }
+        let part = match held.rw.next_part(room) {
+            Ok(part) => part,
+            Err(e) => return Err(PostError::NotPosted(e, buf)),
+        };
         // SAFETY: The contexts are on this QP (type invariant of
         // `RwSet`); they and the slot stay, unchanged, until the
         // completion on `read_cqe` hands the token back or the QP is
         // drained: the token is consumed here.
-        let res = unsafe { RwCtx::chain_raw(&mut held.rw.ctxs, slot.read_cqe.get(), qp.as_ptr()) };
+        let res = unsafe { RwCtx::chain_raw(part, slot.read_cqe.get(), qp.as_ptr()) };
         buf.consume();
         res.map_err(PostError::Lost)
     }
@@ -666,8 +729,9 @@ impl<O: EpOwner> Endpoint<O> {
         let held = unsafe { &mut *slot.held.get() };
         held.buf.sync_for_device(len);
         let mut sge = [held.buf.sge(0, len, self.core.lkey)];
-        let has_writes = !held.rw.is_empty();
-        let writes: *mut [RwCtx] = held.rw.ctxs.as_mut_slice();
+        let start = held.rw.next.min(held.rw.ctxs.len());
+        let has_writes = start < held.rw.ctxs.len();
+        let writes: *mut [RwCtx] = &mut held.rw.ctxs[start..];
         // Held across the post: the ring's order is the Send Queue's.
         let mut posted = self.core.posted.lock();
         let signalled = signal(posted.unsignalled);
@@ -694,6 +758,44 @@ impl<O: EpOwner> Endpoint<O> {
         }
     }
 
+    /// Posts the next Writes of `buf`'s set that fit in `room` Send Queue
+    /// entries, ahead of its Send, and waits for them to complete: for a
+    /// Reply whose Writes need more room than the connection has. Call it
+    /// while [`SendBuf::writes`]' `wrs_left` is above `room`; the rest go
+    /// with the Send.
+    pub(crate) fn post_writes_part(&self, buf: &mut SendBuf<'_, O>, room: u32) -> Result {
+        let qp = self.id().and_then(|id| id.qp()).ok_or(ENOTCONN)?;
+        let slot = buf.slot;
+        slot.part.store(PART_POSTED, Relaxed);
+        let held = buf.held();
+        let part = held.rw.next_part(room)?;
+        // SAFETY: The contexts are on this QP (type invariant of
+        // `RwSet`); they stay, unchanged, until the completion on
+        // `part_cqe`, which this waits for below while it holds the token
+        // (mutably borrowed): nothing else reaches them meanwhile. If the
+        // post fails part way, the completion of a posted Write, flushed
+        // or not, still comes, or the QP is drained.
+        let res = unsafe { RwCtx::chain_raw(part, slot.part_cqe.get(), qp.as_ptr()) };
+        if let Err(e) = res {
+            // Some Writes may be posted, whose completion may never be
+            // signalled: drain, so that none is in use when the caller
+            // releases them. The connection is done for.
+            self.shutdown();
+            return Err(e);
+        }
+        let core = &*self.core;
+        let mut guard = core.part_lock.lock();
+        while slot.part.load(Acquire) == PART_POSTED {
+            core.part_cv.wait(&mut guard);
+        }
+        drop(guard);
+        if slot.part.load(Acquire) == PART_OK {
+            Ok(())
+        } else {
+            Err(EIO)
+        }
+    }
+
     /// Stops calling the owner's handlers and drains the QP, if it exists:
     /// every posted work request completes (flushed), and nothing is
     /// posted afterwards. Idempotent.
@@ -704,11 +806,6 @@ impl<O: EpOwner> Endpoint<O> {
                 id.drain_qp();
             }
         }
-    }
-
-    /// Whether [`Endpoint::shutdown`] began.
-    pub(crate) fn is_closing(&self) -> bool {
-        self.core.closing.load(Acquire)
     }
 }
 
@@ -829,6 +926,11 @@ impl<O: EpOwner> Recv<'_, O> {
         // SAFETY: The slot's core outlives it.
         let qp = unsafe { self.slot.core.as_ref() }.qp()?;
         self.held_mut().rw.add_read(qp, dest, len, remote, rkey)
+    }
+
+    /// Whether Reads set up are not posted yet.
+    pub(crate) fn reads_left(&self) -> bool {
+        self.held().rw.wrs_left() > 0
     }
 
     /// The received bytes, the state and the Reads, together.
@@ -1101,4 +1203,24 @@ unsafe extern "C" fn send_done<O: EpOwner>(_cq: *mut sys::ib_cq, wc: *mut sys::i
         },
         &wc,
     );
+}
+
+/// `ib_cqe.done` of the last Write of a part posted ahead of a Send.
+///
+/// # Safety
+///
+/// As for [`recv_done`], for a chain posted by
+/// [`Endpoint::post_writes_part`].
+unsafe extern "C" fn part_done<O: EpOwner>(_cq: *mut sys::ib_cq, wc: *mut sys::ib_wc) {
+    // SAFETY: ib_core passes a completion valid for this call.
+    let wc = unsafe { Wc::from_raw(wc) };
+    // SAFETY: The chain was posted with the `part_cqe` of a live slot.
+    let slot = unsafe { &*kernel::container_of!(wc.cqe().cast::<Opaque<sys::ib_cqe>>(), SendSlot<O>, part_cqe) };
+    // SAFETY: The slot's core outlives it.
+    let core = unsafe { slot.core.as_ref() };
+    let status = if wc.ok() { PART_OK } else { PART_FAILED };
+    // Under the lock the waiter checks it under: no wake-up is lost.
+    let _guard = core.part_lock.lock();
+    slot.part.store(status, Release);
+    core.part_cv.notify_all();
 }

@@ -293,14 +293,32 @@ impl EpOwner for SvcConn {
     }
 
     fn reads_done(&self, mut buf: RecvBuf<'_, Self>, wc: &Wc<'_>) {
-        self.put_wrs(core::mem::take(&mut buf.state().read_wrs));
         if !wc.ok() {
             if !wc.flushed() {
                 rwarn!("server: RDMA Read failed, status {}\n", wc.status());
             }
+            self.put_wrs(core::mem::take(&mut buf.state().read_wrs));
             self.close();
             return;
         }
+        if buf.reads_left() {
+            // A Read list longer than the room: the next part, in the
+            // same room.
+            let room = buf.state().read_wrs;
+            let Some(ep) = self.ep() else {
+                return;
+            };
+            if let Err(e) = ep.post_reads(buf, room) {
+                let e = match e {
+                    PostError::NotPosted(e, _) | PostError::Lost(e) => e,
+                };
+                rwarn!("server: cannot post RDMA Reads: {:?}\n", e);
+                // The Call is lost with the connection (RFC 8166 §4.5.4).
+                self.close();
+            }
+            return;
+        }
+        self.put_wrs(core::mem::take(&mut buf.state().read_wrs));
         self.queue(buf.park(), true);
     }
 
@@ -350,7 +368,24 @@ impl<'a> SendSlot<'a> {
     /// unsignalled Send may carry comes out of room of its own
     /// ([`lazy_room`]).
     pub(super) fn reserve_writes(&mut self) -> Result {
-        let wrs = self.buf()?.writes().wrs();
+        let conn = self.conn;
+        let room = conn.rw_room;
+        if self.buf()?.writes().wrs_left() > room {
+            // More than the connection ever has room for (a client that
+            // registers its chunks a page at a time): all the room, used
+            // part after part, waiting for each.
+            let ep = conn.ep().ok_or(ENOTCONN)?;
+            let more = room.saturating_sub(self.wrs);
+            conn.get_wrs(more)?;
+            self.wrs += more;
+            while self.buf()?.writes().wrs_left() > room {
+                if let Err(e) = ep.post_writes_part(self.buf()?, room) {
+                    conn.close();
+                    return Err(e);
+                }
+            }
+        }
+        let wrs = self.buf()?.writes().wrs_left();
         let more = wrs.saturating_sub(self.wrs);
         if more > 0 {
             self.conn.get_wrs(more)?;
@@ -368,7 +403,7 @@ impl<'a> SendSlot<'a> {
         let ep = conn.ep().ok_or(ENOTCONN)?;
         let mut buf = self.buf.take().ok_or(EINVAL)?;
         let writes = buf.writes();
-        if writes.wrs() > self.wrs {
+        if writes.wrs_left() > self.wrs {
             self.buf = Some(buf);
             return Err(EINVAL);
         }
@@ -736,9 +771,8 @@ impl SvcConn {
     /// Marks the connection for closing by an nfsd thread, and wakes the
     /// threads waiting for Send Queue room so that they give up.
     pub(super) fn close(&self) {
-        if self.ep().is_some_and(|ep| ep.is_closing()) {
-            return;
-        }
+        // Never from a handler once the endpoint shut down (none is
+        // called then): the `svc_xprt` may have no reference left.
         self.xprt.deferred_close();
         self.wake_waiters();
     }

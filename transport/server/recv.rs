@@ -197,17 +197,17 @@ fn pull(conn: &SvcConn, mut buf: Buf<'_>, rqst: &mut SvcRqst<'_>, xid: u32) -> i
             return 0;
         }
     };
-    // Send Queue room for the Reads: a list needing more than the
-    // connection ever has is refused.
-    if let Err(e) = conn.get_wrs(wrs) {
+    // Send Queue room for the Reads: a list longer than the room goes in
+    // parts, each in the same room.
+    let room = wrs.min(conn.rw_room);
+    if let Err(e) = conn.get_wrs(room) {
         if let Some((_, rw, _)) = call_of(&mut buf) {
             rw.release();
         }
         if e == E2BIG {
             rwarn!(
-                "server: Read list of Call xid {:#x} needs {} work requests, more than {}\n",
+                "server: a Read of Call xid {:#x} needs more than {} work requests\n",
                 xid,
-                wrs,
                 conn.rw_room
             );
             send::error(conn, xid, crate::proto::v1::VERSION, RdmaError::Chunk);
@@ -215,15 +215,15 @@ fn pull(conn: &SvcConn, mut buf: Buf<'_>, rqst: &mut SvcRqst<'_>, xid: u32) -> i
         }
         return 0;
     }
-    buf.state().read_wrs = wrs;
+    buf.state().read_wrs = room;
     let Some(ep) = conn.ep() else {
         return 0;
     };
-    match ep.post_reads(buf) {
+    match ep.post_reads(buf, room) {
         Ok(()) => {}
         Err(PostError::NotPosted(e, _)) | Err(PostError::Lost(e)) => {
             rwarn!("server: cannot post RDMA Reads: {:?}\n", e);
-            conn.put_wrs(wrs);
+            conn.put_wrs(room);
             // The Call is lost with the connection (RFC 8166 §4.5.4).
             conn.close();
         }
@@ -282,7 +282,9 @@ fn prepare(
         state.bytes += u64::from(length);
     }
     let (_, _, rw) = view.parts();
-    Ok(Some(rw.wrs()))
+    // One context needing more room than the connection has cannot be
+    // posted at all.
+    Ok(Some(rw.wrs().max(rw.max_ctx_wrs())))
 }
 
 /// The Reads of the Call in `buf` are done: their pages become `rqst`'s,
