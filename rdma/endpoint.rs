@@ -82,9 +82,13 @@ pub(crate) struct Parked<K> {
     _kind: PhantomData<K>,
 }
 
+/// Bits of a [`Parked`] number that hold the buffer's; the rest hold the
+/// endpoint's (which wraps sooner on 32-bit machines).
+const IDX_BITS: u32 = usize::BITS / 2;
+
 impl<K> Parked<K> {
     fn new(gen: u32, idx: u32) -> Self {
-        let raw = ((gen as usize) << 32) | idx as usize;
+        let raw = ((gen as usize) << IDX_BITS) | idx as usize;
         Self {
             // `gen` is never zero.
             raw: NonZeroUsize::new(raw).unwrap_or(NonZeroUsize::MIN),
@@ -93,12 +97,23 @@ impl<K> Parked<K> {
     }
 
     fn gen(&self) -> u32 {
-        (self.raw.get() >> 32) as u32
+        split(self.raw.get()).0
     }
 
     fn idx(&self) -> u32 {
-        self.raw.get() as u32
+        split(self.raw.get()).1
     }
+}
+
+/// The endpoint's and the buffer's number in a parked token.
+fn split(raw: usize) -> (u32, u32) {
+    ((raw >> IDX_BITS) as u32, (raw & ((1 << IDX_BITS) - 1)) as u32)
+}
+
+/// An endpoint's number as a parked token holds it: never zero.
+fn gen_of(n: u32) -> u32 {
+    let gen = n & ((1u64 << (usize::BITS - IDX_BITS)) - 1) as u32;
+    gen.max(1)
 }
 
 impl From<Parked<RecvKind>> for Ctxt {
@@ -463,7 +478,7 @@ where
             send_sge: sizes.send_sge,
             rdma_ctxs: sizes.rw_ctxs,
         };
-        let gen = NEXT_GEN.fetch_add(1, Relaxed).max(1);
+        let gen = gen_of(NEXT_GEN.fetch_add(1, Relaxed));
         let lkey = pd.local_dma_lkey();
         let core = KBox::pin_init(
             try_pin_init!(EpCore {
@@ -631,8 +646,8 @@ impl<O: EpOwner> Endpoint<O> {
     pub(crate) fn recv_in<'a>(&'a self, ctxt: &'a mut Ctxt) -> Option<Recv<'a, O>> {
         // Not consumed: `ctxt` still holds the buffer, and stays borrowed
         // as long as the view.
-        let raw = ctxt.raw().get();
-        let slot = self.recv_slot((raw >> 32) as u32, raw as u32)?;
+        let (gen, idx) = split(ctxt.raw().get());
+        let slot = self.recv_slot(gen, idx)?;
         Some(Recv { slot })
     }
 

@@ -22,9 +22,10 @@ use crate::sunrpc::{discard, new_object, Net, Serv, SockAddr, SvcXprt, XptFlag};
 /// Connection requests waiting for the accept queue, as svcrdma allows.
 const BACKLOG: i32 = 16;
 
-/// Connection requests queued for nfsd at most. Past it, a request is
-/// rejected at once: the clients that sent them retry, and a peer that
-/// floods the listener with REQs holds no more than this many CM ids.
+/// Connection requests still wanted that may wait for nfsd. Past it, a
+/// request is rejected at once: the clients that sent them retry, and a
+/// peer that floods the listener with REQs holds no more than a few times
+/// this many CM ids, and no connection is built for any of them.
 const MAX_PENDING: usize = 256;
 
 /// `AF_INET` and `AF_INET6`.
@@ -120,7 +121,12 @@ impl ListenHandler for SvcListener {
         // concurrently.
         req.defer(|pending| {
             let mut q = self.accept_q.lock();
-            if q.len() >= MAX_PENDING || q.reserve(1, GFP_KERNEL).is_err() {
+            // Requests whose peer gave up cost a CM id until nfsd drops
+            // them: they count against a larger bound, so that a burst
+            // of abandoned connects does not shut out a live client.
+            let live = q.iter().filter(|p| !p.is_gone()).count();
+            let full = live >= MAX_PENDING || q.len() >= 4 * MAX_PENDING;
+            if full || q.reserve(1, GFP_KERNEL).is_err() {
                 TOTALS.refused.inc();
                 rwarn!("server: accept queue full, connection refused\n");
                 return Err(pending);
