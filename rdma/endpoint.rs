@@ -321,6 +321,13 @@ struct RecvHeld<O: EpOwner> {
     state: O::RecvState,
 }
 
+impl<O: EpOwner> RecvSlot<O> {
+    fn core(&self) -> &EpCore<O> {
+        // SAFETY: `core` outlives the slot (type invariant).
+        unsafe { self.core.as_ref() }
+    }
+}
+
 /// A Send buffer's slot; as [`RecvSlot`].
 struct SendSlot<O: EpOwner> {
     cqe: Opaque<sys::ib_cqe>,
@@ -330,6 +337,13 @@ struct SendSlot<O: EpOwner> {
     core: NonNull<EpCore<O>>,
     idx: u32,
     held: UnsafeCell<SendHeld<O>>,
+}
+
+impl<O: EpOwner> SendSlot<O> {
+    fn core(&self) -> &EpCore<O> {
+        // SAFETY: `core` outlives the slot (type invariant).
+        unsafe { self.core.as_ref() }
+    }
 }
 
 struct SendHeld<O: EpOwner> {
@@ -906,8 +920,7 @@ impl<'a, O: EpOwner> RecvBuf<'a, O> {
 
     /// Puts the token away.
     pub(crate) fn park(self) -> Parked<RecvKind> {
-        // SAFETY: `core` outlives the slot (type invariant).
-        let gen = unsafe { self.slot.core.as_ref() }.gen;
+        let gen = self.slot.core().gen;
         Parked::new(gen, self.slot.idx)
     }
 }
@@ -938,8 +951,7 @@ impl<O: EpOwner> Recv<'_, O> {
     /// Sets up an RDMA Read of the peer's `len` bytes at `remote` under
     /// `rkey` into byte `dest` of the pages of [`Recv::parts`]'s set.
     pub(crate) fn add_read(&mut self, dest: usize, len: usize, remote: u64, rkey: u32) -> Result {
-        // SAFETY: The slot's core outlives it.
-        let qp = unsafe { self.slot.core.as_ref() }.qp()?;
+        let qp = self.slot.core().qp()?;
         self.held_mut().rw.add_read(qp, dest, len, remote, rkey)
     }
 
@@ -1007,8 +1019,7 @@ impl<O: EpOwner> SendBuf<'_, O> {
 
     /// Puts the token away.
     pub(crate) fn park(self) -> Parked<SendKind> {
-        // SAFETY: `core` outlives the slot (type invariant).
-        let gen = unsafe { self.slot.core.as_ref() }.gen;
+        let gen = self.slot.core().gen;
         Parked::new(gen, self.slot.idx)
     }
 
@@ -1037,8 +1048,7 @@ impl<O: EpOwner> SendBuf<'_, O> {
         rqst: &mut SvcRqst<'_>,
         writes: impl Iterator<Item = (u32, u32, u64, u32)>,
     ) -> Result<u64> {
-        // SAFETY: The slot's core outlives it.
-        let qp = unsafe { self.slot.core.as_ref() }.qp()?;
+        let qp = self.slot.core().qp()?;
         let rw = &mut self.held().rw;
         let mut segs = core::mem::take(&mut rw.segs);
         let mut bytes = 0u64;
@@ -1095,12 +1105,8 @@ impl<'a, O: EpOwner> Iterator for Retired<'a, O> {
     }
 }
 
-/// The owner of the QP `wc` is about, unless the endpoint is closing.
-///
-/// # Safety
-///
-/// `core` is the live core of the endpoint whose slot completed.
-unsafe fn owner_of<'a, O: EpOwner>(core: &'a EpCore<O>) -> Option<&'a O> {
+/// The owner of an endpoint's completions, unless it is closing.
+fn owner_of<O: EpOwner>(core: &EpCore<O>) -> Option<&O> {
     if core.closing.load(Acquire) {
         return None;
     }
@@ -1134,8 +1140,7 @@ unsafe extern "C" fn recv_done<O: EpOwner>(_cq: *mut sys::ib_cq, wc: *mut sys::i
         let held = unsafe { &*slot.held.get() };
         held.buf.sync_for_cpu(held.len);
     }
-    // SAFETY: The slot's core outlives it.
-    if let Some(owner) = unsafe { owner_of(slot.core.as_ref()) } {
+    if let Some(owner) = owner_of(slot.core()) {
         owner.received(buf, &wc);
     }
 }
@@ -1159,8 +1164,7 @@ unsafe extern "C" fn reads_done<O: EpOwner>(_cq: *mut sys::ib_cq, wc: *mut sys::
     // INVARIANT: the signalled last Read completed, and every Read before
     // it: the buffer is the token's again.
     let buf = RecvBuf { slot };
-    // SAFETY: The slot's core outlives it.
-    if let Some(owner) = unsafe { owner_of(slot.core.as_ref()) } {
+    if let Some(owner) = owner_of(slot.core()) {
         owner.reads_done(buf, &wc);
     }
 }
@@ -1177,8 +1181,7 @@ unsafe extern "C" fn send_done<O: EpOwner>(_cq: *mut sys::ib_cq, wc: *mut sys::i
     let slot = unsafe {
         &*kernel::container_of!(wc.cqe().cast::<Opaque<sys::ib_cqe>>(), SendSlot<O>, cqe)
     };
-    // SAFETY: The slot's core outlives it.
-    let core = unsafe { slot.core.as_ref() };
+    let core = slot.core();
     let mut idxs = [0u32; MAX_SENDS as usize];
     let mut len = 0;
     {
@@ -1199,8 +1202,7 @@ unsafe extern "C" fn send_done<O: EpOwner>(_cq: *mut sys::ib_cq, wc: *mut sys::i
             }
         }
     }
-    // SAFETY: `core` is live; the owner is reached as for a Receive.
-    let Some(owner) = (unsafe { owner_of(core) }) else {
+    let Some(owner) = owner_of(core) else {
         return;
     };
     // The slot lies in a vector of slots; find its start from this one.
@@ -1231,8 +1233,7 @@ unsafe extern "C" fn part_done<O: EpOwner>(_cq: *mut sys::ib_cq, wc: *mut sys::i
     let wc = unsafe { Wc::from_raw(wc) };
     // SAFETY: The chain was posted with the `part_cqe` of a live slot.
     let slot = unsafe { &*kernel::container_of!(wc.cqe().cast::<Opaque<sys::ib_cqe>>(), SendSlot<O>, part_cqe) };
-    // SAFETY: The slot's core outlives it.
-    let core = unsafe { slot.core.as_ref() };
+    let core = slot.core();
     let status = if wc.ok() { PART_OK } else { PART_FAILED };
     // Under the lock the waiter checks it under: no wake-up is lost.
     let _guard = core.part_lock.lock();

@@ -239,6 +239,8 @@ pub(crate) struct SvcConn {
     signal_every: u32,
     /// Send Queue room for RDMA Reads and Writes.
     pub(super) rw_room: u32,
+    /// Calls handed to nfsd whose request has not released them yet.
+    pub(super) in_nfsd: Atomic<u32>,
     /// Largest Send: the smaller of the client's receive size (RFC 8797)
     /// and ours; the size of our Send buffers.
     pub(super) inline_send: u32,
@@ -411,9 +413,10 @@ impl<'a> SendSlot<'a> {
         let small = self.wrs <= 1 && writes.pages().len() <= LAZY_WRITE_PAGES;
         buf.state().room = self.wrs;
         let waiters = conn.sq_waiters.load(Relaxed);
-        // Nothing more to answer: a Send that pins pages until a later
-        // signalled one would keep them for as long as the client is idle.
-        let idle = conn.ready.lock().is_empty();
+        // Nothing more to answer (this Call is the only one nfsd holds,
+        // and none waits): a Send that pins pages until a later signalled
+        // one would keep them for as long as the client stays idle.
+        let idle = conn.in_nfsd.load(Relaxed) <= 1 && conn.ready.lock().is_empty();
         // A Send completes, and gives its buffer back, only when signalled
         // or failed; a signalled one also gives back those posted before
         // it. Signalled: every `signal_every`-th, which spares most Replies
@@ -529,6 +532,7 @@ impl SvcConn {
                     ),
                     signal_every: lazy,
                     rw_room: rw,
+                    in_nfsd: Atomic::new(0),
                     inline_send: peer.inline.send,
                     remote_inv: peer.peer_remote_invalidate && swi,
                     debug: SetOnce::new(),

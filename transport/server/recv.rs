@@ -148,6 +148,7 @@ fn reads_done(conn: &SvcConn, mut buf: Buf<'_>, rqst: &mut SvcRqst<'_>) -> i32 {
 /// buffer until `xpo_release_ctxt`.
 fn handed_over(conn: &SvcConn, rqst: &mut SvcRqst<'_>, arg_len: usize) -> i32 {
     conn.count(|s| &s.calls, 1);
+    conn.in_nfsd.add(1, kernel::sync::atomic::Relaxed);
     rqst.received_on(conn.xprt());
     i32::try_from(arg_len).unwrap_or(0)
 }

@@ -198,6 +198,7 @@ pub(super) fn result_payload(conn: &SvcConn, rqst: &mut SvcRqst<'_>, offset: u32
 
 /// `xpo_release_ctxt`: the request is done with its Receive buffer.
 pub(super) fn release(conn: &SvcConn, ctxt: Ctxt) {
+    conn.in_nfsd.fetch_sub(1, kernel::sync::atomic::Relaxed);
     if let Some(buf) = conn.ep().and_then(|ep| ep.recv_from(ctxt)) {
         conn.repost(buf);
     }
