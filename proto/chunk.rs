@@ -579,6 +579,28 @@ fn decode_read_list<'a>(
     Ok(ReadList { wire, chunks })
 }
 
+/// Steps `r` over the three chunk lists by their XDR alone, with no
+/// limit or position checked: where the RPC message of a header that
+/// failed [`ChunkLists::decode`] would start. `None` if the lists are
+/// truncated or a discriminator is not a `bool`.
+pub(crate) fn skip_lists(r: &mut Reader<'_>) -> Option<()> {
+    let more = |r: &mut Reader<'_>| r.bool()?.ok();
+    while more(r)? {
+        r.take(xdr::UNIT.checked_add(SEGMENT_LEN)?)?;
+    }
+    let array = |r: &mut Reader<'_>| {
+        let count = usize::try_from(r.u32()?).ok()?;
+        r.take(count.checked_mul(SEGMENT_LEN)?).map(drop)
+    };
+    while more(r)? {
+        array(r)?;
+    }
+    if more(r)? {
+        array(r)?;
+    }
+    Some(())
+}
+
 /// Decodes a counted segment array after its discriminator.
 fn decode_segment_array<'a>(
     r: &mut Reader<'a>,

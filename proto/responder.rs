@@ -7,8 +7,9 @@
 //! `svc_rdma_pcl.c` and `svc_rdma_sendto.c`, where that is what nfsd and
 //! its clients expect, and are stricter where the C trusts the peer:
 //!
-//! - Too short for the fixed words: dropped (C answers ERR_CHUNK echoing
-//!   whatever the receive buffer held before).
+//! - Shorter than the minimal 28-byte header: dropped before anything is
+//!   parsed (RFC 8166 §4.5; C answers ERR_CHUNK echoing whatever the
+//!   receive buffer held before).
 //! - `rdma_vers` other than 1: ERR_VERS 1..1, echoing the header's version.
 //! - RDMA_DONE, RDMA_ERROR: dropped. RDMA_MSGP, unknown procedures,
 //!   malformed or oversized chunk lists, misplaced Read chunks, a Write or
@@ -20,7 +21,9 @@
 //! - RDMA_MSG whose inline part is too short for an RPC header, or whose
 //!   direction is neither CALL nor REPLY: dropped, as `svc_process` does.
 //!   A REPLY without chunks is a backchannel Reply (RFC 8167); with chunks,
-//!   dropped.
+//!   too short for an RPC Reply (its credits then unused, bidir-00 §2.4),
+//!   or with any fault of its header, dropped: a Requester never answers
+//!   a Reply (RFC 8166 §4.5).
 //!
 //! Nothing here allocates: the Call's pieces and the Reply's Writes are
 //! iterators over the borrowed chunk lists.
@@ -161,7 +164,8 @@ pub enum Cause {
 /// Why a message is dropped without an answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DropReason {
-    /// Shorter than xid, vers, credit and proc: nothing to answer to.
+    /// Shorter than the minimal header (RFC 8166 §4.5): its XID cannot be
+    /// trusted.
     Short,
     /// RDMA_DONE (RFC 8166 §4.6.2).
     Done,
@@ -176,42 +180,68 @@ pub enum DropReason {
     },
     /// A REPLY carrying chunks (RFC 8167 §2.6).
     BackwardWithChunks,
+    /// A REPLY whose transport header, or RPC XID, is bad: a Requester
+    /// never answers a Reply (RFC 8166 §4.5), and an RDMA_ERROR with an
+    /// XID of the backward direction would be looked up among the
+    /// client's forward Calls.
+    BadReply(DecodeError),
+    /// A REPLY too short for an RPC Reply header: its credits are not to
+    /// be used (bidir-00 §2.4).
+    ShortReply {
+        /// Bytes of the RPC message.
+        len: u32,
+    },
 }
 
-/// A message too short for `rdma_proc`: answered with RDMA_ERROR when its
-/// XID, version and credits are all there (as rpcrdma.ko answers, but
-/// echoing only bytes the peer sent), dropped otherwise.
-fn short(buf: &[u8]) -> Refusal {
-    let (Some(xid), Some(vers)) = (xdr::u32_at(buf, 0), xdr::u32_at(buf, 4)) else {
-        return Refusal::Drop(DropReason::Short);
-    };
-    if xdr::u32_at(buf, 8).is_none() {
-        return Refusal::Drop(DropReason::Short);
-    }
-    let (error, cause) = if vers == v1::VERSION {
-        (RdmaError::Chunk, Cause::Header(DecodeError::Truncated))
-    } else {
-        (
-            RdmaError::Vers {
-                low: v1::VERSION,
-                high: v1::VERSION,
-            },
-            Cause::Header(DecodeError::BadVersion { vers }),
-        )
-    };
-    Refusal::Error {
-        xid,
-        vers,
-        error,
-        cause,
+/// Bytes of the smallest transport header: xid, vers, credit, proc and
+/// three empty lists (RFC 8166 §4.5's "minimal size RPC-over-RDMA header").
+pub const MIN_HEADER: usize = 28;
+
+/// Whether the RPC message after the transport header of an RDMA_MSG is
+/// a REPLY, found by the lists' XDR alone, for a header that failed to
+/// decode: such a message is a backward Reply and is never answered.
+fn is_reply(mut r: Reader<'_>) -> bool {
+    super::chunk::skip_lists(&mut r)
+        .and_then(|()| xdr::u32_at(r.rest(), 4))
+        .is_some_and(|msg_type| msg_type == MsgType::Reply.to_u32())
+}
+
+/// Bytes of the smallest RPC Reply (RFC 5531 §9) that `rpc` can be: xid,
+/// msg_type, reply_stat, then for MSG_ACCEPTED the verifier (flavor,
+/// length, body and its pad) and accept_stat, for MSG_DENIED the
+/// reject_stat and RPC_MISMATCH's versions or AUTH_ERROR's stat. Values
+/// with no body of their own count as the smallest accepted Reply: the
+/// RPC layer judges them.
+fn min_reply_len(rpc: &[u8]) -> usize {
+    const ACCEPTED_NULL_VERF: usize = 24;
+    let word = |i: usize| xdr::u32_at(rpc, i.saturating_mul(xdr::UNIT));
+    match (word(2), word(3)) {
+        // MSG_ACCEPTED: the verifier's body comes before accept_stat.
+        (Some(0), _) => {
+            word(4)
+                .and_then(|len| usize::try_from(len).ok())
+                .map_or(ACCEPTED_NULL_VERF, |len| {
+                    ACCEPTED_NULL_VERF
+                        .saturating_add(len)
+                        .saturating_add(xdr::pad(len))
+                })
+        }
+        // MSG_DENIED, AUTH_ERROR: one auth_stat.
+        (Some(1), Some(1)) => 20,
+        _ => ACCEPTED_NULL_VERF,
     }
 }
 
 /// Decodes and checks a received message; see the module documentation
 /// for the rules.
 pub fn receive<'a>(buf: &'a [u8], limits: &Limits) -> Result<Received<'a>, Refusal> {
+    // Its XID cannot be trusted: nothing is parsed (RFC 8166 §4.5).
+    if buf.len() < MIN_HEADER {
+        return Err(Refusal::Drop(DropReason::Short));
+    }
     let mut r = Reader::new(buf);
-    let (fixed, proc) = FixedHeader::decode(&mut r).map_err(|_| short(buf))?;
+    let (fixed, proc) =
+        FixedHeader::decode(&mut r).map_err(|_| Refusal::Drop(DropReason::Short))?;
     let error = |error, cause| Refusal::Error {
         xid: fixed.xid,
         vers: fixed.vers,
@@ -234,9 +264,13 @@ pub fn receive<'a>(buf: &'a [u8], limits: &Limits) -> Result<Received<'a>, Refus
         v1::proc::ERROR => return Err(Refusal::Drop(DropReason::Error)),
         _ => {}
     }
+    let lists = r.clone();
     let header = v1::decode_after_fixed(r, fixed, proc, limits).map_err(|e| match e {
         DecodeError::ShortPayload => Refusal::Drop(DropReason::ShortRpc),
         DecodeError::BadMsgType { value } => Refusal::Drop(DropReason::BadDirection { value }),
+        e if proc == v1::proc::MSG && is_reply(lists.clone()) => {
+            Refusal::Drop(DropReason::BadReply(e))
+        }
         e => chunk(Cause::Header(e)),
     })?;
     let (nomsg, chunks) = match header.body {
@@ -267,6 +301,10 @@ pub fn receive<'a>(buf: &'a [u8], limits: &Limits) -> Result<Received<'a>, Refus
         if rpc.msg_type == MsgType::Reply {
             if !chunks.is_empty() {
                 return Err(Refusal::Drop(DropReason::BackwardWithChunks));
+            }
+            if header.payload.len() < min_reply_len(header.payload) {
+                let len = u32::try_from(header.payload.len()).unwrap_or(u32::MAX);
+                return Err(Refusal::Drop(DropReason::ShortReply { len }));
             }
             return Ok(Received::BackchannelReply {
                 xid: fixed.xid,

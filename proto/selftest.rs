@@ -1362,12 +1362,15 @@ pub fn responder_receive_rules() -> Outcome {
         refusal(&[&[XID, 1]])? == Some(Refusal::Drop(DropReason::Short)),
         "responder: too short is dropped",
     )?;
+    // RFC 8166 §4.5: under 28 bytes the XID cannot be trusted.
     check(
-        refusal(&[&[XID, 1, CREDITS]])? == chunk(Cause::Header(DecodeError::Truncated)),
-        "responder: no rdma_proc gets ERR_CHUNK",
+        refusal(&[&[XID, 1, CREDITS, v1::proc::MSG, 0, 0]])?
+            == Some(Refusal::Drop(DropReason::Short))
+            && refusal(&[&[XID, 2, CREDITS, 0, 0, 0]])? == Some(Refusal::Drop(DropReason::Short)),
+        "responder: shorter than the minimal header is dropped, not answered",
     )?;
     check(
-        refusal(&[&[XID, 2, CREDITS, 0]])?
+        refusal(&[&[XID, 2, CREDITS, 0, 0, 0, 0]])?
             == Some(Refusal::Error {
                 xid: XID,
                 vers: 2,
@@ -1377,8 +1380,9 @@ pub fn responder_receive_rules() -> Outcome {
         "responder: ERR_VERS 1..1 echoing the version",
     )?;
     check(
-        refusal(&[&[XID, 1, CREDITS, v1::proc::DONE]])? == Some(Refusal::Drop(DropReason::Done))
-            && refusal(&[&[XID, 1, CREDITS, v1::proc::ERROR, 2]])?
+        refusal(&[&[XID, 1, CREDITS, v1::proc::DONE, 0, 0, 0]])?
+            == Some(Refusal::Drop(DropReason::Done))
+            && refusal(&[&[XID, 1, CREDITS, v1::proc::ERROR, 2, 0, 0]])?
                 == Some(Refusal::Drop(DropReason::Error)),
         "responder: RDMA_DONE and RDMA_ERROR dropped",
     )?;
@@ -1390,7 +1394,7 @@ pub fn responder_receive_rules() -> Outcome {
         "responder: RDMA_MSGP and unknown procedures get ERR_CHUNK",
     )?;
     check(
-        refusal(&[&[XID, 1, CREDITS, v1::proc::MSG, 0, 0]])?
+        refusal(&[&[XID, 1, CREDITS, v1::proc::MSG, 1, 0, 0]])?
             == chunk(Cause::Header(DecodeError::Truncated)),
         "responder: truncated lists get ERR_CHUNK",
     )?;
@@ -1425,17 +1429,46 @@ pub fn responder_receive_rules() -> Outcome {
                 == Some(Refusal::Drop(DropReason::BadDirection { value: 5 })),
         "responder: a short or undirected RPC message is dropped",
     )?;
-    let bc = Wire::new(&[&[XID, 1, 2, v1::proc::MSG, 0, 0, 0], &RPC_REPLY])?;
+    // xid, REPLY, MSG_ACCEPTED, AUTH_NONE verifier, SUCCESS.
+    let bc = Wire::new(&[
+        &[XID, 1, 2, v1::proc::MSG, 0, 0, 0],
+        &RPC_REPLY,
+        &[0, 0, 0, 0],
+    ])?;
     check(
         matches!(
             responder::receive(bc.bytes(), &limits),
-            Ok(Received::BackchannelReply { xid: XID, credits: 2, payload }) if payload.len() == 8
+            Ok(Received::BackchannelReply { xid: XID, credits: 2, payload }) if payload.len() == 24
         ) && refusal(&[
             &[XID, 1, 2, v1::proc::MSG, 0, 0, 1, 1],
             &hloo(H2),
             &RPC_REPLY,
         ])? == Some(Refusal::Drop(DropReason::BackwardWithChunks)),
         "responder: a Reply without chunks is for the backchannel",
+    )?;
+    // Bidir-00 §2.4: too short for an RPC Reply, its credits unused.
+    check(
+        refusal(&[&[XID, 1, 0, v1::proc::MSG, 0, 0, 0], &RPC_REPLY])?
+            == Some(Refusal::Drop(DropReason::ShortReply { len: 8 })),
+        "responder: a Reply too short for an RPC Reply is dropped",
+    )?;
+    // RFC 8166 §4.5: a Reply is never answered, however malformed.
+    check(
+        refusal(&[
+            &[XID, 1, 2, v1::proc::MSG, 0, 0, 0],
+            &[XID ^ 1, 1, 0, 0, 0, 0],
+        ])? == Some(Refusal::Drop(DropReason::BadReply(
+            DecodeError::XidMismatch,
+        ))) && refusal(&[
+            &[XID, 1, 2, v1::proc::MSG, 1],
+            &phloo(6, H1),
+            &[0, 0, 0],
+            &RPC_REPLY,
+            &[0, 0, 0, 0],
+        ])? == Some(Refusal::Drop(DropReason::BadReply(
+            DecodeError::MisalignedPosition { position: 6 },
+        ))),
+        "responder: a malformed Reply is dropped, not answered",
     )?;
     // A WRITE-like Call: 12 inline bytes, 5 bytes read at 8 (padded), the
     // last 4 inline bytes after them.

@@ -122,25 +122,24 @@ fn short_messages_are_dropped() {
     }
 }
 
-/// With XID, version and credits readable, the answer echoes only those
-/// (rpcrdma.ko answers shorter messages too, with whatever its receive
-/// buffer held before: stale kernel memory).
+/// RFC 8166 §4.5: a message shorter than the minimal 28-byte header
+/// (xid, vers, credit, proc and three list discriminators) "MUST [be]
+/// silently discard[ed] ... before performing any parsing": its XID cannot
+/// be trusted, so nothing is answered, not even ERR_VERS.
 #[test]
-fn short_headers_with_an_xid_are_answered() {
-    let full = words(&[XID, 1, CR, 0]);
-    for n in 12..16 {
-        assert_eq!(
-            receive(&full[..n], &Limits::DEFAULT),
-            Err(Refusal::Error {
-                xid: XID,
-                vers: 1,
-                error: RdmaError::Chunk,
-                cause: Cause::Header(DecodeError::Truncated),
-            }),
-            "{n}"
-        );
+fn headers_shorter_than_28_bytes_are_dropped() {
+    let full = msg(0, &[], &[], None, &[]);
+    assert_eq!(full.len(), 28);
+    for n in 12..28 {
+        assert_eq!(dropped(&full[..n]), DropReason::Short, "{n}");
     }
-    let v2 = words(&[XID, 2, CR]);
+    let v2 = words(&[XID, 2, CR, 0, 0, 0]);
+    assert_eq!(dropped(&v2), DropReason::Short);
+    // An RDMA_ERROR is 20 bytes: dropped either way.
+    assert_eq!(dropped(&words(&[XID, 1, CR, 4, 2])), DropReason::Short);
+    // At 28 bytes the header is parsed (and here has no RPC message).
+    assert_eq!(dropped(&full), DropReason::ShortRpc);
+    let v2 = words(&[XID, 2, CR, 0, 0, 0, 0]);
     assert!(matches!(
         receive(&v2, &Limits::DEFAULT),
         Err(Refusal::Error {
@@ -166,9 +165,9 @@ fn other_versions_get_err_vers_echoing_theirs() {
             })
         );
     }
-    // Even a version 2 header too short for anything past the fixed words.
+    // Even a version 2 header that is only fixed words and padding.
     assert!(matches!(
-        receive(&words(&[XID, 2, CR, 0]), &Limits::DEFAULT),
+        receive(&words(&[XID, 2, CR, 0, 0, 0, 0]), &Limits::DEFAULT),
         Err(Refusal::Error {
             error: RdmaError::Vers { .. },
             ..
@@ -178,15 +177,21 @@ fn other_versions_get_err_vers_echoing_theirs() {
 
 #[test]
 fn done_and_error_are_dropped() {
-    assert_eq!(dropped(&words(&[XID, 1, CR, 3])), DropReason::Done);
-    assert_eq!(dropped(&words(&[XID, 1, CR, 4, 2])), DropReason::Error);
+    // Padded to the 28 bytes below which nothing is parsed.
+    assert_eq!(dropped(&words(&[XID, 1, CR, 3, 0, 0, 0])), DropReason::Done);
+    assert_eq!(
+        dropped(&words(&[XID, 1, CR, 4, 2, 0, 0])),
+        DropReason::Error
+    );
     assert_eq!(
         dropped(&words(&[XID, 1, CR, 4, 1, 1, 1])),
         DropReason::Error
     );
     // Malformed errors too: an error is never answered.
-    assert_eq!(dropped(&words(&[XID, 1, CR, 4])), DropReason::Error);
-    assert_eq!(dropped(&words(&[XID, 1, CR, 4, 99])), DropReason::Error);
+    assert_eq!(
+        dropped(&words(&[XID, 1, CR, 4, 99, 0, 0])),
+        DropReason::Error
+    );
 }
 
 #[test]
@@ -208,7 +213,7 @@ fn malformed_lists_get_err_chunk() {
     let good = msg(0, &[(8, A)], &[&[A]], Some(&[A]), &rpc(0, 8));
     // Every truncation inside the lists.
     let hdr_len = good.len() - 8;
-    for n in 16..hdr_len {
+    for n in 28..hdr_len {
         assert_eq!(
             chunk_err(&good[..n]),
             Cause::Header(DecodeError::Truncated),
@@ -358,6 +363,88 @@ fn replies_go_to_the_backchannel() {
     ] {
         assert_eq!(dropped(&buf), DropReason::BackwardWithChunks);
     }
+}
+
+/// A Requester never answers a Reply (RFC 8166 §4.5): a backward Reply
+/// with a bad header is dropped, not answered with ERR_CHUNK, whose XID
+/// the client would look up among its own Calls.
+#[test]
+fn malformed_backward_replies_are_dropped() {
+    let body = words(&[XID, 1, 0, 0, 0, 0]);
+    let bad = |buf: &[u8]| match receive(buf, &Limits::DEFAULT) {
+        Err(Refusal::Drop(DropReason::BadReply(e))) => e,
+        other => panic!("{other:?}"),
+    };
+    let mut other_xid = body.clone();
+    other_xid[..4].copy_from_slice(&(XID + 1).to_be_bytes());
+    assert_eq!(
+        bad(&msg(0, &[], &[], None, &other_xid)),
+        DecodeError::XidMismatch
+    );
+    assert_eq!(
+        bad(&msg(0, &[(6, A)], &[], None, &body)),
+        DecodeError::MisalignedPosition { position: 6 }
+    );
+    assert_eq!(
+        bad(&msg(0, &[(64, A)], &[], None, &body)),
+        DecodeError::PositionBeyondPayload
+    );
+    let many = [A; 17];
+    let many: Vec<&[Segment]> = many.iter().map(std::slice::from_ref).collect();
+    assert_eq!(
+        bad(&msg(0, &[], &many, None, &body)),
+        DecodeError::TooManyChunks
+    );
+    // The same faults in a Call are answered.
+    assert_eq!(
+        chunk_err(&msg(0, &[(6, A)], &[], None, &rpc(0, 24))),
+        Cause::Header(DecodeError::MisalignedPosition { position: 6 })
+    );
+    // Where the lists cannot be walked, nothing says it is a Reply.
+    assert_eq!(
+        chunk_err(&words(&[XID, 1, CR, 0, 2, 0, 0, XID, 1])),
+        Cause::Header(DecodeError::BadDiscriminator { value: 2 })
+    );
+}
+
+/// Bidir §2.4: a message "too small to convey a complete and valid
+/// RPC-over-RDMA and RPC message": its credits are ignored, and it is
+/// dropped. The smallest RPC Reply: xid, REPLY, MSG_ACCEPTED, a verifier
+/// (flavor, length, body) and accept_stat; or MSG_DENIED with its
+/// reject_stat and body.
+#[test]
+fn short_backward_replies_are_dropped_with_their_credits() {
+    let short = |rpc: &[u32]| match receive(&msg(0, &[], &[], None, &words(rpc)), &Limits::DEFAULT)
+    {
+        Err(Refusal::Drop(DropReason::ShortReply { len })) => len,
+        other => panic!("{rpc:?}: {other:?}"),
+    };
+    let ok = |rpc: &[u32]| {
+        let body = words(rpc);
+        let buf = msg(0, &[], &[], None, &body);
+        assert_eq!(
+            receive(&buf, &Limits::DEFAULT),
+            Ok(Received::BackchannelReply {
+                xid: XID,
+                credits: CR,
+                payload: &body[..],
+            }),
+            "{rpc:?}"
+        );
+    };
+    assert_eq!(short(&[XID, 1]), 8);
+    assert_eq!(short(&[XID, 1, 0]), 12);
+    assert_eq!(short(&[XID, 1, 0, 0, 0]), 20);
+    ok(&[XID, 1, 0, 0, 0, 0]);
+    // A verifier body of 6 bytes (8 with its pad).
+    assert_eq!(short(&[XID, 1, 0, 6, 6, 0, 0]), 28);
+    ok(&[XID, 1, 0, 6, 6, 0, 0, 0]);
+    assert_eq!(short(&[XID, 1, 0, 6, u32::MAX, 0, 0, 0]), 32);
+    // MSG_DENIED: RPC_MISMATCH low, high; AUTH_ERROR stat.
+    assert_eq!(short(&[XID, 1, 1, 0, 2]), 20);
+    ok(&[XID, 1, 1, 0, 2, 2]);
+    assert_eq!(short(&[XID, 1, 1, 1]), 16);
+    ok(&[XID, 1, 1, 1, 5]);
 }
 
 #[test]
