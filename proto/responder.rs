@@ -12,8 +12,10 @@
 //!   receive buffer held before).
 //! - `rdma_vers` other than 1: ERR_VERS 1..1, echoing the header's version.
 //! - RDMA_DONE, RDMA_ERROR: dropped. RDMA_MSGP, unknown procedures,
-//!   malformed or oversized chunk lists, misplaced Read chunks, a Write or
-//!   Reply chunk with no segment: ERR_CHUNK.
+//!   malformed or oversized chunk lists, misplaced Read chunks: ERR_CHUNK.
+//!   An empty Write chunk (no segment, RFC 8166 §3.4.6) is accepted, and
+//!   takes a result payload with nothing written (rpcrdma.ko's
+//!   `xdr_check_write_chunk` refuses it).
 //! - RDMA_NOMSG must carry a Position Zero Read chunk and nothing inline
 //!   (C reads whatever follows the header as the Call when there is no
 //!   Position Zero Read chunk, and ignores inline bytes when there is one);
@@ -150,9 +152,6 @@ pub enum Refusal {
 pub enum Cause {
     /// The header decoder refused it.
     Header(DecodeError),
-    /// A Write chunk or the Reply chunk has no segment (rpcrdma.ko's
-    /// `xdr_check_write_chunk` refuses these too).
-    EmptyWriteChunk,
     /// RDMA_NOMSG without a Position Zero Read chunk.
     NomsgWithoutCall,
     /// RDMA_NOMSG with bytes after the header.
@@ -279,10 +278,6 @@ pub fn receive<'a>(buf: &'a [u8], limits: &Limits) -> Result<Received<'a>, Refus
         // Filtered above; refuse rather than trust it.
         v1::Body::Error(_) => return Err(Refusal::Drop(DropReason::Error)),
     };
-    let empty = |c: WriteChunk<'_>| c.is_empty();
-    if chunks.writes.chunks().any(empty) || chunks.reply.is_some_and(empty) {
-        return Err(chunk(Cause::EmptyWriteChunk));
-    }
     let pzrc = chunks.reads.position_zero().is_some();
     if nomsg {
         if !pzrc {
@@ -619,18 +614,23 @@ pub fn assemble<'a>(call: &Call<'a>, max_len: u32) -> Result<Assembly<'a>, RdmaE
 // ---------------------------------------------------------------------
 
 /// Most result payloads of one Reply that go into Write chunks (an NFSv4
-/// COMPOUND with several READs); any later one stays in the body.
-pub const MAX_PAYLOADS: usize = 4;
+/// COMPOUND with several READs): as many as a Write list may have chunks
+/// ([`Limits::DEFAULT`]), so that every offered Write chunk takes its data
+/// item (RFC 8166 §3.4.6); a later payload has no chunk and stays in the
+/// body.
+pub const MAX_PAYLOADS: usize = Limits::DEFAULT.max_chunks_per_list as usize;
 
 /// The RPC Reply the upper layer built in `rq_res`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ReplyShape {
     /// Length of the whole Reply.
     pub len: u32,
-    /// The non-empty result payloads (`xpo_result_payload`), in Reply
-    /// order: offset and length. The `i`-th goes into Write chunk `i`, if
-    /// the Call offered that many, as `svc_rdma_result_payload` pairs
-    /// them.
+    /// The result payloads (`xpo_result_payload`), in Reply order, empty
+    /// ones included: offset and length. The `i`-th goes into Write chunk
+    /// `i`, if the Call offered that many, as `svc_rdma_result_payload`
+    /// pairs them; an empty one (a READ at end of file) takes its chunk
+    /// too, which `svc_rdma_result_payload` does not, so that the next
+    /// payload goes where the client looks for it.
     pub payloads: [Option<(u32, u32)>; MAX_PAYLOADS],
 }
 
@@ -662,8 +662,11 @@ pub struct RdmaWrite {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ReplyPlan<'a> {
     writes: WriteList<'a>,
+    /// The offered Reply chunk: written to for RDMA_NOMSG, echoed unused
+    /// otherwise.
     reply: Option<WriteChunk<'a>>,
-    /// The payload placed in Write chunk `i`, if any.
+    /// The payload placed in Write chunk `i`, if any; a length of 0 when
+    /// nothing went into the chunk.
     payloads: [Option<(u32, u32)>; MAX_PAYLOADS],
     /// Reply ranges not sent by Write chunk: around the placed payloads.
     body: [(u32, u32); MAX_PAYLOADS + 1],
@@ -695,13 +698,17 @@ fn header_len(writes: &WriteList<'_>, reply: Option<usize>) -> Option<u32> {
 ///
 /// - Result payload `i` goes into Write chunk `i`, filling its segments
 ///   in order (ERR_CHUNK if it is longer, as `svc_rdma_result_payload`'s
-///   `-E2BIG`); a payload without a Write chunk stays in the body. Write
-///   chunks without a payload are echoed unused.
+///   `-E2BIG`); a payload without a Write chunk, or whose chunk is an
+///   empty Write chunk, stays in the body. An empty payload takes its
+///   chunk all the same. Write chunks without a payload are echoed
+///   unused.
 /// - The body is the Reply minus the placed payloads and their XDR pads
 ///   (`pcl_chunk_end_offset`). It goes inline (RDMA_MSG) when the header
 ///   and the body fit `inline_max`, else into the Reply chunk
 ///   (RDMA_NOMSG). rpcrdma.ko uses the Reply chunk whenever one is
-///   offered, and ignores the client's receive size.
+///   offered, and ignores the client's receive size. Either way the
+///   header echoes an offered Reply chunk (RFC 8166 §4.3.3), unused for
+///   RDMA_MSG, so its segments count in the header's size.
 /// - Neither possible: ERR_CHUNK, as rpcrdma.ko answers a Reply larger
 ///   than its Reply chunk or too large to pull up (`svc_rdma_sendto`'s
 ///   `send_err`). So is a payload outside the Reply, or before the end of
@@ -724,26 +731,32 @@ pub fn plan_reply<'a>(
             if end.is_none() || off < resume {
                 return Err(RdmaError::Chunk);
             }
-            if len == 0 {
-                continue;
-            }
             let Some(chunk) = chunks.next() else {
                 break;
             };
+            // An empty Write chunk has room for nothing: the data item
+            // stays in the body, as if there were no chunk.
+            let len = if chunk.is_empty() { 0 } else { len };
             if u64::from(len) > chunk.total_length() {
                 return Err(RdmaError::Chunk);
             }
-            // One of each per payload, and a gap more than payloads.
-            let (Some(slot), Some(gap)) = (placed.next(), gaps.next()) else {
+            let Some(slot) = placed.next() else {
                 break;
             };
+            // A gap more than payloads: one before each placed one, and
+            // none cut where nothing was placed.
+            if len > 0 {
+                let Some(gap) = gaps.next() else {
+                    break;
+                };
+                *gap = (resume, off);
+                let padded = u64::from(off)
+                    .saturating_add(u64::from(len))
+                    .saturating_add(3)
+                    & !3;
+                resume = u32::try_from(padded).unwrap_or(u32::MAX).min(shape.len);
+            }
             *slot = Some((off, len));
-            *gap = (resume, off);
-            let padded = u64::from(off)
-                .saturating_add(u64::from(len))
-                .saturating_add(3)
-                & !3;
-            resume = u32::try_from(padded).unwrap_or(u32::MAX).min(shape.len);
         }
         if let Some(gap) = gaps.next() {
             *gap = (resume, shape.len);
@@ -754,26 +767,25 @@ pub fn plan_reply<'a>(
         .map(|&(s, e)| u64::from(e.saturating_sub(s)))
         .sum::<u64>();
     let writes = call_chunks.writes;
-    let msg_hdr = header_len(&writes, None).ok_or(RdmaError::Chunk)?;
+    let reply = call_chunks.reply;
+    // The same for RDMA_MSG and RDMA_NOMSG: both echo every chunk.
+    let header_len = header_len(&writes, reply.map(|r| r.len())).ok_or(RdmaError::Chunk)?;
     let mut plan = ReplyPlan {
         writes,
-        reply: None,
+        reply,
         payloads,
         body,
         nomsg: false,
-        header_len: msg_hdr,
+        header_len,
     };
-    if u64::from(msg_hdr).saturating_add(body_len) <= u64::from(inline_max) {
+    if u64::from(header_len).saturating_add(body_len) <= u64::from(inline_max) {
         return Ok(plan);
     }
-    let reply = call_chunks.reply.ok_or(RdmaError::Chunk)?;
-    let nomsg_hdr = header_len(&writes, Some(reply.len())).ok_or(RdmaError::Chunk)?;
-    if body_len > reply.total_length() || nomsg_hdr > inline_max {
+    let reply = reply.ok_or(RdmaError::Chunk)?;
+    if body_len > reply.total_length() || header_len > inline_max {
         return Err(RdmaError::Chunk);
     }
-    plan.reply = Some(reply);
     plan.nomsg = true;
-    plan.header_len = nomsg_hdr;
     Ok(plan)
 }
 
@@ -807,9 +819,14 @@ impl<'a> ReplyPlan<'a> {
             .fold(0, u32::saturating_add)
     }
 
-    /// Write chunks that carry a payload.
+    /// Write chunks that carry data: not those of empty payloads, nor
+    /// empty Write chunks.
     pub fn write_chunks_used(&self) -> usize {
-        self.payloads.iter().flatten().count()
+        self.payloads
+            .iter()
+            .flatten()
+            .filter(|&&(_, len)| len > 0)
+            .count()
     }
 
     /// The body's ranges of the Reply, in order, empty ones left out.
@@ -844,8 +861,9 @@ impl<'a> ReplyPlan<'a> {
     /// length: `{xid, 1, credits, MSG or NOMSG}`, no Read list, every
     /// offered Write chunk echoed with the lengths written (zero for
     /// unused segments and chunks, as `svc_rdma_encode_write_list`), and
-    /// the Reply chunk with the lengths written for RDMA_NOMSG, absent
-    /// otherwise.
+    /// an offered Reply chunk with the lengths written: the body's for
+    /// RDMA_NOMSG, all zero for RDMA_MSG (RFC 8166 §4.3.3: the Responder
+    /// "MUST copy that chunk into the Transport header").
     pub fn encode_header(
         &self,
         buf: &mut [u8],
@@ -872,10 +890,11 @@ impl<'a> ReplyPlan<'a> {
             echo(&mut w, &chunk, &mut remaining)?;
         }
         w.bool(false)?;
-        match self.reply.filter(|_| self.nomsg) {
+        match self.reply {
             Some(reply) => {
                 w.bool(true)?;
-                echo(&mut w, &reply, &mut self.body_len())
+                let mut written = if self.nomsg { self.body_len() } else { 0 };
+                echo(&mut w, &reply, &mut written)
             }
             None => w.bool(false),
         }?;

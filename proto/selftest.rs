@@ -1399,9 +1399,8 @@ pub fn responder_receive_rules() -> Outcome {
         "responder: truncated lists get ERR_CHUNK",
     )?;
     check(
-        refusal(&[&[XID, 1, CREDITS, v1::proc::MSG, 0, 1, 0, 0, 0], &RPC_CALL])?
-            == chunk(Cause::EmptyWriteChunk),
-        "responder: an empty Write chunk gets ERR_CHUNK",
+        refusal(&[&[XID, 1, CREDITS, v1::proc::MSG, 0, 1, 0, 0, 0], &RPC_CALL])?.is_none(),
+        "responder: an empty Write chunk is accepted (RFC 8166 §3.4.6)",
     )?;
     check(
         refusal(&[&[XID, 1, CREDITS, v1::proc::NOMSG, 0, 0, 1, 1], &hloo(H1)])?
@@ -1605,19 +1604,20 @@ pub fn responder_reply_rules() -> Outcome {
         &[XID, 1, CREDITS, v1::proc::MSG, 0, 1, 2],
         &hloo(H1),
         &hloo(written(H2, 1809)),
-        &[0, 0],
+        &[0, 1, 1],
+        &hloo(written(H3, 0)),
     ])?;
     check(
         buf.get(..n) == Some(want.bytes()) && n == p.header_len() as usize,
-        "reply: the header echoes the Write chunk with lengths written",
+        "reply: the header echoes the Write chunk with lengths written, the unused Reply chunk with none",
     )?;
     check(
         plan(20000, Some((0, 12289)), 1024) == Err(v1::RdmaError::Chunk),
         "reply: a payload larger than the Write chunk refused",
     )?;
-    // Header 20 + 44 + 4 = 68: 956 bytes of body fit 1024 exactly.
-    let fits = plan(956, None, 1024).map_err(|_| SelftestFailure("fits"))?;
-    let over = plan(957, None, 1024).map_err(|_| SelftestFailure("over"))?;
+    // Header 20 + 44 + 24 = 88: 936 bytes of body fit 1024 exactly.
+    let fits = plan(936, None, 1024).map_err(|_| SelftestFailure("fits"))?;
+    let over = plan(937, None, 1024).map_err(|_| SelftestFailure("over"))?;
     check(
         !fits.nomsg() && over.nomsg() && over.inline_ranges().next().is_none(),
         "reply: inline when it fits, else the Reply chunk",
@@ -1627,7 +1627,7 @@ pub fn responder_reply_rules() -> Outcome {
         writes.next()
             == Some(RdmaWrite {
                 src: 0,
-                len: 957,
+                len: 937,
                 handle: H3.handle,
                 offset: H3.offset,
             })
@@ -1642,7 +1642,7 @@ pub fn responder_reply_rules() -> Outcome {
         &hloo(written(H1, 0)),
         &hloo(written(H2, 0)),
         &[0, 1, 1],
-        &hloo(written(H3, 957)),
+        &hloo(written(H3, 937)),
     ])?;
     check(
         buf.get(..n) == Some(want.bytes()),
@@ -1708,6 +1708,17 @@ pub fn responder_reply_rules() -> Outcome {
     check(
         buf.get(..n) == Some(want.bytes()),
         "reply: the header echoes each Write chunk with its payload's length",
+    )?;
+    // A READ at end of file first: its empty payload takes the first
+    // chunk, the second READ's data the second.
+    let mut shape = ReplyShape::new(800, Some((100, 0)));
+    shape.payloads[1] = Some((200, 500));
+    let p = responder::plan_reply(&two.chunks, shape, 1024)
+        .map_err(|_| SelftestFailure("plan an empty payload"))?;
+    let mut writes = p.writes().map(|w| (w.src, w.len, w.handle));
+    check(
+        writes.next() == Some((200, 500, H2.handle)) && writes.next().is_none(),
+        "reply: an empty payload consumes its Write chunk",
     )?;
     let one = Wire::new(&[
         &[XID, 1, CREDITS, v1::proc::MSG, 0, 1, 1],

@@ -270,17 +270,48 @@ fn malformed_lists_get_err_chunk() {
     ));
 }
 
+/// RFC 8166 §3.4.6 defines the "empty Write chunk" (no segment, length
+/// zero) as a form a Write chunk may take; nothing forbids it. It takes a
+/// result payload like any Write chunk, with nothing written: the data
+/// stays in the body, as for a payload without a Write chunk, and the
+/// chunk is echoed as it came, with no segment.
 #[test]
-fn empty_write_and_reply_chunks_get_err_chunk() {
+fn empty_write_and_reply_chunks_are_accepted() {
+    let buf = msg(0, &[], &[&[], &[A]], None, &rpc(0, 8));
+    let c = call(&buf);
+    assert_eq!(c.chunks.writes.chunk_count(), 2);
+    // Two READs: the first meets the empty chunk, the second takes A.
+    let mut sh = shape(800, Some((100, 300)));
+    sh.payloads[1] = Some((400, 200));
+    let p = plan_reply(&c.chunks, sh, 1024).unwrap();
+    assert_eq!(p.payload_len(), 200);
     assert_eq!(
-        chunk_err(&msg(0, &[], &[&[A], &[]], None, &rpc(0, 8))),
-        Cause::EmptyWriteChunk
+        p.writes()
+            .map(|w| (w.src, w.len, w.handle))
+            .collect::<Vec<_>>(),
+        vec![(400, 200, 0xa)]
     );
     assert_eq!(
-        chunk_err(&msg(0, &[], &[], Some(&[]), &rpc(0, 8))),
-        Cause::EmptyWriteChunk
+        p.inline_ranges().collect::<Vec<_>>(),
+        vec![0..400, 600..800]
     );
-    // A chunk of empty segments is unused, not empty: accepted.
+    let mut hdr = [0u8; 256];
+    let n = p.encode_header(&mut hdr, XID, 1).unwrap();
+    let mut want = vec![XID, 1, 1, 0, 0, 1, 0, 1, 1];
+    want.extend(seg(s(0xa, 200, 0x1000)));
+    want.extend([0, 0]);
+    assert_eq!(&hdr[..n], &words(&want)[..]);
+    // An empty Reply chunk has room for nothing, and is echoed empty.
+    let buf = msg(0, &[], &[], Some(&[]), &rpc(0, 8));
+    let l = lists(&buf);
+    let p = plan_reply(&l, shape(100, None), 1024).unwrap();
+    let n = p.encode_header(&mut hdr, XID, 1).unwrap();
+    assert_eq!(&hdr[..n], &words(&[XID, 1, 1, 0, 0, 0, 1, 0])[..]);
+    assert_eq!(
+        plan_reply(&l, shape(2000, None), 1024).map(|_| ()),
+        Err(RdmaError::Chunk)
+    );
+    // A chunk of empty segments is unused, not empty: accepted too.
     call(&msg(0, &[], &[&[s(1, 0, 0)]], None, &rpc(0, 8)));
 }
 
@@ -820,11 +851,11 @@ fn inline_fits_exactly_or_takes_the_reply_chunk() {
     let r = s(0x77, 4096, 0x4000);
     let buf = msg(0, &[], &[], Some(&[r]), &rpc(0, 8));
     let l = lists(&buf);
-    // 28 bytes of header + 996 = 1024.
-    let p = plan_reply(&l, shape(996, None), 1024).unwrap();
+    // 48 bytes of header, the unused Reply chunk echoed, + 976 = 1024.
+    let p = plan_reply(&l, shape(976, None), 1024).unwrap();
     assert!(!p.nomsg());
-    assert_eq!(p.header_len(), 28);
-    let p = plan_reply(&l, shape(997, None), 1024).unwrap();
+    assert_eq!(p.header_len(), 48);
+    let p = plan_reply(&l, shape(977, None), 1024).unwrap();
     assert!(p.nomsg());
     assert_eq!(p.header_len(), 16 + 4 + 4 + 8 + 16);
     assert_eq!(p.inline_ranges().count(), 0);
@@ -832,7 +863,7 @@ fn inline_fits_exactly_or_takes_the_reply_chunk() {
         p.writes().collect::<Vec<_>>(),
         vec![rpcrdma_proto::responder::RdmaWrite {
             src: 0,
-            len: 997,
+            len: 977,
             handle: 0x77,
             offset: 0x4000
         }]
@@ -842,7 +873,7 @@ fn inline_fits_exactly_or_takes_the_reply_chunk() {
     assert_eq!(n as u32, p.header_len());
     assert_eq!(
         &hdr[..n],
-        &words(&[XID, 1, 9, 1, 0, 0, 1, 1, 0x77, 997, 0, 0x4000])[..]
+        &words(&[XID, 1, 9, 1, 0, 0, 1, 1, 0x77, 977, 0, 0x4000])[..]
     );
     // Without a Reply chunk there is no way to send it.
     let buf = msg(0, &[], &[], None, &rpc(0, 8));
@@ -976,11 +1007,100 @@ fn a_payload_without_write_chunk_stays_in_the_body() {
     let p = plan_reply(&lists(&buf), shape(500, Some((100, 300))), 1024).unwrap();
     assert_eq!(p.payload_len(), 0);
     assert_eq!(p.inline_ranges().collect::<Vec<_>>(), vec![0..500]);
-    // An empty payload leaves the Write chunk unused.
+    // An empty payload leaves its Write chunk unused.
     let buf = msg(0, &[], &[&[A]], None, &rpc(0, 8));
     let p = plan_reply(&lists(&buf), shape(500, Some((100, 0))), 1024).unwrap();
     assert_eq!(p.writes().count(), 0);
     assert_eq!(p.inline_ranges().collect::<Vec<_>>(), vec![0..500]);
+}
+
+/// RFC 8166 §4.3.3: "When a Requester provides a Reply chunk in an RPC
+/// Call message, the Responder MUST copy that chunk into the Transport
+/// header of the RPC Reply": a Reply sent inline returns it unused, every
+/// segment length 0. The Requester's side (`plan::check_reply`, and
+/// rpcrdma.ko's `rpcrdma_decode_msg`) accepts such a Reply as inline.
+#[test]
+fn an_unused_reply_chunk_is_echoed_with_zero_lengths() {
+    let r1 = s(0x81, 1 << 20, 0x1_0000);
+    let r2 = s(0x82, 4096, 0x2_0000);
+    let buf = msg(0, &[], &[], Some(&[r1, r2]), &rpc(0, 8));
+    let p = plan_reply(&lists(&buf), shape(100, None), 1024).unwrap();
+    assert!(!p.nomsg());
+    assert_eq!(p.writes().count(), 0);
+    let mut hdr = [0u8; 256];
+    let n = p.encode_header(&mut hdr, XID, 1).unwrap();
+    assert_eq!(n as u32, p.header_len());
+    let mut want = vec![XID, 1, 1, 0, 0, 0, 1, 2];
+    want.extend(seg(s(0x81, 0, 0x1_0000)));
+    want.extend(seg(s(0x82, 0, 0x2_0000)));
+    assert_eq!(&hdr[..n], &words(&want)[..]);
+    let mut reply = hdr[..n].to_vec();
+    reply.extend(words(&[XID, 1]));
+    let h = v1::decode(&reply, &Limits::DEFAULT).unwrap();
+    let v1::Body::Msg(got) = h.body else {
+        panic!("{:?}", h.body)
+    };
+    let offered = rpcrdma_proto::plan::Offered {
+        write_chunk: None,
+        reply_chunk: Some((1 << 20) + 4096),
+    };
+    assert_eq!(
+        rpcrdma_proto::plan::check_reply(false, &got, &offered),
+        Ok(rpcrdma_proto::plan::ReplyShape::Inline)
+    );
+}
+
+/// RFC 8166 §3.4.6: "For each Write chunk provided by a Requester, the
+/// Responder pushes one data item", in order: as many as the decode limit
+/// lets a Write list hold.
+#[test]
+fn every_write_chunk_takes_a_payload() {
+    let max = Limits::DEFAULT.max_chunks_per_list;
+    let segs: Vec<Segment> = (0..max).map(|i| s(0x100 + i, 64, 0)).collect();
+    let chunks: Vec<&[Segment]> = segs.iter().map(std::slice::from_ref).collect();
+    let buf = msg(0, &[], &chunks, None, &rpc(0, 8));
+    let l = lists(&buf);
+    // A COMPOUND of `max` READs of 32 bytes, 100 bytes apart.
+    let mut sh = shape(100 * max, None);
+    for (i, slot) in sh.payloads.iter_mut().enumerate() {
+        *slot = Some((100 * i as u32 + 20, 32));
+    }
+    let p = plan_reply(&l, sh, 4096).unwrap();
+    assert_eq!(p.write_chunks_used(), max as usize);
+    let handles: Vec<u32> = p.writes().map(|w| w.handle).collect();
+    assert_eq!(handles, (0..max).map(|i| 0x100 + i).collect::<Vec<_>>());
+}
+
+/// A READ at end of file has an empty result payload; it still takes its
+/// Write chunk (returned with nothing written), so that the next READ's
+/// data goes into the next chunk, where the client looks for it.
+#[test]
+fn a_zero_length_payload_consumes_its_write_chunk() {
+    let w1 = s(0x91, 4096, 0x1_0000);
+    let w2 = s(0x92, 4096, 0x2_0000);
+    let buf = msg(0, &[], &[&[w1], &[w2]], None, &rpc(0, 8));
+    let mut sh = shape(800, Some((100, 0)));
+    sh.payloads[1] = Some((200, 500));
+    let p = plan_reply(&lists(&buf), sh, 1024).unwrap();
+    assert_eq!(
+        p.writes()
+            .map(|w| (w.src, w.len, w.handle))
+            .collect::<Vec<_>>(),
+        vec![(200, 500, 0x92)]
+    );
+    assert_eq!(p.write_chunks_used(), 1);
+    assert_eq!(
+        p.inline_ranges().collect::<Vec<_>>(),
+        vec![0..200, 700..800]
+    );
+    let mut hdr = [0u8; 256];
+    let n = p.encode_header(&mut hdr, XID, 1).unwrap();
+    let mut want = vec![XID, 1, 1, 0, 0, 1, 1];
+    want.extend(seg(s(0x91, 0, 0x1_0000)));
+    want.extend([1, 1]);
+    want.extend(seg(s(0x92, 500, 0x2_0000)));
+    want.extend([0, 0]);
+    assert_eq!(&hdr[..n], &words(&want)[..]);
 }
 
 #[test]
@@ -1036,11 +1156,16 @@ fn random_replies_put_every_byte_in_one_place() {
     let mut rng = Rng(0x1234_5678_9abc_def1);
     let mut multi = 0u32;
     for round in 0..3000 {
-        // Up to three Write chunks (handles 5, 7, 8) and three payloads.
+        // Up to three Write chunks (handles 5, 7, 8), some empty (no
+        // segment), and three payloads, some empty (READ at EOF).
         let wsegs: Vec<Vec<Segment>> = (0..rng.below(4))
             .map(|i| {
                 let wl = rng.below(3000) as u32;
-                split(&mut rng, [5, 7, 8][i as usize], wl)
+                let mut w = split(&mut rng, [5, 7, 8][i as usize], wl);
+                if rng.below(8) == 0 {
+                    w.clear();
+                }
+                w
             })
             .collect();
         let rl = rng.below(3000) as u32;
@@ -1055,7 +1180,11 @@ fn random_replies_put_every_byte_in_one_place() {
         let mut payloads: Vec<(u32, u32)> = Vec::new();
         for slot in shape.payloads.iter_mut().take(rng.below(4) as usize) {
             let off = at + 4 * rng.below(u64::from(len - at) / 4 + 1) as u32;
-            let plen = 1 + rng.below(u64::from(len - off) + 1) as u32;
+            let plen = if rng.below(8) == 0 {
+                0
+            } else {
+                1 + rng.below(u64::from(len - off) + 1) as u32
+            };
             if off + plen > len {
                 break;
             }
@@ -1097,6 +1226,11 @@ fn random_replies_put_every_byte_in_one_place() {
             v1::Body::Error(_) => panic!(),
         };
         assert_eq!(nomsg, p.nomsg());
+        // An offered Reply chunk comes back, unused when the Reply is inline.
+        assert_eq!(got.reply.is_some(), with_r, "round {round}");
+        if !nomsg {
+            assert_eq!(got.reply.map_or(0, |r| r.total_length()), 0);
+        }
         let read = |c: &rpcrdma_proto::chunk::WriteChunk<'_>| -> Vec<u8> {
             c.segments()
                 .flat_map(|sg| (0..u64::from(sg.length)).map(move |i| (sg.handle, sg.offset + i)))

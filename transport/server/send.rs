@@ -189,9 +189,11 @@ pub(super) fn error(conn: &SvcConn, xid: u32, vers: u32, err: RdmaError) {
 }
 
 /// `xpo_result_payload`: remember where nfsd put a data item that may go
-/// in a Write chunk: the `i`-th non-empty one goes in Write chunk `i`, if
-/// the client offered that many (the Linux client offers one, for the one
-/// READ of a COMPOUND). Past `MAX_PAYLOADS` they stay in the body.
+/// in a Write chunk: the `i`-th one, empty or not, goes in Write chunk
+/// `i`, if the client offered that many (the Linux client offers one, for
+/// the one READ of a COMPOUND). An empty one (a READ at end of file)
+/// takes its slot too, its word never [`NO_PAYLOAD`]: its chunk goes back
+/// unused and the next one gets the next chunk (RFC 8166 §3.4.6).
 pub(super) fn result_payload(conn: &SvcConn, rqst: &SvcRqst<'_>, offset: u32, len: u32) -> i32 {
     let Some(ctx) = rqst
         .ctxt()
@@ -199,12 +201,10 @@ pub(super) fn result_payload(conn: &SvcConn, rqst: &SvcRqst<'_>, offset: u32, le
     else {
         return 0;
     };
-    if len > 0 {
-        let word = (u64::from(offset) << 32) | u64::from(len);
-        // The request's thread alone calls this, in Reply order.
-        if let Some(slot) = ctx.payloads.iter().find(|p| p.load(Relaxed) == NO_PAYLOAD) {
-            slot.store(word, Relaxed);
-        }
+    let word = (u64::from(offset) << 32) | u64::from(len);
+    // The request's thread alone calls this, in Reply order.
+    if let Some(slot) = ctx.payloads.iter().find(|p| p.load(Relaxed) == NO_PAYLOAD) {
+        slot.store(word, Relaxed);
     }
     0
 }
