@@ -582,9 +582,17 @@ pub fn malformed_input() -> Outcome {
             DecodeError::MisalignedPosition { position: 6 },
             Some(ErrorKind::Chunk),
         ),
+        // In either order (RFC 8166 does not order the Read list).
         (
-            &[&[XID, 1, CREDITS, 1, 1], &seg4, &[1], &phloo(0, H2)],
-            DecodeError::PositionOutOfOrder,
+            &[
+                &[XID, 1, CREDITS, 0, 1],
+                &phloo(8, H2),
+                &[1],
+                &seg4,
+                &[0, 0, 0],
+                &RPC_CALL,
+            ],
+            DecodeError::OverlappingReadChunks,
             Some(ErrorKind::Chunk),
         ),
         (
@@ -1539,6 +1547,26 @@ pub fn responder_receive_rules() -> Outcome {
     check(
         call.nomsg && assembly.total_len() == 12288 && assembly.count() == 2,
         "responder: a Long Call is its Position Zero chunk",
+    )?;
+    // The same Long Call, its Position Zero segments apart and after a
+    // chunk at 8: taken by position (as `svc_rdma_pcl.c`), the Position
+    // Zero segments joined in list order.
+    let unordered = Wire::new(&[
+        &[XID, 1, CREDITS, v1::proc::NOMSG, 1],
+        &phloo(0, H1),
+        &[1],
+        &phloo(8, x),
+        &[1],
+        &phloo(0, H2),
+        &[0, 0, 0],
+    ])?;
+    let Ok(Received::Call(call)) = responder::receive(unordered.bytes(), &limits) else {
+        return check(false, "responder: a Read list out of order");
+    };
+    let assembly = responder::assemble(&call, 1 << 20).map_err(|_| SelftestFailure("unordered"))?;
+    check(
+        call.chunks.reads.chunk_count() == 2 && assembly.total_len() == 12288 + 8,
+        "responder: a Read list in any order is taken by position",
     )
 }
 

@@ -232,10 +232,6 @@ fn malformed_lists_get_err_chunk() {
         chunk_err(&msg(0, &[(16, A)], &[], None, &rpc(0, 12))),
         Cause::Header(DecodeError::PositionBeyondPayload)
     );
-    assert_eq!(
-        chunk_err(&msg(0, &[(8, A), (4, A)], &[], None, &rpc(0, 8))),
-        Cause::Header(DecodeError::PositionOutOfOrder)
-    );
     // The first chunk (4096 bytes at 8) runs over the second at 12.
     assert_eq!(
         chunk_err(&msg(0, &[(8, A), (12, A)], &[], None, &rpc(0, 16))),
@@ -763,6 +759,80 @@ fn split(rng: &mut Rng, handle: u32, len: u32) -> Vec<Segment> {
     out
 }
 
+/// `reads` in a random order that keeps the segments of each position in
+/// theirs.
+fn interleave(rng: &mut Rng, reads: &[(u32, Segment)]) -> Vec<(u32, Segment)> {
+    let mut groups: Vec<std::collections::VecDeque<(u32, Segment)>> = Vec::new();
+    for &r in reads {
+        match groups.iter_mut().find(|g| g[0].0 == r.0) {
+            Some(g) => g.push_back(r),
+            None => groups.push([r].into()),
+        }
+    }
+    let mut out = Vec::new();
+    while !groups.is_empty() {
+        let i = rng.below(groups.len() as u64) as usize;
+        out.push(groups[i].pop_front().unwrap());
+        if groups[i].is_empty() {
+            groups.remove(i);
+        }
+    }
+    out
+}
+
+/// RFC 8166 §3.4.5 does not order the Read list; rpcrdma.ko takes it in
+/// any order (`svc_rdma_pcl.c`: "The list might not be in order by
+/// position"), sorting chunks by position and joining the segments of a
+/// position in list order. Only overlapping chunks are refused.
+#[test]
+fn read_chunks_in_any_order_are_taken_by_position() {
+    let a = s(0xa, 5, 0x100);
+    let b = s(0xb, 8, 0x200);
+    let b2 = s(0xc, 4, 0x300);
+    let inline = rpc(0, 24);
+    let sorted = msg(0, &[(8, a), (20, b), (20, b2)], &[], None, &inline);
+    let want = run(&call(&sorted), u32::MAX).unwrap();
+    for reads in [[(20, b), (20, b2), (8, a)], [(20, b), (8, a), (20, b2)]] {
+        let buf = msg(0, &reads, &[], None, &inline);
+        let c = call(&buf);
+        assert_eq!(c.chunks.reads.chunk_count(), 2);
+        let positions: Vec<u32> = c.chunks.reads.chunks().map(|c| c.position()).collect();
+        assert_eq!(positions, vec![8, 20]);
+        assert_eq!(run(&c, u32::MAX).unwrap(), want, "{reads:?}");
+    }
+    // A Long Call's Position Zero chunk, listed last.
+    let long = msg(1, &[(16, a), (0, A)], &[], None, &[]);
+    let c = call(&long);
+    assert_eq!(
+        c.chunks.reads.position_zero().map(|c| c.position()),
+        Some(0)
+    );
+    assert_eq!(run(&c, u32::MAX).unwrap().len(), 4096 + 8);
+    // Overlap is refused whatever the order.
+    assert_eq!(
+        chunk_err(&msg(0, &[(12, A), (8, A)], &[], None, &rpc(0, 16))),
+        Cause::Header(DecodeError::OverlappingReadChunks)
+    );
+    // Positions still count against the limit on chunks.
+    let many: Vec<(u32, Segment)> = (0..17).rev().map(|i| (8 + 4 * i, s(1, 0, 0))).collect();
+    assert_eq!(
+        chunk_err(&msg(0, &many, &[], None, &rpc(0, 80))),
+        Cause::Header(DecodeError::TooManyChunks)
+    );
+    let tight = Limits {
+        max_segments_per_chunk: 2,
+        ..Limits::DEFAULT
+    };
+    let spread = msg(0, &[(8, a), (20, b), (8, a), (8, a)], &[], None, &inline);
+    assert!(matches!(
+        receive(&spread, &tight),
+        Err(Refusal::Error {
+            cause: Cause::Header(DecodeError::TooManySegments),
+            ..
+        })
+    ));
+}
+
 #[test]
 fn random_calls_assemble_to_the_unreduced_stream() {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
@@ -804,6 +874,11 @@ fn random_calls_assemble_to_the_unreduced_stream() {
             }
         }
         want.extend_from_slice(&base[taken..]);
+        // Every other round, the list in another order: any interleaving
+        // that keeps each chunk's segments in their order.
+        if round % 2 == 1 {
+            reads = interleave(&mut rng, &reads);
+        }
         let buf = if nomsg {
             msg(1, &reads, &[], None, &[])
         } else {
