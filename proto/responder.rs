@@ -76,6 +76,15 @@ pub struct Call<'a> {
 }
 
 impl<'a> Call<'a> {
+    /// Whether the Read list moves any byte. When it does not (no Read
+    /// list, or only empty segments: a zero-length Position Zero chunk,
+    /// zero-length data items), the Call is its inline part: [`assemble`]
+    /// yields exactly [`Call::inline`], with no [`Piece::Read`], and the
+    /// Call is served as an inline one, without posting any Read.
+    pub fn has_read_data(&self) -> bool {
+        self.chunks.reads.segments().any(|s| s.segment.length > 0)
+    }
+
     /// Where the Call lies in `msg`, the message [`receive`] decoded it
     /// from; `None` for another buffer.
     pub fn locate(&self, msg: &[u8]) -> Option<CallAt> {
@@ -471,12 +480,21 @@ pub struct Assembly<'a> {
     pad: u32,
     dest: u32,
     total: u32,
+    /// Whether any piece is a [`Piece::Read`].
+    reads: bool,
 }
 
 impl<'a> Assembly<'a> {
     /// Length of the assembled RPC message.
     pub fn total_len(&self) -> u32 {
         self.total
+    }
+
+    /// Whether there is anything to RDMA Read: false exactly when
+    /// [`Call::has_read_data`] is, and then the pieces are the inline
+    /// bytes alone.
+    pub fn has_reads(&self) -> bool {
+        self.reads
     }
 
     fn emit(&mut self, piece: Piece) -> Result<Option<Piece>, RdmaError> {
@@ -597,13 +615,15 @@ pub fn assemble<'a>(call: &Call<'a>, max_len: u32) -> Result<Assembly<'a>, RdmaE
         pad: 0,
         dest: 0,
         total: 0,
+        reads: false,
     };
     // A dry run validates everything, so that iteration cannot fail.
     let mut dry = assembly.clone();
-    while dry.step()?.is_some() {
+    while let Some(piece) = dry.step()? {
         if dry.dest > max_len {
             return Err(RdmaError::Chunk);
         }
+        assembly.reads |= matches!(piece, Piece::Read { .. });
     }
     assembly.total = dry.dest;
     Ok(assembly)

@@ -1525,6 +1525,22 @@ pub fn responder_receive_rules() -> Outcome {
         responder::assemble(&call, 19).is_err(),
         "responder: a Call longer than the pages refused",
     )?;
+    // A zero-length data item: nothing to read, the Call is its inline part.
+    let empty = Wire::new(&[
+        &[XID, 1, CREDITS, v1::proc::MSG, 1],
+        &phloo(8, Segment { length: 0, ..x }),
+        &[0, 0, 0],
+        &RPC_CALL,
+        &[0xabcd],
+    ])?;
+    let Ok(Received::Call(empty)) = responder::receive(empty.bytes(), &limits) else {
+        return check(false, "responder: a Call with an empty Read chunk");
+    };
+    let assembly = responder::assemble(&empty, 4096).map_err(|_| SelftestFailure("empty"))?;
+    check(
+        !empty.has_read_data() && !assembly.has_reads() && assembly.total_len() == 12,
+        "responder: a Read list that moves no byte leaves the inline Call",
+    )?;
     // A Long Call: the Position Zero chunk in two segments.
     let long = Wire::new(&[
         &[XID, 1, CREDITS, v1::proc::NOMSG, 1],

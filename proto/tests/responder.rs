@@ -653,6 +653,44 @@ fn empty_segments_add_no_piece() {
     assert_eq!(run(&c, 100).unwrap().len(), 16);
 }
 
+/// A Read list that moves no byte (a zero-length Position Zero chunk, or
+/// zero-length data items) is served: the Call is its inline part, with
+/// nothing to read. The transport posted no Read for it, and closed the
+/// connection when the empty Read chain failed to post.
+#[test]
+fn a_read_list_that_moves_no_byte_is_the_inline_call() {
+    let empty = s(0xe, 0, 0x100);
+    let inline = rpc(0, 24);
+    for buf in [
+        msg(0, &[(8, empty)], &[], None, &inline),
+        msg(
+            0,
+            &[(8, empty), (8, s(0xf, 0, 0)), (24, empty)],
+            &[],
+            None,
+            &inline,
+        ),
+        msg(1, &[(0, empty)], &[], None, &[]),
+    ] {
+        let c = call(&buf);
+        assert!(!c.has_read_data());
+        let asm = assemble(&c, 1 << 20).unwrap();
+        assert!(!asm.has_reads());
+        assert_eq!(asm.total_len() as usize, c.inline.len());
+        assert!(asm.clone().all(|p| matches!(p, Piece::Inline { .. })));
+        assert_eq!(run(&c, u32::MAX).unwrap(), c.inline);
+    }
+    // One byte to read is a Read.
+    let buf = msg(0, &[(8, empty), (8, s(0xf, 1, 0))], &[], None, &inline);
+    let c = call(&buf);
+    assert!(c.has_read_data());
+    assert!(assemble(&c, 1 << 20).unwrap().has_reads());
+    let buf = msg(0, &[], &[], None, &inline);
+    let c = call(&buf);
+    assert!(!c.has_read_data());
+    assert!(!assemble(&c, 1 << 20).unwrap().has_reads());
+}
+
 #[test]
 fn a_long_call_is_its_position_zero_chunk() {
     let p1 = s(0x21, 30, 0x5000);
@@ -1406,6 +1444,7 @@ fn exercise(buf: &[u8]) -> Option<()> {
         return None;
     };
     if let Ok(a) = assemble(&c, 1 << 20) {
+        assert_eq!(a.has_reads(), c.has_read_data());
         let total = a.total_len();
         let mut at = 0;
         for p in a {

@@ -109,7 +109,8 @@ pub(super) fn recvfrom(conn: &SvcConn, rqst: &mut SvcRqst<'_>) -> i32 {
     };
     // SAFETY: We hold the buffer: it came off the receive queue.
     unsafe { ctx.set_call(at) };
-    if call.chunks.reads.is_empty() {
+    // A Read list that moves no byte leaves the Call its inline part.
+    if !call.has_read_data() {
         rdebug!(
             "server: Call xid {:#x}, {} inline bytes\n",
             call.xid,
