@@ -156,10 +156,14 @@ pub enum Refusal {
     Drop(DropReason),
 }
 
-/// Why a message is answered with RDMA_ERROR.
+/// Why a Call is answered with RDMA_ERROR, by [`receive`], [`assemble`]
+/// or [`plan_reply`]: every refusal says which check failed, for the
+/// transport's counters and rate-limited log. [`RdmaError::from`] gives
+/// the answer: ERR_VERS for a bad version, else ERR_CHUNK.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Cause {
-    /// The header decoder refused it.
+    /// The header decoder refused it (and [`assemble`] finds its Read
+    /// chunks misplaced the same way).
     Header(DecodeError),
     /// RDMA_NOMSG without a Position Zero Read chunk.
     NomsgWithoutCall,
@@ -167,6 +171,33 @@ pub enum Cause {
     NomsgWithInline,
     /// RDMA_MSG with a Position Zero Read chunk.
     MsgWithPositionZero,
+    /// The assembled Call is longer than the room for it.
+    CallTooLong,
+    /// A result payload lies outside the Reply, or before the end of the
+    /// one ahead of it: the upper layer's mistake, refused rather than
+    /// sent wrong.
+    BadPayload,
+    /// A result payload is longer than its Write chunk.
+    PayloadTooLong,
+    /// The Reply does not fit inline, and no Reply chunk was offered.
+    ReplyTooLong,
+    /// The Reply's body is longer than the Reply chunk.
+    ReplyChunkTooSmall,
+    /// The Reply's transport header, echoing every offered chunk, does
+    /// not fit the Send.
+    HeaderTooLong,
+}
+
+impl From<Cause> for RdmaError {
+    fn from(cause: Cause) -> Self {
+        match cause {
+            Cause::Header(DecodeError::BadVersion { .. }) => Self::Vers {
+                low: v1::VERSION,
+                high: v1::VERSION,
+            },
+            _ => Self::Chunk,
+        }
+    }
 }
 
 /// Why a message is dropped without an answer.
@@ -497,13 +528,16 @@ impl<'a> Assembly<'a> {
         self.reads
     }
 
-    fn emit(&mut self, piece: Piece) -> Result<Option<Piece>, RdmaError> {
-        self.dest = self.dest.checked_add(piece.len()).ok_or(RdmaError::Chunk)?;
+    fn emit(&mut self, piece: Piece) -> Result<Option<Piece>, Cause> {
+        self.dest = self
+            .dest
+            .checked_add(piece.len())
+            .ok_or(Cause::CallTooLong)?;
         Ok(Some(piece))
     }
 
     /// Up to `max` (> 0) bytes of the base; `None` when it is used up.
-    fn take_base(&mut self, max: u32) -> Result<Option<Piece>, RdmaError> {
+    fn take_base(&mut self, max: u32) -> Result<Option<Piece>, Cause> {
         let dest = self.dest;
         let piece = match &mut self.base {
             Base::Inline { len, used } => {
@@ -533,7 +567,7 @@ impl<'a> Assembly<'a> {
         self.emit(piece)
     }
 
-    fn step(&mut self) -> Result<Option<Piece>, RdmaError> {
+    fn step(&mut self) -> Result<Option<Piece>, Cause> {
         loop {
             if let Some(cursor) = &mut self.inserting {
                 if let Some(s) = cursor.take(u32::MAX) {
@@ -563,13 +597,19 @@ impl<'a> Assembly<'a> {
             match chunk.position().checked_sub(self.dest) {
                 Some(0) => {
                     self.next = None;
-                    let len = u32::try_from(chunk.total_length()).map_err(|_| RdmaError::Chunk)?;
+                    let len =
+                        u32::try_from(chunk.total_length()).map_err(|_| Cause::CallTooLong)?;
                     self.pad = len.wrapping_neg() & 3;
                     self.inserting = Some(read_cursor(chunk));
                 }
-                Some(gap) => return self.take_base(gap)?.ok_or(RdmaError::Chunk).map(Some),
+                Some(gap) => {
+                    return self
+                        .take_base(gap)?
+                        .ok_or(Cause::Header(DecodeError::PositionBeyondPayload))
+                        .map(Some)
+                }
                 // The previous chunk ran past this one's position.
-                None => return Err(RdmaError::Chunk),
+                None => return Err(Cause::Header(DecodeError::OverlappingReadChunks)),
             }
         }
     }
@@ -593,7 +633,7 @@ impl Iterator for Assembly<'_> {
 /// Fails with ERR_CHUNK when a position falls outside the message, or
 /// the message is longer than `max_len` (C: `-EINVAL` once the pages run
 /// out, answered with ERR_CHUNK and a disconnect).
-pub fn assemble<'a>(call: &Call<'a>, max_len: u32) -> Result<Assembly<'a>, RdmaError> {
+pub fn assemble<'a>(call: &Call<'a>, max_len: u32) -> Result<Assembly<'a>, Cause> {
     let mut chunks = call.chunks.reads.chunks();
     let pzrc = call.chunks.reads.position_zero();
     let base = match (call.nomsg, pzrc) {
@@ -605,7 +645,8 @@ pub fn assemble<'a>(call: &Call<'a>, max_len: u32) -> Result<Assembly<'a>, RdmaE
             len: call.inline.len(),
             used: 0,
         },
-        _ => return Err(RdmaError::Chunk),
+        (true, None) => return Err(Cause::NomsgWithoutCall),
+        (false, Some(_)) => return Err(Cause::MsgWithPositionZero),
     };
     let mut assembly = Assembly {
         base,
@@ -621,7 +662,7 @@ pub fn assemble<'a>(call: &Call<'a>, max_len: u32) -> Result<Assembly<'a>, RdmaE
     let mut dry = assembly.clone();
     while let Some(piece) = dry.step()? {
         if dry.dest > max_len {
-            return Err(RdmaError::Chunk);
+            return Err(Cause::CallTooLong);
         }
         assembly.reads |= matches!(piece, Piece::Read { .. });
     }
@@ -737,7 +778,7 @@ pub fn plan_reply<'a>(
     call_chunks: &ChunkLists<'a>,
     shape: ReplyShape,
     inline_max: u32,
-) -> Result<ReplyPlan<'a>, RdmaError> {
+) -> Result<ReplyPlan<'a>, Cause> {
     let mut payloads = [None; MAX_PAYLOADS];
     let mut body = [(shape.len, shape.len); MAX_PAYLOADS + 1];
     {
@@ -749,7 +790,7 @@ pub fn plan_reply<'a>(
         for &(off, len) in shape.payloads.iter().flatten() {
             let end = off.checked_add(len).filter(|&e| e <= shape.len);
             if end.is_none() || off < resume {
-                return Err(RdmaError::Chunk);
+                return Err(Cause::BadPayload);
             }
             let Some(chunk) = chunks.next() else {
                 break;
@@ -758,7 +799,7 @@ pub fn plan_reply<'a>(
             // stays in the body, as if there were no chunk.
             let len = if chunk.is_empty() { 0 } else { len };
             if u64::from(len) > chunk.total_length() {
-                return Err(RdmaError::Chunk);
+                return Err(Cause::PayloadTooLong);
             }
             let Some(slot) = placed.next() else {
                 break;
@@ -789,7 +830,7 @@ pub fn plan_reply<'a>(
     let writes = call_chunks.writes;
     let reply = call_chunks.reply;
     // The same for RDMA_MSG and RDMA_NOMSG: both echo every chunk.
-    let header_len = header_len(&writes, reply.map(|r| r.len())).ok_or(RdmaError::Chunk)?;
+    let header_len = header_len(&writes, reply.map(|r| r.len())).ok_or(Cause::HeaderTooLong)?;
     let mut plan = ReplyPlan {
         writes,
         reply,
@@ -801,9 +842,12 @@ pub fn plan_reply<'a>(
     if u64::from(header_len).saturating_add(body_len) <= u64::from(inline_max) {
         return Ok(plan);
     }
-    let reply = reply.ok_or(RdmaError::Chunk)?;
-    if body_len > reply.total_length() || header_len > inline_max {
-        return Err(RdmaError::Chunk);
+    let reply = reply.ok_or(Cause::ReplyTooLong)?;
+    if header_len > inline_max {
+        return Err(Cause::HeaderTooLong);
+    }
+    if body_len > reply.total_length() {
+        return Err(Cause::ReplyChunkTooSmall);
     }
     plan.nomsg = true;
     Ok(plan)

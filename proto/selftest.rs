@@ -1656,7 +1656,7 @@ pub fn responder_reply_rules() -> Outcome {
         "reply: the header echoes the Write chunk with lengths written, the unused Reply chunk with none",
     )?;
     check(
-        plan(20000, Some((0, 12289)), 1024) == Err(v1::RdmaError::Chunk),
+        plan(20000, Some((0, 12289)), 1024) == Err(responder::Cause::PayloadTooLong),
         "reply: a payload larger than the Write chunk refused",
     )?;
     // Header 20 + 44 + 24 = 88: 936 bytes of body fit 1024 exactly.
@@ -1698,7 +1698,7 @@ pub fn responder_reply_rules() -> Outcome {
     };
     check(
         responder::plan_reply(&short.chunks, ReplyShape::new(997, None), 1024)
-            == Err(v1::RdmaError::Chunk),
+            == Err(responder::Cause::ReplyTooLong),
         "reply: too long for inline without a Reply chunk refused",
     )?;
     let n = responder::encode_error(

@@ -305,7 +305,7 @@ fn empty_write_and_reply_chunks_are_accepted() {
     assert_eq!(&hdr[..n], &words(&[XID, 1, 1, 0, 0, 0, 1, 0])[..]);
     assert_eq!(
         plan_reply(&l, shape(2000, None), 1024).map(|_| ()),
-        Err(RdmaError::Chunk)
+        Err(Cause::ReplyChunkTooSmall)
     );
     // A chunk of empty segments is unused, not empty: accepted too.
     call(&msg(0, &[], &[&[s(1, 0, 0)]], None, &rpc(0, 8)));
@@ -548,7 +548,7 @@ fn remote(handle: u32, offset: u64) -> u8 {
 }
 
 /// Runs the pieces, checking order and contiguity.
-fn run(c: &Call<'_>, max: u32) -> Result<Vec<u8>, RdmaError> {
+fn run(c: &Call<'_>, max: u32) -> Result<Vec<u8>, Cause> {
     let a = assemble(c, max)?;
     let total = a.total_len();
     let mut out = Vec::new();
@@ -584,7 +584,7 @@ fn no_chunks_is_the_inline_message() {
     let inline = rpc(0, 100);
     let buf = msg(0, &[], &[], None, &inline);
     assert_eq!(run(&call(&buf), 100).unwrap(), inline);
-    assert_eq!(run(&call(&buf), 99), Err(RdmaError::Chunk));
+    assert_eq!(run(&call(&buf), 99), Err(Cause::CallTooLong));
 }
 
 #[test]
@@ -609,7 +609,7 @@ fn one_read_chunk_is_inserted_and_padded() {
     assert_eq!(&got[145..], &[0, 0, 0]);
     // Exactly at the limit, and one byte under.
     assert!(run(&call(&buf), 148).is_ok());
-    assert_eq!(run(&call(&buf), 147), Err(RdmaError::Chunk));
+    assert_eq!(run(&call(&buf), 147), Err(Cause::CallTooLong));
 }
 
 #[test]
@@ -699,7 +699,7 @@ fn a_long_call_is_its_position_zero_chunk() {
     let mut want = data(p1);
     want.extend(data(p2));
     assert_eq!(run(&call(&buf), 100).unwrap(), want);
-    assert_eq!(run(&call(&buf), 99), Err(RdmaError::Chunk));
+    assert_eq!(run(&call(&buf), 99), Err(Cause::CallTooLong));
     // With a data chunk at 48 of the unreduced stream: the Position Zero
     // chunk is split there, its second segment read in two parts.
     let d = s(0x23, 10, 0x7000);
@@ -929,7 +929,7 @@ fn random_calls_assemble_to_the_unreduced_stream() {
         assert_eq!(run(&back, u32::MAX).unwrap(), want, "round {round}");
         let len = want.len() as u32;
         assert!(run(&c, len).is_ok());
-        assert_eq!(run(&c, len - 1), Err(RdmaError::Chunk));
+        assert_eq!(run(&c, len - 1), Err(Cause::CallTooLong));
     }
 }
 
@@ -992,12 +992,12 @@ fn inline_fits_exactly_or_takes_the_reply_chunk() {
     let buf = msg(0, &[], &[], None, &rpc(0, 8));
     assert_eq!(
         plan_reply(&lists(&buf), shape(997, None), 1024),
-        Err(RdmaError::Chunk)
+        Err(Cause::ReplyTooLong)
     );
     // A Reply chunk too small.
     assert_eq!(
         plan_reply(&l, shape(4097, None), 1024),
-        Err(RdmaError::Chunk)
+        Err(Cause::ReplyChunkTooSmall)
     );
     assert!(plan_reply(&l, shape(4096, None), 1024).is_ok());
 }
@@ -1042,17 +1042,17 @@ fn the_payload_fills_write_chunk_segments_in_order() {
     // One byte more than the chunk holds.
     assert_eq!(
         plan_reply(&l, shape(20000, Some((100, 9193))), 1 << 20),
-        Err(RdmaError::Chunk)
+        Err(Cause::PayloadTooLong)
     );
     assert!(plan_reply(&l, shape(20000, Some((100, 9192))), 1 << 20).is_ok());
     // A payload range outside the Reply.
     assert_eq!(
         plan_reply(&l, shape(200, Some((100, 101))), 1024),
-        Err(RdmaError::Chunk)
+        Err(Cause::BadPayload)
     );
     assert_eq!(
         plan_reply(&l, shape(200, Some((u32::MAX, 2))), 1024),
-        Err(RdmaError::Chunk)
+        Err(Cause::BadPayload)
     );
 }
 
@@ -1109,9 +1109,9 @@ fn each_payload_takes_the_next_write_chunk() {
     // pad), are nfsd's mistake: refused rather than sent wrong.
     let mut bad = sh;
     bad.payloads[1] = Some((1102, 10));
-    assert_eq!(plan_reply(&l, bad, 1024), Err(RdmaError::Chunk));
+    assert_eq!(plan_reply(&l, bad, 1024), Err(Cause::BadPayload));
     bad.payloads[1] = Some((50, 10));
-    assert_eq!(plan_reply(&l, bad, 1024), Err(RdmaError::Chunk));
+    assert_eq!(plan_reply(&l, bad, 1024), Err(Cause::BadPayload));
 }
 
 #[test]
@@ -1258,7 +1258,7 @@ fn a_nomsg_header_must_fit_the_send_too() {
     // 32 + 1600 bytes of header.
     assert_eq!(
         plan_reply(&l, shape(1700, None), 1024),
-        Err(RdmaError::Chunk)
+        Err(Cause::HeaderTooLong)
     );
     assert!(plan_reply(&l, shape(1700, None), 1632).unwrap().nomsg());
     assert!(plan_reply(&l, shape(1700, None), 1631).is_err());

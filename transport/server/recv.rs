@@ -177,7 +177,10 @@ fn pull(
     call: &Call<'_>,
 ) -> Result<(), Option<RdmaError>> {
     let room = u32::try_from(rqst.arg_room()).unwrap_or(u32::MAX);
-    let asm = responder::assemble(call, room).map_err(Some)?;
+    let asm = responder::assemble(call, room).map_err(|cause| {
+        rwarn!("server: refused a Call ({:?}), xid {:#x}\n", cause, call.xid);
+        Some(RdmaError::from(cause))
+    })?;
     let pages = (asm.total_len() as usize).div_ceil(PAGE_SIZE);
     let id = conn.id().ok_or(None)?;
     let wrs = {
@@ -196,6 +199,13 @@ fn pull(
         // SAFETY: As above; nothing was posted.
         let reads = unsafe { ctx.reads() };
         reads.release();
+        if e == E2BIG {
+            rwarn!(
+                "server: refused a Call (its Reads need {} work requests, more than the Send Queue has), xid {:#x}\n",
+                wrs,
+                call.xid
+            );
+        }
         return Err((e == E2BIG).then_some(RdmaError::Chunk));
     }
     // SAFETY: We hold the buffer and give it up; no reference from
@@ -235,7 +245,10 @@ fn prepare(
             reads
                 .pages
                 .segs(&mut segs, dest as usize, length as usize)
-                .map_err(|_| Some(RdmaError::Chunk))?;
+                .map_err(|e| {
+                    rwarn!("server: refused a Call (a Read outside its pages: {:?})\n", e);
+                    Some(RdmaError::Chunk)
+                })?;
             // SAFETY: The pages stay in `reads`, untouched by the CPU,
             // until the contexts, declared before them, are dropped (after
             // the Reads completed, or the QP was drained); the QP lives as
@@ -273,7 +286,10 @@ fn assemble(
     res.map_err(|_| RdmaError::Chunk)?;
     let room = u32::try_from(rqst.arg_room()).unwrap_or(u32::MAX);
     // As when the Reads were posted: same Call, same room.
-    let asm = responder::assemble(call, room)?;
+    let asm = responder::assemble(call, room).map_err(|cause| {
+        rwarn!("server: refused a Call ({:?}), xid {:#x}\n", cause, call.xid);
+        RdmaError::from(cause)
+    })?;
     let total = asm.total_len() as usize;
     for piece in asm {
         let res = match piece {

@@ -44,13 +44,14 @@ pub(super) fn sendto(conn: &SvcConn, rqst: &mut SvcRqst<'_>) -> i32 {
     let inline_max = conn.inline_send;
     let plan = match responder::plan_reply(&call.chunks, shape, inline_max) {
         Ok(plan) => plan,
-        Err(e) => {
+        Err(cause) => {
             rwarn!(
-                "server: no room for a Reply of {} bytes, xid {:#x}\n",
+                "server: cannot send a Reply of {} bytes ({:?}), xid {:#x}\n",
                 shape.len,
+                cause,
                 call.xid
             );
-            error(conn, call.xid, v1::VERSION, e);
+            error(conn, call.xid, v1::VERSION, cause.into());
             return 0;
         }
     };
