@@ -369,13 +369,26 @@ pub fn encode_error(
     v1::encode(buf, &fixed, &v1::Message::Error(error))
 }
 
+/// Whether the server's Replies on a connection may use Send With
+/// Invalidate (RFC 8797 §5.1): only when both peers set the Remote
+/// Invalidation flag of their CM private data, since "when either peer on
+/// a connection clears this flag, the responder MUST use only RDMA Send".
+/// `peer` is the client's flag ([`super::pvt::Negotiated`]); `ours` the
+/// one the server advertised, which it sets only when its device can post
+/// Send With Invalidate (`IB_DEVICE_MEM_MGT_EXTENSIONS`: svcrdma clears
+/// `sc_snd_w_inv` without it), so that a Reply never needs a work request
+/// the device lacks. The result is [`invalidate_handle`]'s `allowed`.
+pub fn remote_invalidation(peer: bool, ours: bool) -> bool {
+    peer && ours
+}
+
 /// The handle to invalidate with Send With Invalidate (RFC 8797 §4.2),
-/// if the client advertised that it accepts it: the only distinct handle
-/// in the Call's header (Read, Write and Reply chunks alike, as
-/// `svc_rdma_get_inv_rkey`). A handle of 0 is never chosen, since C uses
-/// 0 for "none".
-pub fn invalidate_handle(chunks: &ChunkLists<'_>, peer_remote_inv: bool) -> Option<u32> {
-    if !peer_remote_inv {
+/// if `allowed` ([`remote_invalidation`] of both peers' flags): the only
+/// distinct handle in the Call's header (Read, Write and Reply chunks
+/// alike, as `svc_rdma_get_inv_rkey`). A handle of 0 is never chosen,
+/// since C uses 0 for "none".
+pub fn invalidate_handle(chunks: &ChunkLists<'_>, allowed: bool) -> Option<u32> {
+    if !allowed {
         return None;
     }
     chunks.sole_handle().filter(|&h| h != 0)

@@ -1779,5 +1779,16 @@ pub fn responder_reply_rules() -> Outcome {
             && responder::invalidate_handle(&one.chunks, false).is_none()
             && responder::invalidate_handle(&call.chunks, true).is_none(),
         "reply: Send With Invalidate only for a sole handle the client allows",
+    )?;
+    check(
+        responder::remote_invalidation(true, true)
+            && !responder::remote_invalidation(true, false)
+            && !responder::remote_invalidation(false, true)
+            && responder::invalidate_handle(
+                &one.chunks,
+                responder::remote_invalidation(true, false),
+            )
+            .is_none(),
+        "reply: Send With Invalidate only when both peers set the flag (RFC 8797 §5.1)",
     )
 }

@@ -16,8 +16,8 @@ use rpcrdma_proto::chunk::{ChunkLists, Segment};
 use rpcrdma_proto::error::DecodeError;
 use rpcrdma_proto::limits::Limits;
 use rpcrdma_proto::responder::{
-    assemble, encode_error, invalidate_handle, plan_reply, receive, Call, Cause, DropReason, Piece,
-    Received, Refusal, ReplyShape,
+    assemble, encode_error, invalidate_handle, plan_reply, receive, remote_invalidation, Call,
+    Cause, DropReason, Piece, Received, Refusal, ReplyShape,
 };
 use rpcrdma_proto::v1::{self, RdmaError};
 
@@ -1402,6 +1402,32 @@ fn remote_invalidation_needs_the_flag_and_one_handle() {
     assert_eq!(invalidate_handle(&lists(&long), true), Some(0xa));
     let long = msg(1, &[(0, s(0xe, 8, 0))], &[], Some(&[A]), &[]);
     assert_eq!(invalidate_handle(&lists(&long), true), None);
+}
+
+/// RFC 8797 §5.1: "When either peer on a connection clears this flag, the
+/// responder MUST use only RDMA Send when transmitting RPC Replies." The
+/// server's own flag is the one it advertised, set only when its device
+/// can post Send With Invalidate.
+#[test]
+fn remote_invalidation_needs_both_peers_flags() {
+    assert!(remote_invalidation(true, true));
+    assert!(!remote_invalidation(true, false));
+    assert!(!remote_invalidation(false, true));
+    assert!(!remote_invalidation(false, false));
+    let one = msg(0, &[(8, A)], &[&[A]], Some(&[A]), &rpc(0, 8));
+    let l = lists(&one);
+    assert_eq!(
+        invalidate_handle(&l, remote_invalidation(true, true)),
+        Some(0xa)
+    );
+    assert_eq!(
+        invalidate_handle(&l, remote_invalidation(true, false)),
+        None
+    );
+    assert_eq!(
+        invalidate_handle(&l, remote_invalidation(false, true)),
+        None
+    );
 }
 
 #[test]
