@@ -883,34 +883,6 @@ pub fn planner_decisions() -> Outcome {
         "plan: rdma_proc",
     )?;
 
-    // The Responder's side.
-    let write_room = plan::ReplyRoom {
-        write_chunk: Some(1 << 20),
-        reply_chunk: None,
-    };
-    let reply_room = plan::ReplyRoom {
-        write_chunk: None,
-        reply_chunk: Some(65536),
-    };
-    let chose = |write_chunk, reply_chunk| {
-        Ok(plan::ResponsePlan {
-            write_chunk,
-            reply_chunk,
-        })
-    };
-    check(
-        plan::plan_response(300, 0, &plan::ReplyRoom::default(), 3800) == chose(false, false)
-            && plan::plan_response(4000, 0, &plan::ReplyRoom::default(), 3800)
-                == Err(plan::CantReply { needed: 3800 })
-            && plan::plan_response(65836, 65536, &write_room, 3800) == chose(true, false)
-            && plan::plan_response(2 << 20, 2 << 20, &write_room, 3800)
-                == Err(plan::CantReply { needed: 2 << 20 })
-            && plan::plan_response(300, 0, &reply_room, 3800) == chose(false, true)
-            && plan::plan_response(70000, 0, &reply_room, 3800)
-                == Err(plan::CantReply { needed: 70000 }),
-        "plan: responder",
-    )?;
-
     // Credits: start at one, sanitise grants, never exceed them.
     let mut window = CreditWindow::new(128);
     check(
