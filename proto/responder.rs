@@ -782,7 +782,9 @@ fn header_len(writes: &WriteList<'_>, reply: Option<usize>) -> Option<u32> {
 ///   (RDMA_NOMSG). rpcrdma.ko uses the Reply chunk whenever one is
 ///   offered, and ignores the client's receive size. Either way the
 ///   header echoes an offered Reply chunk (RFC 8166 §4.3.3), unused for
-///   RDMA_MSG, so its segments count in the header's size.
+///   RDMA_MSG, so its segments count in the header's size; only when
+///   that echo alone keeps a Reply the chunk cannot carry from fitting
+///   inline does the Reply go inline without it.
 /// - Neither possible: ERR_CHUNK, as rpcrdma.ko answers a Reply larger
 ///   than its Reply chunk or too large to pull up (`svc_rdma_sendto`'s
 ///   `send_err`). So is a payload outside the Reply, or before the end of
@@ -843,27 +845,41 @@ pub fn plan_reply<'a>(
     let writes = call_chunks.writes;
     let reply = call_chunks.reply;
     // The same for RDMA_MSG and RDMA_NOMSG: both echo every chunk.
-    let header_len = header_len(&writes, reply.map(|r| r.len())).ok_or(Cause::HeaderTooLong)?;
+    let echoed = header_len(&writes, reply.map(|r| r.len())).ok_or(Cause::HeaderTooLong)?;
+    let fits = |header: u32| u64::from(header).saturating_add(body_len) <= u64::from(inline_max);
     let mut plan = ReplyPlan {
         writes,
         reply,
         payloads,
         body,
         nomsg: false,
-        header_len,
+        header_len: echoed,
     };
-    if u64::from(header_len).saturating_add(body_len) <= u64::from(inline_max) {
+    if fits(echoed) {
         return Ok(plan);
     }
-    let reply = reply.ok_or(Cause::ReplyTooLong)?;
-    if header_len > inline_max {
-        return Err(Cause::HeaderTooLong);
+    let usable = reply.map(|reply| body_len <= reply.total_length());
+    if echoed <= inline_max && usable == Some(true) {
+        plan.nomsg = true;
+        return Ok(plan);
     }
-    if body_len > reply.total_length() {
-        return Err(Cause::ReplyChunkTooSmall);
+    // Only the Reply chunk's echo (RFC 8166 §4.3.3) keeps the Reply from
+    // fitting inline, and the chunk cannot carry it either: the Reply goes
+    // inline without the echo rather than not at all, as it did before
+    // the echo (rpcrdma.ko's client accepts both forms). A client
+    // registering its Reply chunk page by page meets this with every
+    // small Reply.
+    let bare = header_len(&writes, None).ok_or(Cause::HeaderTooLong)?;
+    if reply.is_some() && fits(bare) {
+        plan.reply = None;
+        plan.header_len = bare;
+        return Ok(plan);
     }
-    plan.nomsg = true;
-    Ok(plan)
+    match usable {
+        None => Err(Cause::ReplyTooLong),
+        Some(_) if echoed > inline_max => Err(Cause::HeaderTooLong),
+        Some(_) => Err(Cause::ReplyChunkTooSmall),
+    }
 }
 
 impl<'a> ReplyPlan<'a> {

@@ -1264,6 +1264,97 @@ fn a_nomsg_header_must_fit_the_send_too() {
     assert!(plan_reply(&l, shape(1700, None), 1631).is_err());
 }
 
+// ---------------------------------------------------------------------
+// What other clients may send: legal, and served
+// ---------------------------------------------------------------------
+
+/// A Reply chunk of many segments (a client registering page by page)
+/// and far larger than a small Reply: the Reply goes inline, the chunk
+/// echoed unused when the echo fits the Send. When only the echo keeps
+/// the Reply from fitting, and the Reply chunk cannot be used either
+/// (its echo is as long in an RDMA_NOMSG header), the Reply goes inline
+/// without it rather than not at all: rpcrdma.ko's client takes either.
+#[test]
+fn a_reply_chunk_far_larger_than_the_reply_is_served() {
+    let pages: Vec<Segment> = (0..256).map(|i| s(0x300 + i, 4096, 0)).collect();
+    let buf = msg(0, &[], &[], Some(&pages), &rpc(0, 8));
+    let l = lists(&buf);
+    // 28 - 4 + 8 + 256 * 16 = 4128 bytes of echo: too long for 4096.
+    let p = plan_reply(&l, shape(200, None), 4096).unwrap();
+    assert!(!p.nomsg());
+    assert_eq!(p.header_len(), 28);
+    assert_eq!(p.inline_ranges().collect::<Vec<_>>(), vec![0..200]);
+    let mut hdr = [0u8; 64];
+    let n = p.encode_header(&mut hdr, XID, 1).unwrap();
+    assert_eq!(&hdr[..n], &words(&[XID, 1, 1, 0, 0, 0, 0])[..]);
+    // With room for the echo, it is echoed.
+    let p = plan_reply(&l, shape(200, None), 8192).unwrap();
+    assert!(!p.nomsg());
+    assert_eq!(p.header_len(), 4128);
+    // A body too long for inline still goes by the chunk, where its
+    // header fits.
+    let p = plan_reply(&l, shape(10000, None), 8192).unwrap();
+    assert!(p.nomsg());
+    assert_eq!(p.writes().count(), 3);
+    // A 1 MiB Reply chunk in one segment for a 100-byte Reply.
+    let buf = msg(0, &[], &[], Some(&[s(0x40, 1 << 20, 0)]), &rpc(0, 8));
+    let p = plan_reply(&lists(&buf), shape(100, None), 1024).unwrap();
+    assert!(!p.nomsg());
+    assert_eq!(p.header_len(), 48);
+}
+
+/// A Write list longer than the Reply needs: the unused chunks come back
+/// with zero lengths (RFC 8166 §3.4.6, as `svc_rdma_encode_write_list`).
+#[test]
+fn a_write_list_longer_than_the_reply_needs_is_served() {
+    let max = Limits::DEFAULT.max_chunks_per_list;
+    let segs: Vec<Segment> = (0..max).map(|i| s(0x200 + i, 1 << 20, 0)).collect();
+    let chunks: Vec<&[Segment]> = segs.iter().map(std::slice::from_ref).collect();
+    let buf = msg(0, &[], &chunks, None, &rpc(0, 8));
+    let l = lists(&buf);
+    let p = plan_reply(&l, shape(4200, Some((100, 4096))), 1024).unwrap();
+    assert_eq!(p.write_chunks_used(), 1);
+    let mut hdr = [0u8; 1024];
+    let n = p.encode_header(&mut hdr, XID, 1).unwrap();
+    let mut want = vec![XID, 1, 1, 0, 0, 1, 1];
+    want.extend(seg(s(0x200, 4096, 0)));
+    for i in 1..max {
+        want.extend([1, 1]);
+        want.extend(seg(s(0x200 + i, 0, 0)));
+    }
+    want.extend([0, 0]);
+    assert_eq!(&hdr[..n], &words(&want)[..]);
+    // And with no payload at all.
+    let p = plan_reply(&l, shape(300, None), 1024).unwrap();
+    assert_eq!(p.writes().count(), 0);
+}
+
+/// A Read chunk of as many small, unaligned segments as the decode limit
+/// allows, and a Long Call likewise split, are read segment by segment.
+#[test]
+fn a_read_chunk_of_many_small_segments_is_served() {
+    let most = Limits::DEFAULT.max_segments_per_chunk;
+    let small: Vec<(u32, Segment)> = (0..most).map(|i| (8, s(0x500 + i, 3, 0x10))).collect();
+    let inline = rpc(0, 16);
+    let buf = msg(0, &small, &[], None, &inline);
+    let c = call(&buf);
+    let a = assemble(&c, 1 << 20).unwrap();
+    assert!(a.has_reads());
+    let reads = a
+        .clone()
+        .filter(|p| matches!(p, Piece::Read { .. }))
+        .count();
+    assert_eq!(reads, most as usize);
+    let len = 3 * most as usize;
+    assert_eq!(a.total_len() as usize, 16 + len + (4 - len % 4) % 4);
+    assert_eq!(run(&c, u32::MAX).unwrap().len(), a.total_len() as usize);
+    // A Long Call of 260 segments of 5 bytes.
+    let long: Vec<(u32, Segment)> = (0..most).map(|i| (0, s(0x600 + i, 5, 0))).collect();
+    let buf = msg(1, &long, &[], None, &[]);
+    let c = call(&buf);
+    assert_eq!(assemble(&c, 1 << 20).unwrap().count(), most as usize);
+}
+
 #[test]
 fn random_replies_put_every_byte_in_one_place() {
     let mut rng = Rng(0x1234_5678_9abc_def1);
@@ -1339,8 +1430,15 @@ fn random_replies_put_every_byte_in_one_place() {
             v1::Body::Error(_) => panic!(),
         };
         assert_eq!(nomsg, p.nomsg());
-        // An offered Reply chunk comes back, unused when the Reply is inline.
-        assert_eq!(got.reply.is_some(), with_r, "round {round}");
+        // An offered Reply chunk comes back, unused when the Reply is
+        // inline; left out only when its echo would not fit the Send.
+        let echo = 8 + 16 * rsegs.len();
+        if with_r && got.reply.is_none() {
+            assert!(!nomsg);
+            assert!(hdr.len() + inline.len() + echo > inline_max as usize);
+        } else {
+            assert_eq!(got.reply.is_some(), with_r, "round {round}");
+        }
         if !nomsg {
             assert_eq!(got.reply.map_or(0, |r| r.total_length()), 0);
         }
