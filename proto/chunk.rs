@@ -360,7 +360,8 @@ impl<'a> ChunkLists<'a> {
         sole
     }
 
-    /// Decodes the three lists, enforcing `limits` over all of them.
+    /// Decodes the three lists, enforcing `limits` (the byte limit over
+    /// the Read list alone).
     pub(crate) fn decode(r: &mut Reader<'a>, limits: &Limits) -> Result<Self, DecodeError> {
         let mut budget = Budget { limits, bytes: 0 };
         Ok(Self {
@@ -637,9 +638,11 @@ fn decode_segment_array<'a>(
         .and_then(|count| count.checked_mul(SEGMENT_LEN))
         .and_then(|len| r.take(len))
         .ok_or(DecodeError::Truncated)?;
-    let chunk = WriteChunk { wire };
-    chunk.segments().try_for_each(|s| budget.charge(s.length))?;
-    Ok(chunk)
+    // Not charged to the byte budget: a Write or Reply chunk is the
+    // peer's memory, into which a Responder writes no more than its Reply,
+    // and whose written lengths a Requester checks against what it
+    // registered (`plan::check_reply`).
+    Ok(WriteChunk { wire })
 }
 
 fn decode_write_list<'a>(

@@ -60,7 +60,7 @@ pub enum DecodeError {
     ///
     /// [`Limits::max_chunks_per_list`]: super::limits::Limits::max_chunks_per_list
     TooManyChunks,
-    /// The segments add up to more than [`Limits::max_total_bytes`].
+    /// The Read segments add up to more than [`Limits::max_total_bytes`].
     ///
     /// [`Limits::max_total_bytes`]: super::limits::Limits::max_total_bytes
     TooManyBytes,

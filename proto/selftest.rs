@@ -573,7 +573,7 @@ pub fn malformed_input() -> Outcome {
             Some(ErrorKind::Chunk),
         ),
         (
-            &[&[XID, 1, CREDITS, 0, 0, 0, 1, 1], &hloo(H3)],
+            &[&[XID, 1, CREDITS, 1, 1], &phloo(0, H3), &[0, 0, 0]],
             DecodeError::TooManyBytes,
             Some(ErrorKind::Chunk),
         ),
@@ -1102,18 +1102,29 @@ pub fn requester_receive_rules() -> Outcome {
         BadReply::Error(v1::RdmaError::Chunk),
         "reply: ERR_CHUNK fails its RPC",
     )?;
-    fails(
-        &[
-            &[XID, 1, CREDITS, v1::proc::MSG, 0, 1, 1],
-            &hloo(Segment {
-                handle: 0xdead_beef,
-                length: 0x7fff_ffff,
-                offset: 0,
-            }),
-            &[0, 0],
-            &RPC_REPLY,
-        ],
-        BadReply::Header(DecodeError::TooManyBytes),
+    // Checked against what was registered: the byte limit is the Read
+    // list's.
+    let huge = Wire::new(&[
+        &[XID, 1, CREDITS, v1::proc::MSG, 0, 1, 1],
+        &hloo(Segment {
+            handle: 0xdead_beef,
+            length: 0x7fff_ffff,
+            offset: 0,
+        }),
+        &[0, 0],
+        &RPC_REPLY,
+    ])?;
+    let offered = plan::Offered {
+        write_chunk: Some(1 << 20),
+        reply_chunk: None,
+    };
+    check(
+        matches!(
+            reply::classify(huge.bytes(), CREDITS),
+            Inbound::Reply { body: Ok(body), .. }
+                if plan::check_reply(body.nomsg, &body.lists, &offered)
+                    == Err(plan::BadReply::TooLong)
+        ),
         "reply: 0x7fffffff written refused",
     )?;
     let short = Wire::new(&[&[XID, 1, CREDITS]])?;

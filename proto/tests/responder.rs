@@ -239,7 +239,7 @@ fn malformed_lists_get_err_chunk() {
     );
     let big = s(1, 17 << 20, 0);
     assert_eq!(
-        chunk_err(&msg(0, &[], &[&[big]], None, &rpc(0, 8))),
+        chunk_err(&msg(0, &[(8, big)], &[], None, &rpc(0, 8))),
         Cause::Header(DecodeError::TooManyBytes)
     );
     let many = [A; 17];
@@ -1301,6 +1301,27 @@ fn a_reply_chunk_far_larger_than_the_reply_is_served() {
     let p = plan_reply(&lists(&buf), shape(100, None), 1024).unwrap();
     assert!(!p.nomsg());
     assert_eq!(p.header_len(), 48);
+}
+
+/// Write and Reply chunks describe the client's memory, of which the
+/// server writes only its Reply: however much they offer (16 READs of
+/// 2 MiB, a 64 MiB Reply chunk), there is nothing to bound. The byte
+/// limit is for the Read list, which the server pulls into its own pages.
+#[test]
+fn write_and_reply_chunks_beyond_the_byte_limit_are_served() {
+    let max = Limits::DEFAULT.max_chunks_per_list;
+    let segs: Vec<Segment> = (0..max).map(|i| s(0x200 + i, 2 << 20, 0)).collect();
+    let chunks: Vec<&[Segment]> = segs.iter().map(std::slice::from_ref).collect();
+    let buf = msg(0, &[], &chunks, Some(&[s(0x300, 64 << 20, 0)]), &rpc(0, 8));
+    let l = lists(&buf);
+    let p = plan_reply(&l, shape(4200, Some((100, 4096))), 1024).unwrap();
+    assert_eq!(p.write_chunks_used(), 1);
+    // The Read list stays bounded.
+    let big = s(1, 17 << 20, 0);
+    assert_eq!(
+        chunk_err(&msg(0, &[(8, big)], &[], None, &rpc(0, 8))),
+        Cause::Header(DecodeError::TooManyBytes)
+    );
 }
 
 /// A Write list longer than the Reply needs: the unused chunks come back
