@@ -737,7 +737,8 @@ pub struct RdmaWrite {
 pub struct ReplyPlan<'a> {
     writes: WriteList<'a>,
     /// The offered Reply chunk: written to for RDMA_NOMSG, echoed unused
-    /// otherwise.
+    /// otherwise; `None` also when its echo alone would keep an inline
+    /// Reply from fitting the Send.
     reply: Option<WriteChunk<'a>>,
     /// The payload placed in Write chunk `i`, if any; a length of 0 when
     /// nothing went into the chunk.
