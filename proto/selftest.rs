@@ -1757,6 +1757,25 @@ fn more_responder_reply_rules() -> Outcome {
         buf.get(..n) == Some(want.bytes()),
         "reply: the header echoes each Write chunk with its payload's length",
     )?;
+    // A Reply chunk of 16 bytes: echoed unused when the echo fits; left
+    // out only when the echo alone keeps the Reply from fitting inline,
+    // the chunk being too small to carry it.
+    let small = Wire::new(&[
+        &[XID, 1, CREDITS, v1::proc::MSG, 0, 0, 1, 1],
+        &hloo(Segment { length: 16, ..H3 }),
+        &RPC_CALL,
+    ])?;
+    let Ok(Received::Call(small)) = responder::receive(small.bytes(), &limits) else {
+        return check(false, "reply: a Call with a small Reply chunk");
+    };
+    let echoed = responder::plan_reply(&small.chunks, ReplyShape::new(976, None), 1024)
+        .map_err(|_| SelftestFailure("plan an echo"))?;
+    let bare = responder::plan_reply(&small.chunks, ReplyShape::new(980, None), 1024)
+        .map_err(|_| SelftestFailure("plan without echo"))?;
+    check(
+        !echoed.nomsg() && echoed.header_len() == 48 && !bare.nomsg() && bare.header_len() == 28,
+        "reply: the Reply chunk echoed when it fits, else left out of an inline Reply",
+    )?;
     // A READ at end of file first: its empty payload takes the first
     // chunk, the second READ's data the second.
     let mut shape = ReplyShape::new(800, Some((100, 0)));
