@@ -787,6 +787,104 @@ static unsigned int b_rpc_reply(struct cconn *c, uint8_t *p, uint32_t xid)
 	return o;
 }
 
+/* 24 bytes: a header cut before its Reply chunk, under the 28 of RFC 8166 4.5. */
+static unsigned int b_short24(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	unsigned int o = 0;
+
+	(void)c;
+	hdr(p, &o, xid, 1, RDMA_MSG);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	return o;
+}
+
+/* A backward-direction RPC Reply whose RPC XID differs from rdma_xid. */
+static unsigned int b_bc_reply_xid(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	unsigned int o = 0;
+
+	(void)c;
+	hdr(p, &o, xid, 1, RDMA_MSG);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	rpc_msg(p, &o, xid ^ 0x00ff0000, 1);
+	return o;
+}
+
+/* A backward-direction RPC Reply with a Read chunk at position 3. */
+static unsigned int b_bc_reply_bad_list(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	unsigned int o = 0;
+
+	hdr(p, &o, xid, 1, RDMA_MSG);
+	put32(p, &o, 1);
+	put32(p, &o, 3);
+	seg(p, &o, c->cmr->rkey, 8, (uintptr_t)c->chunk);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	rpc_msg(p, &o, xid, 1);
+	return o;
+}
+
+/* A NULL Call with a Read chunk of 0 bytes at its end: nothing to read. */
+static unsigned int b_read_zero(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	unsigned int o = 0;
+
+	hdr(p, &o, xid, 1, RDMA_MSG);
+	put32(p, &o, 1);
+	put32(p, &o, 40);
+	seg(p, &o, c->cmr->rkey, 0, (uintptr_t)c->chunk);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	rpc_msg(p, &o, xid, 0);
+	return o;
+}
+
+/*
+ * A NULL Call followed by two 8-byte Read chunks (zeros the NULL procedure
+ * ignores), the one at 48 listed before the one at 40.
+ */
+static unsigned int b_read_unordered(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	unsigned int o = 0;
+
+	hdr(p, &o, xid, 1, RDMA_MSG);
+	put32(p, &o, 1);
+	put32(p, &o, 48);
+	seg(p, &o, c->cmr->rkey, 8, (uintptr_t)c->chunk + CH_REPLY + 2048);
+	put32(p, &o, 1);
+	put32(p, &o, 40);
+	seg(p, &o, c->cmr->rkey, 8, (uintptr_t)c->chunk + CH_REPLY + 2056);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	rpc_msg(p, &o, xid, 0);
+	return o;
+}
+
+/* Five Write chunks on a NULL Call: none used, each echoed. */
+static unsigned int b_write_five(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	unsigned int o = 0, k;
+
+	hdr(p, &o, xid, 1, RDMA_MSG);
+	put32(p, &o, 0);
+	for (k = 0; k < 5; k++) {
+		put32(p, &o, 1);
+		put32(p, &o, 1);
+		seg(p, &o, c->cmr->rkey, 64, (uintptr_t)c->chunk + CH_WRITE + 64 * k);
+	}
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	rpc_msg(p, &o, xid, 0);
+	return o;
+}
+
 static const struct ccase cases[] = {
 	{ "good-null", "NFS NULL Call, inline RDMA_MSG", b_null, C_ONE },
 	{ "good-pzrc", "NFS NULL Call as RDMA_NOMSG in a Position Zero Read chunk", b_good_pzrc, C_ONE },
@@ -799,6 +897,7 @@ static const struct ccase cases[] = {
 	{ "client-error", "RDMA_ERROR ERR_CHUNK from the requester", b_error, C_ONE },
 	{ "short-12", "12 bytes: xid, vers, credits, no rdma_proc", b_short12, C_ONE },
 	{ "short-2", "2 bytes", b_short2, C_ONE },
+	{ "short-24", "24 bytes: a header without its Reply chunk", b_short24, C_ONE },
 	{ "empty", "a Send of 0 bytes", b_empty, C_ONE },
 	{ "read-unterminated", "Read list never terminated", b_read_unterminated, C_ONE },
 	{ "read-huge", "Read segment of 0x7fffffff bytes", b_read_huge, C_ONE },
@@ -812,6 +911,11 @@ static const struct ccase cases[] = {
 	{ "nomsg-nochunk", "RDMA_NOMSG without chunks, a Call inline", b_nomsg_nochunk, C_ONE },
 	{ "xid-mismatch", "rdma_xid differs from the RPC XID", b_xid_mismatch, C_ONE },
 	{ "rpc-reply", "an RPC Reply instead of a Call", b_rpc_reply, C_ONE },
+	{ "bc-reply-xid", "an RPC Reply whose XID differs from rdma_xid", b_bc_reply_xid, C_ONE },
+	{ "bc-reply-bad-list", "an RPC Reply with a Read chunk at position 3", b_bc_reply_bad_list, C_ONE },
+	{ "read-zero", "NULL Call with a Read chunk of 0 bytes", b_read_zero, C_ONE },
+	{ "read-unordered", "NULL Call and two Read chunks, positions descending", b_read_unordered, C_ONE },
+	{ "write-five", "NULL Call offering 5 Write chunks", b_write_five, C_ONE },
 	{ "garbage", "256 random bytes", b_garbage, C_ONE },
 	{ "garbage-v1", "v1 RDMA_MSG header, random chunk lists", b_garbage_v1, C_ONE },
 	{ "read-bad-rkey", "Position Zero Read chunk at an rkey never registered", b_read_bad_rkey, C_ONE },

@@ -29,16 +29,31 @@
 #   good-*            the peer works: a well-formed Reply (rpc=ok)
 #   done, client-error  rpcrdma.ko drops them (svc_rdma_xdr_decode_req
 #                     out_drop) *; the connection must stay and serve
-#   short-12          shorter than the fixed header: rpcrdma.ko answers
-#                     ERR_CHUNK with the xid it has
+#   short-12, short-24  shorter than the 28-byte minimal header: RFC 8166
+#                     4.5 "MUST silently discard the message before
+#                     performing any parsing" *; rpcrdma.ko answers
+#                     ERR_CHUNK with the xid it has, rs drops it
 #   short-2, empty    no xid to answer: rpcrdma.ko sends ERR_CHUNK with
 #                     the first 8 bytes of its Receive buffer as rdma_xid
 #                     and rdma_vers, whatever they hold: what is left of an
 #                     earlier message, even of another connection (stale
-#                     kernel memory). rs may answer ERR_CHUNK, but only with
-#                     bytes we sent or zeros; or disconnect, or drop it
+#                     kernel memory) *. rs drops it (RFC 8166 4.5)
 #   write-segzero     rpcrdma.ko rejects a Write chunk of 0 segments; RFC
-#                     8166 3.4.6 calls it an empty Write chunk: rs may reply
+#                     8166 3.4.6 calls it an empty Write chunk: rs replies
+#   write-five        5 Write chunks, none needed: echoed unused, a reply
+#   bc-reply-xid, bc-reply-bad-list  an RPC Reply (backward direction)
+#                     whose XID differs, or whose Read list is malformed:
+#                     "a Requester MUST silently discard" a Reply with
+#                     header errors (RFC 8166 4.5), and an RDMA_ERROR with
+#                     that XID would be looked up among the client's own
+#                     Calls. rpcrdma.ko drops the first (nfsd drops the
+#                     Reply) and answers the second with ERR_CHUNK *
+#   read-zero         a Read chunk of 0 bytes: nothing to read, rs serves
+#                     the Call; rpcrdma.ko fails any zero-length segment
+#                     and closes the connection
+#   read-unordered    Read chunks listed by descending position: RFC 8166
+#                     does not order them, rpcrdma.ko sorts them
+#                     (svc_rdma_pcl.c), and rs takes them by position
 #   write-huge        nothing to write for a NULL: rpcrdma.ko replies; rs
 #                     may reject a chunk longer than any payload it allows
 #   nomsg-nochunk, xid-mismatch  rpcrdma.ko serves the inline Call *
@@ -74,21 +89,27 @@ proc-unknown        err-chunk             err-chunk
 msgp                err-chunk             err-chunk
 done                nothing               nothing|err-chunk
 client-error        nothing               nothing|err-chunk
-short-12            err-chunk             err-chunk|disconnect
-short-2             err-chunk             err-chunk|disconnect|nothing
-empty               err-chunk             err-chunk|disconnect|nothing
+short-12            err-chunk             nothing
+short-2             err-chunk             nothing
+short-24            err-chunk             nothing
+empty               err-chunk             nothing
 read-unterminated   err-chunk             err-chunk
 read-huge           err-chunk             err-chunk
 read-unaligned      err-chunk             err-chunk
 read-beyond         err-chunk             err-chunk
 write-segcount      err-chunk             err-chunk
-write-segzero       err-chunk             err-chunk|reply
+write-segzero       err-chunk             reply
+write-five          reply                 reply
 write-unterminated  err-chunk             err-chunk
 write-huge          reply                 reply|err-chunk
 reply-segcount      err-chunk             err-chunk
 nomsg-nochunk       reply                 err-chunk|reply
 xid-mismatch        reply                 err-chunk|reply
 rpc-reply           nothing               nothing|err-chunk
+bc-reply-xid        nothing               nothing
+bc-reply-bad-list   err-chunk             nothing
+read-zero           disconnect            reply
+read-unordered      reply                 reply
 garbage             err-vers              err-vers|err-chunk|disconnect
 garbage-v1          err-chunk             err-chunk|disconnect
 read-bad-rkey       disconnect            disconnect

@@ -19,7 +19,7 @@ use kernel::sync::{new_condvar, new_spinlock, Arc, CondVar, SetOnce, SpinLock};
 use super::backchannel::BC_SLOTS;
 use super::{Counter, SvcConfig, TOTALS};
 use crate::proto::pvt::{self, InlineThresholds, PrivateData};
-use crate::proto::responder::{CallAt, MAX_PAYLOADS};
+use crate::proto::responder::{self, CallAt, MAX_PAYLOADS};
 use crate::rdma::{
     CmEvent, CmHandler, ConnParam, Device, Endpoint, EpOwner, EpSizes, Parked, PendingConn,
     PostError, RecvBuf, RecvKind, Retired, SendBuf, SendKind, Wc, MAX_SENDS,
@@ -534,7 +534,7 @@ impl SvcConn {
                     rw_room: rw,
                     in_nfsd: Atomic::new(0),
                     inline_send: peer.inline.send,
-                    remote_inv: peer.peer_remote_invalidate && swi,
+                    remote_inv: responder::remote_invalidation(peer.peer_remote_invalidate, swi),
                     debug: SetOnce::new(),
                     stats: Arc::new(ConnStats::new(), GFP_KERNEL)?,
                 }? Error),

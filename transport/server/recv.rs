@@ -102,11 +102,13 @@ pub(super) fn recvfrom(conn: &SvcConn, rqst: &mut SvcRqst<'_>) -> i32 {
     let inline = call.inline.len();
     let nomsg = call.nomsg;
     let reads = call.chunks.reads.segment_count();
+    let read_data = call.has_read_data();
     let inline_at = call.inline.as_ptr() as usize - msg.as_ptr() as usize;
     let state = buf.state();
     state.call = at;
     state.payloads = Default::default();
-    if reads == 0 {
+    // A Read list that moves no byte leaves the Call its inline part.
+    if !read_data {
         rdebug!("server: Call xid {:#x}, {} inline bytes\n", xid, inline);
         // The request holds the buffer until `xpo_release_ctxt`; its Call
         // is read in place.
@@ -243,7 +245,10 @@ fn prepare(
     room: u32,
 ) -> Result<Option<u32>, Option<RdmaError>> {
     let (call, rw, state) = call_of(buf).ok_or(None)?;
-    let asm = responder::assemble(&call, room).map_err(Some)?;
+    let asm = responder::assemble(&call, room).map_err(|cause| {
+        rwarn!("server: refused a Call ({:?}), xid {:#x}\n", cause, call.xid);
+        Some(RdmaError::from(cause))
+    })?;
     // Refused before anything is mapped: every Read piece is at least
     // one work request.
     let pieces = asm
@@ -310,7 +315,10 @@ fn assemble(
     res.map_err(err)?;
     let room = u32::try_from(rqst.arg_room()).unwrap_or(u32::MAX);
     // As when the Reads were posted: same Call, same room.
-    let asm = responder::assemble(&call, room).map_err(|e| (xid, e))?;
+    let asm = responder::assemble(&call, room).map_err(|cause| {
+        rwarn!("server: refused a Call ({:?}), xid {:#x}\n", cause, xid);
+        (xid, RdmaError::from(cause))
+    })?;
     let total = asm.total_len() as usize;
     for piece in asm {
         let res = match piece {

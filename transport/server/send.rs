@@ -48,13 +48,14 @@ fn answer(conn: &SvcConn, rqst: &mut SvcRqst<'_>, buf: &mut RecvBuf<'_, SvcConn>
     };
     let plan = match responder::plan_reply(&call.chunks, shape, conn.inline_send) {
         Ok(plan) => plan,
-        Err(e) => {
+        Err(cause) => {
             rwarn!(
-                "server: no room for a Reply of {} bytes, xid {:#x}\n",
+                "server: cannot send a Reply of {} bytes ({:?}), xid {:#x}\n",
                 shape.len,
+                cause,
                 call.xid
             );
-            error(conn, call.xid, v1::VERSION, e);
+            error(conn, call.xid, v1::VERSION, cause.into());
             return 0;
         }
     };
@@ -178,9 +179,11 @@ pub(super) fn error(conn: &SvcConn, xid: u32, vers: u32, err: RdmaError) {
 }
 
 /// `xpo_result_payload`: remember where nfsd put a data item that may go
-/// in a Write chunk: the `i`-th non-empty one goes in Write chunk `i`, if
-/// the client offered that many (the Linux client offers one, for the one
-/// READ of a COMPOUND). Past `MAX_PAYLOADS` they stay in the body.
+/// in a Write chunk: the `i`-th one, empty or not, goes in Write chunk
+/// `i`, if the client offered that many (the Linux client offers one, for
+/// the one READ of a COMPOUND). An empty one (a READ at end of file) takes
+/// its chunk too, which goes back unused, and the next one gets the next
+/// chunk (RFC 8166 §3.4.6).
 pub(super) fn result_payload(conn: &SvcConn, rqst: &mut SvcRqst<'_>, offset: u32, len: u32) -> i32 {
     let Some(ep) = conn.ep() else {
         return 0;
@@ -188,10 +191,8 @@ pub(super) fn result_payload(conn: &SvcConn, rqst: &mut SvcRqst<'_>, offset: u32
     let Some(mut buf) = rqst.ctxt_mut().and_then(|c| ep.recv_in(c)) else {
         return 0;
     };
-    if len > 0 {
-        if let Some(slot) = buf.state().payloads.iter_mut().find(|p| p.is_none()) {
-            *slot = Some((offset, len));
-        }
+    if let Some(slot) = buf.state().payloads.iter_mut().find(|p| p.is_none()) {
+        *slot = Some((offset, len));
     }
     0
 }
