@@ -241,6 +241,8 @@ pub(crate) struct SvcConn {
     pub(super) rw_room: u32,
     /// Calls handed to nfsd whose request has not released them yet.
     pub(super) in_nfsd: Atomic<u32>,
+    /// The client's request was accepted (counted in `connections_*`).
+    accepted: Atomic<bool>,
     /// Largest Send: the smaller of the client's receive size (RFC 8797)
     /// and ours; the size of our Send buffers.
     pub(super) inline_send: u32,
@@ -533,6 +535,7 @@ impl SvcConn {
                     signal_every: lazy,
                     rw_room: rw,
                     in_nfsd: Atomic::new(0),
+                    accepted: Atomic::new(false),
                     inline_send: peer.inline.send,
                     remote_inv: responder::remote_invalidation(peer.peer_remote_invalidate, swi),
                     debug: SetOnce::new(),
@@ -580,6 +583,7 @@ impl SvcConn {
             conn.xprt.set_local_addr(id.src_addr());
             conn.xprt.set_remote_addr(id.dst_addr());
         }
+        conn.accepted.store(true, Relaxed);
         let seq = TOTALS.accepted.inc();
         conn.publish_counters(seq);
         rdebug!(
@@ -821,9 +825,9 @@ impl PinnedDrop for SvcConn {
         // then frees the buffers, the QP and the id, in that order.
         if let Some(ep) = self.ep() {
             ep.shutdown();
-            if ep.id().is_some() {
-                TOTALS.closed.add(1);
-            }
+        }
+        if self.accepted.load(Relaxed) {
+            TOTALS.closed.add(1);
         }
         let s = &self.stats;
         rdebug!(
