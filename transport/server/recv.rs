@@ -103,7 +103,7 @@ pub(super) fn recvfrom(conn: &SvcConn, rqst: &mut SvcRqst<'_>) -> i32 {
     let nomsg = call.nomsg;
     let reads = call.chunks.reads.segment_count();
     let read_data = call.has_read_data();
-    let inline_at = call.inline.as_ptr() as usize - msg.as_ptr() as usize;
+    let inline_at = offset_in(msg, call.inline);
     let state = buf.state();
     state.call = at;
     state.payloads = Default::default();
@@ -112,10 +112,12 @@ pub(super) fn recvfrom(conn: &SvcConn, rqst: &mut SvcRqst<'_>) -> i32 {
         rdebug!("server: Call xid {:#x}, {} inline bytes\n", xid, inline);
         // The request holds the buffer until `xpo_release_ctxt`; its Call
         // is read in place.
-        if rqst
-            .set_arg_held(buf, inline_at..inline_at + inline)
-            .is_err()
-        {
+        let Some(at) = inline_at else {
+            // Decoded from `msg`: cannot happen.
+            conn.close();
+            return 0;
+        };
+        if rqst.set_arg_held(buf, at..at + inline).is_err() {
             return 0;
         }
         return handed_over(conn, rqst, inline);
@@ -128,6 +130,16 @@ pub(super) fn recvfrom(conn: &SvcConn, rqst: &mut SvcRqst<'_>) -> i32 {
         if nomsg { " (Long Call)" } else { "" }
     );
     pull(conn, buf, rqst, xid)
+}
+
+/// Where `part` lies in `msg`: `None` if not within it. An empty part
+/// (a Long Call has no inline part) lies anywhere.
+fn offset_in(msg: &[u8], part: &[u8]) -> Option<usize> {
+    if part.is_empty() {
+        return Some(0);
+    }
+    let off = (part.as_ptr() as usize).checked_sub(msg.as_ptr() as usize)?;
+    (off.checked_add(part.len())? <= msg.len()).then_some(off)
 }
 
 /// The Reads of the Call in `buf` are done: the Call goes to nfsd,
