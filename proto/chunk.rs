@@ -127,32 +127,46 @@ impl<'a> WriteChunk<'a> {
 
 /// Iterator over the segments of a [`ReadChunk`] or a whole [`ReadList`].
 #[derive(Clone, Debug)]
-pub struct ReadSegments<'a>(&'a [u8]);
+pub struct ReadSegments<'a> {
+    /// The list entries not yet looked at.
+    wire: &'a [u8],
+    /// Only the entries at this position (one chunk), or all.
+    position: Option<u32>,
+}
 
 impl Iterator for ReadSegments<'_> {
     type Item = ReadSegment;
 
     fn next(&mut self) -> Option<ReadSegment> {
-        let (entry, rest) = self.0.split_first_chunk::<READ_ENTRY_LEN>()?;
-        self.0 = rest;
-        ReadSegment::from_entry(entry)
+        loop {
+            let (entry, rest) = self.wire.split_first_chunk::<READ_ENTRY_LEN>()?;
+            self.wire = rest;
+            let segment = ReadSegment::from_entry(entry)?;
+            match self.position {
+                Some(p) if p != segment.position => {}
+                _ => return Some(segment),
+            }
+        }
     }
 
     // See Segments::size_hint.
     fn size_hint(&self) -> (usize, Option<usize>) {
-        let n = self.0.len() / READ_ENTRY_LEN;
-        (n, Some(n))
+        let n = self.wire.len() / READ_ENTRY_LEN;
+        match self.position {
+            None => (n, Some(n)),
+            Some(_) => (0, Some(n)),
+        }
     }
 }
 
-impl ExactSizeIterator for ReadSegments<'_> {}
-
-/// One Read chunk: a run of Read list entries sharing one position
-/// (RFC 8166 §3.4.5).
+/// One Read chunk: the Read list entries sharing one position, in list
+/// order (RFC 8166 §3.4.5). They need not be adjacent in the list: as
+/// rpcrdma.ko's `pcl_alloc_read` ("The list might not be in order by
+/// position"), a position's segments are joined wherever they appear.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ReadChunk<'a> {
     position: u32,
-    /// The run's list entries, discriminators included.
+    /// The whole list's entries, discriminators included.
     wire: &'a [u8],
 }
 
@@ -164,17 +178,20 @@ impl<'a> ReadChunk<'a> {
 
     /// Number of segments (at least one).
     pub fn len(&self) -> usize {
-        self.wire.len() / READ_ENTRY_LEN
+        self.segments().count()
     }
 
     /// Always false: a Read chunk has one or more segments.
     pub fn is_empty(&self) -> bool {
-        self.wire.is_empty()
+        self.segments().next().is_none()
     }
 
     /// The chunk's segments, in list order.
     pub fn segments(&self) -> ReadSegments<'a> {
-        ReadSegments(self.wire)
+        ReadSegments {
+            wire: self.wire,
+            position: Some(self.position),
+        }
     }
 
     /// Sum of the segment lengths.
@@ -185,27 +202,31 @@ impl<'a> ReadChunk<'a> {
     }
 }
 
-/// Iterator over the Read chunks of a [`ReadList`].
+/// Iterator over the Read chunks of a [`ReadList`], by increasing
+/// position whatever the list's order. Each step looks through the whole
+/// list, which decoding bounds.
 #[derive(Clone, Debug)]
 pub struct ReadChunks<'a> {
-    rest: &'a [u8],
+    wire: &'a [u8],
+    /// The lowest position not yet handed out; `None` once past the last.
+    floor: Option<u32>,
 }
 
 impl<'a> Iterator for ReadChunks<'a> {
     type Item = ReadChunk<'a>;
 
     fn next(&mut self) -> Option<ReadChunk<'a>> {
-        let position = xdr::u32_at(self.rest, 4)?;
-        let run = self
-            .rest
-            .chunks_exact(READ_ENTRY_LEN)
-            .take_while(|entry| xdr::u32_at(entry, 4) == Some(position))
-            .count();
-        let (wire, rest) = self
-            .rest
-            .split_at_checked(run.checked_mul(READ_ENTRY_LEN)?)?;
-        self.rest = rest;
-        Some(ReadChunk { position, wire })
+        let floor = self.floor?;
+        let all = ReadSegments {
+            wire: self.wire,
+            position: None,
+        };
+        let position = all.map(|s| s.position).filter(|&p| p >= floor).min();
+        self.floor = position.and_then(|p| p.checked_add(1));
+        Some(ReadChunk {
+            position: position?,
+            wire: self.wire,
+        })
     }
 }
 
@@ -223,7 +244,7 @@ impl<'a> ReadList<'a> {
         self.wire.is_empty()
     }
 
-    /// Number of Read chunks (runs of equal position).
+    /// Number of Read chunks (distinct positions).
     pub fn chunk_count(&self) -> u32 {
         self.chunks
     }
@@ -235,12 +256,18 @@ impl<'a> ReadList<'a> {
 
     /// Every Read segment, in list order.
     pub fn segments(&self) -> ReadSegments<'a> {
-        ReadSegments(self.wire)
+        ReadSegments {
+            wire: self.wire,
+            position: None,
+        }
     }
 
-    /// The Read chunks, in list (and so position) order.
+    /// The Read chunks, by increasing position.
     pub fn chunks(&self) -> ReadChunks<'a> {
-        ReadChunks { rest: self.wire }
+        ReadChunks {
+            wire: self.wire,
+            floor: Some(0),
+        }
     }
 
     /// The Position Zero Read chunk of a Long Call, if any (RFC 8166 §3.5.3).
@@ -333,7 +360,8 @@ impl<'a> ChunkLists<'a> {
         sole
     }
 
-    /// Decodes the three lists, enforcing `limits` over all of them.
+    /// Decodes the three lists, enforcing `limits` (the byte limit over
+    /// the Read list alone).
     pub(crate) fn decode(r: &mut Reader<'a>, limits: &Limits) -> Result<Self, DecodeError> {
         let mut budget = Budget { limits, bytes: 0 };
         Ok(Self {
@@ -544,9 +572,6 @@ fn decode_read_list<'a>(
     let limits = budget.limits;
     let start = r.rest();
     let mut entries = 0usize;
-    let mut chunks = 0u32;
-    let mut run = 0u32;
-    let mut last = None;
     while present(r)? {
         let position = r.u32().ok_or(DecodeError::Truncated)?;
         let segment = Segment::from_wire(r.take(SEGMENT_LEN).ok_or(DecodeError::Truncated)?)
@@ -554,29 +579,49 @@ fn decode_read_list<'a>(
         if position.checked_rem(limits.position_alignment).unwrap_or(0) != 0 {
             return Err(DecodeError::MisalignedPosition { position });
         }
-        match last {
-            Some(prev) if prev == position => run = run.saturating_add(1),
-            Some(prev) if prev > position => return Err(DecodeError::PositionOutOfOrder),
-            _ => {
-                chunks = chunks.saturating_add(1);
-                run = 1;
-            }
-        }
-        if chunks > limits.max_chunks_per_list {
-            return Err(DecodeError::TooManyChunks);
-        }
-        if run > limits.max_segments_per_chunk {
-            return Err(DecodeError::TooManySegments);
-        }
         budget.charge(segment.length)?;
-        last = Some(position);
         entries = entries.saturating_add(1);
     }
     let wire = entries
         .checked_mul(READ_ENTRY_LEN)
         .and_then(|len| start.get(..len))
         .ok_or(DecodeError::Truncated)?;
-    Ok(ReadList { wire, chunks })
+    // In any order (RFC 8166 does not order the list): chunk by chunk,
+    // each a pass over the entries, stopping one chunk past the limit.
+    let mut list = ReadList { wire, chunks: 0 };
+    for chunk in list.chunks() {
+        list.chunks = list.chunks.saturating_add(1);
+        if list.chunks > limits.max_chunks_per_list {
+            return Err(DecodeError::TooManyChunks);
+        }
+        let most = usize::try_from(limits.max_segments_per_chunk).unwrap_or(usize::MAX);
+        if chunk.segments().nth(most).is_some() {
+            return Err(DecodeError::TooManySegments);
+        }
+    }
+    Ok(list)
+}
+
+/// Steps `r` over the three chunk lists by their XDR alone, with no
+/// limit or position checked: where the RPC message of a header that
+/// failed [`ChunkLists::decode`] would start. `None` if the lists are
+/// truncated or a discriminator is not a `bool`.
+pub(crate) fn skip_lists(r: &mut Reader<'_>) -> Option<()> {
+    let more = |r: &mut Reader<'_>| r.bool()?.ok();
+    while more(r)? {
+        r.take(xdr::UNIT.checked_add(SEGMENT_LEN)?)?;
+    }
+    let array = |r: &mut Reader<'_>| {
+        let count = usize::try_from(r.u32()?).ok()?;
+        r.take(count.checked_mul(SEGMENT_LEN)?).map(drop)
+    };
+    while more(r)? {
+        array(r)?;
+    }
+    if more(r)? {
+        array(r)?;
+    }
+    Some(())
 }
 
 /// Decodes a counted segment array after its discriminator.
@@ -593,9 +638,11 @@ fn decode_segment_array<'a>(
         .and_then(|count| count.checked_mul(SEGMENT_LEN))
         .and_then(|len| r.take(len))
         .ok_or(DecodeError::Truncated)?;
-    let chunk = WriteChunk { wire };
-    chunk.segments().try_for_each(|s| budget.charge(s.length))?;
-    Ok(chunk)
+    // Not charged to the byte budget: a Write or Reply chunk is the
+    // peer's memory, into which a Responder writes no more than its Reply,
+    // and whose written lengths a Requester checks against what it
+    // registered (`plan::check_reply`).
+    Ok(WriteChunk { wire })
 }
 
 fn decode_write_list<'a>(

@@ -60,7 +60,7 @@ pub enum DecodeError {
     ///
     /// [`Limits::max_chunks_per_list`]: super::limits::Limits::max_chunks_per_list
     TooManyChunks,
-    /// The segments add up to more than [`Limits::max_total_bytes`].
+    /// The Read segments add up to more than [`Limits::max_total_bytes`].
     ///
     /// [`Limits::max_total_bytes`]: super::limits::Limits::max_total_bytes
     TooManyBytes,
@@ -69,9 +69,6 @@ pub enum DecodeError {
         /// The received position.
         position: u32,
     },
-    /// Read segment positions go backwards, so the segments of one Read
-    /// chunk are not contiguous in the list (RFC 8166 §3.4.5).
-    PositionOutOfOrder,
     /// A Read chunk is inserted past the end of the inline payload, or of
     /// the Position Zero Read chunk.
     PositionBeyondPayload,
@@ -118,7 +115,6 @@ impl DecodeError {
             | Self::TooManyChunks
             | Self::TooManyBytes
             | Self::MisalignedPosition { .. }
-            | Self::PositionOutOfOrder
             | Self::PositionBeyondPayload
             | Self::OverlappingReadChunks
             | Self::NomsgWithoutChunks

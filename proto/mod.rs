@@ -27,7 +27,10 @@
 //!
 //! Receiving: [`header::decode`] the buffer. On error, a Responder answers
 //! [`error::DecodeError::reply_error`] (or `v2_reply_error`) to the XID
-//! from [`header::peek_fixed`], and a Requester drops the message. A
+//! from [`header::peek_fixed`], and a Requester drops the message. The
+//! server applies the whole of RFC 8166 §4.5 through
+//! [`responder::receive`], which also drops what is shorter than the
+//! minimal header and every backward-direction Reply it cannot use. A
 //! decoded message is routed with [`backchannel::classify`]; a forward
 //! Reply's credits go to [`credits::CreditWindow::update`] and its
 //! [`negotiate::Answer::of`] to the [`negotiate::Negotiator`].

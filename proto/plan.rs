@@ -14,8 +14,8 @@
 //! "Fits" leaves room for the largest transport header the connection can
 //! produce, so the planner works before any memory is registered.
 //!
-//! [`plan_response`] is the Responder's side: which of the chunks the
-//! Requester offered its Reply uses.
+//! The Responder's side, which of the offered chunks a Reply uses, is
+//! [`super::responder::plan_reply`].
 
 use super::pvt::InlineThresholds;
 use super::v1;
@@ -265,75 +265,6 @@ fn pages_fit_sges(base: u32, len: u32, page_size: u32, send_sges: u32) -> bool {
     let offset = u64::from(base).checked_rem(page).unwrap_or(0);
     let pages = div_ceil(offset.saturating_add(u64::from(len)), page);
     pages.saturating_add(u64::from(MIN_SEND_SGES)) <= u64::from(send_sges)
-}
-
-/// Room the Requester provided for a Reply, from its Call's header.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct ReplyRoom {
-    /// Total length of the first Write chunk, if the Write list has one.
-    pub write_chunk: Option<u64>,
-    /// Total length of the Reply chunk, if provided.
-    pub reply_chunk: Option<u64>,
-}
-
-/// How a Responder sends a Reply.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct ResponsePlan {
-    /// Push the DDP-eligible result into the first Write chunk.
-    pub write_chunk: bool,
-    /// Push the (reduced) Reply into the Reply chunk and send RDMA_NOMSG;
-    /// otherwise send it inline with RDMA_MSG.
-    pub reply_chunk: bool,
-}
-
-/// Why a Reply cannot be sent: RDMA2_ERR_CANT_REPLY in version 2,
-/// ERR_CHUNK in version 1.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct CantReply {
-    /// Bytes the chunk that is too short would need; the inline threshold
-    /// when no chunk was offered.
-    pub needed: u64,
-}
-
-/// Chooses how a Responder conveys a Reply of `reply_len` bytes, of which
-/// `ddp_len` are a DDP-eligible result (RFC 8166 §3.5.2, §3.5.3).
-///
-/// Like rpcrdma.ko's `svc_rdma_sendto`, the result goes to the Write chunk
-/// when there is one, and the rest to the Reply chunk whenever the
-/// Requester provided one; otherwise it must fit `max_inline` (the send
-/// inline threshold less the header).
-pub fn plan_response(
-    reply_len: u32,
-    ddp_len: u32,
-    room: &ReplyRoom,
-    max_inline: u32,
-) -> Result<ResponsePlan, CantReply> {
-    let ddp_len = ddp_len.min(reply_len);
-    let write_chunk = room.write_chunk.is_some() && ddp_len > 0;
-    let rest = if write_chunk {
-        let needed = u64::from(ddp_len);
-        if room.write_chunk.is_some_and(|len| len < needed) {
-            return Err(CantReply { needed });
-        }
-        reply_len.saturating_sub(ddp_len)
-    } else {
-        reply_len
-    };
-    let needed = u64::from(rest);
-    match room.reply_chunk {
-        Some(len) if len < needed => Err(CantReply { needed }),
-        Some(_) => Ok(ResponsePlan {
-            write_chunk,
-            reply_chunk: true,
-        }),
-        None if rest > max_inline => Err(CantReply {
-            needed: u64::from(max_inline),
-        }),
-        None => Ok(ResponsePlan {
-            write_chunk,
-            reply_chunk: false,
-        }),
-    }
 }
 
 /// Pages one MR may cover next: how many of `segs` (each `(offset in its

@@ -7,12 +7,15 @@
 //! `svc_rdma_pcl.c` and `svc_rdma_sendto.c`, where that is what nfsd and
 //! its clients expect, and are stricter where the C trusts the peer:
 //!
-//! - Too short for the fixed words: dropped (C answers ERR_CHUNK echoing
-//!   whatever the receive buffer held before).
+//! - Shorter than the minimal 28-byte header: dropped before anything is
+//!   parsed (RFC 8166 §4.5; C answers ERR_CHUNK echoing whatever the
+//!   receive buffer held before).
 //! - `rdma_vers` other than 1: ERR_VERS 1..1, echoing the header's version.
 //! - RDMA_DONE, RDMA_ERROR: dropped. RDMA_MSGP, unknown procedures,
-//!   malformed or oversized chunk lists, misplaced Read chunks, a Write or
-//!   Reply chunk with no segment: ERR_CHUNK.
+//!   malformed or oversized chunk lists, misplaced Read chunks: ERR_CHUNK.
+//!   An empty Write chunk (no segment, RFC 8166 §3.4.6) is accepted, and
+//!   takes a result payload with nothing written (rpcrdma.ko's
+//!   `xdr_check_write_chunk` refuses it).
 //! - RDMA_NOMSG must carry a Position Zero Read chunk and nothing inline
 //!   (C reads whatever follows the header as the Call when there is no
 //!   Position Zero Read chunk, and ignores inline bytes when there is one);
@@ -20,7 +23,9 @@
 //! - RDMA_MSG whose inline part is too short for an RPC header, or whose
 //!   direction is neither CALL nor REPLY: dropped, as `svc_process` does.
 //!   A REPLY without chunks is a backchannel Reply (RFC 8167); with chunks,
-//!   dropped.
+//!   too short for an RPC Reply (its credits then unused, bidir-00 §2.4),
+//!   or with any fault of its header, dropped: a Requester never answers
+//!   a Reply (RFC 8166 §4.5).
 //!
 //! Nothing here allocates: the Call's pieces and the Reply's Writes are
 //! iterators over the borrowed chunk lists.
@@ -71,6 +76,15 @@ pub struct Call<'a> {
 }
 
 impl<'a> Call<'a> {
+    /// Whether the Read list moves any byte. When it does not (no Read
+    /// list, or only empty segments: a zero-length Position Zero chunk,
+    /// zero-length data items), the Call is its inline part: [`assemble`]
+    /// yields exactly [`Call::inline`], with no [`Piece::Read`], and the
+    /// Call is served as an inline one, without posting any Read.
+    pub fn has_read_data(&self) -> bool {
+        self.chunks.reads.segments().any(|s| s.segment.length > 0)
+    }
+
     /// Where the Call lies in `msg`, the message [`receive`] decoded it
     /// from; `None` for another buffer.
     pub fn locate(&self, msg: &[u8]) -> Option<CallAt> {
@@ -142,26 +156,55 @@ pub enum Refusal {
     Drop(DropReason),
 }
 
-/// Why a message is answered with RDMA_ERROR.
+/// Why a Call is answered with RDMA_ERROR, by [`receive`], [`assemble`]
+/// or [`plan_reply`]: every refusal says which check failed, for the
+/// transport's counters and rate-limited log. [`RdmaError::from`] gives
+/// the answer: ERR_VERS for a bad version, else ERR_CHUNK.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Cause {
-    /// The header decoder refused it.
+    /// The header decoder refused it (and [`assemble`] finds its Read
+    /// chunks misplaced the same way).
     Header(DecodeError),
-    /// A Write chunk or the Reply chunk has no segment (rpcrdma.ko's
-    /// `xdr_check_write_chunk` refuses these too).
-    EmptyWriteChunk,
     /// RDMA_NOMSG without a Position Zero Read chunk.
     NomsgWithoutCall,
     /// RDMA_NOMSG with bytes after the header.
     NomsgWithInline,
     /// RDMA_MSG with a Position Zero Read chunk.
     MsgWithPositionZero,
+    /// The assembled Call is longer than the room for it.
+    CallTooLong,
+    /// A result payload lies outside the Reply, or before the end of the
+    /// one ahead of it: the upper layer's mistake, refused rather than
+    /// sent wrong.
+    BadPayload,
+    /// A result payload is longer than its Write chunk.
+    PayloadTooLong,
+    /// The Reply does not fit inline, and no Reply chunk was offered.
+    ReplyTooLong,
+    /// The Reply's body is longer than the Reply chunk.
+    ReplyChunkTooSmall,
+    /// The Reply's transport header, echoing every offered chunk, does
+    /// not fit the Send.
+    HeaderTooLong,
+}
+
+impl From<Cause> for RdmaError {
+    fn from(cause: Cause) -> Self {
+        match cause {
+            Cause::Header(DecodeError::BadVersion { .. }) => Self::Vers {
+                low: v1::VERSION,
+                high: v1::VERSION,
+            },
+            _ => Self::Chunk,
+        }
+    }
 }
 
 /// Why a message is dropped without an answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DropReason {
-    /// Shorter than xid, vers, credit and proc: nothing to answer to.
+    /// Shorter than the minimal header (RFC 8166 §4.5): its XID cannot be
+    /// trusted.
     Short,
     /// RDMA_DONE (RFC 8166 §4.6.2).
     Done,
@@ -176,42 +219,68 @@ pub enum DropReason {
     },
     /// A REPLY carrying chunks (RFC 8167 §2.6).
     BackwardWithChunks,
+    /// A REPLY whose transport header, or RPC XID, is bad: a Requester
+    /// never answers a Reply (RFC 8166 §4.5), and an RDMA_ERROR with an
+    /// XID of the backward direction would be looked up among the
+    /// client's forward Calls.
+    BadReply(DecodeError),
+    /// A REPLY too short for an RPC Reply header: its credits are not to
+    /// be used (bidir-00 §2.4).
+    ShortReply {
+        /// Bytes of the RPC message.
+        len: u32,
+    },
 }
 
-/// A message too short for `rdma_proc`: answered with RDMA_ERROR when its
-/// XID, version and credits are all there (as rpcrdma.ko answers, but
-/// echoing only bytes the peer sent), dropped otherwise.
-fn short(buf: &[u8]) -> Refusal {
-    let (Some(xid), Some(vers)) = (xdr::u32_at(buf, 0), xdr::u32_at(buf, 4)) else {
-        return Refusal::Drop(DropReason::Short);
-    };
-    if xdr::u32_at(buf, 8).is_none() {
-        return Refusal::Drop(DropReason::Short);
-    }
-    let (error, cause) = if vers == v1::VERSION {
-        (RdmaError::Chunk, Cause::Header(DecodeError::Truncated))
-    } else {
-        (
-            RdmaError::Vers {
-                low: v1::VERSION,
-                high: v1::VERSION,
-            },
-            Cause::Header(DecodeError::BadVersion { vers }),
-        )
-    };
-    Refusal::Error {
-        xid,
-        vers,
-        error,
-        cause,
+/// Bytes of the smallest transport header: xid, vers, credit, proc and
+/// three empty lists (RFC 8166 §4.5's "minimal size RPC-over-RDMA header").
+pub const MIN_HEADER: usize = 28;
+
+/// Whether the RPC message after the transport header of an RDMA_MSG is
+/// a REPLY, found by the lists' XDR alone, for a header that failed to
+/// decode: such a message is a backward Reply and is never answered.
+fn is_reply(mut r: Reader<'_>) -> bool {
+    super::chunk::skip_lists(&mut r)
+        .and_then(|()| xdr::u32_at(r.rest(), 4))
+        .is_some_and(|msg_type| msg_type == MsgType::Reply.to_u32())
+}
+
+/// Bytes of the smallest RPC Reply (RFC 5531 §9) that `rpc` can be: xid,
+/// msg_type, reply_stat, then for MSG_ACCEPTED the verifier (flavor,
+/// length, body and its pad) and accept_stat, for MSG_DENIED the
+/// reject_stat and RPC_MISMATCH's versions or AUTH_ERROR's stat. Values
+/// with no body of their own count as the smallest accepted Reply: the
+/// RPC layer judges them.
+fn min_reply_len(rpc: &[u8]) -> usize {
+    const ACCEPTED_NULL_VERF: usize = 24;
+    let word = |i: usize| xdr::u32_at(rpc, i.saturating_mul(xdr::UNIT));
+    match (word(2), word(3)) {
+        // MSG_ACCEPTED: the verifier's body comes before accept_stat.
+        (Some(0), _) => {
+            word(4)
+                .and_then(|len| usize::try_from(len).ok())
+                .map_or(ACCEPTED_NULL_VERF, |len| {
+                    ACCEPTED_NULL_VERF
+                        .saturating_add(len)
+                        .saturating_add(xdr::pad(len))
+                })
+        }
+        // MSG_DENIED, AUTH_ERROR: one auth_stat.
+        (Some(1), Some(1)) => 20,
+        _ => ACCEPTED_NULL_VERF,
     }
 }
 
 /// Decodes and checks a received message; see the module documentation
 /// for the rules.
 pub fn receive<'a>(buf: &'a [u8], limits: &Limits) -> Result<Received<'a>, Refusal> {
+    // Its XID cannot be trusted: nothing is parsed (RFC 8166 §4.5).
+    if buf.len() < MIN_HEADER {
+        return Err(Refusal::Drop(DropReason::Short));
+    }
     let mut r = Reader::new(buf);
-    let (fixed, proc) = FixedHeader::decode(&mut r).map_err(|_| short(buf))?;
+    let (fixed, proc) =
+        FixedHeader::decode(&mut r).map_err(|_| Refusal::Drop(DropReason::Short))?;
     let error = |error, cause| Refusal::Error {
         xid: fixed.xid,
         vers: fixed.vers,
@@ -234,9 +303,13 @@ pub fn receive<'a>(buf: &'a [u8], limits: &Limits) -> Result<Received<'a>, Refus
         v1::proc::ERROR => return Err(Refusal::Drop(DropReason::Error)),
         _ => {}
     }
+    let lists = r.clone();
     let header = v1::decode_after_fixed(r, fixed, proc, limits).map_err(|e| match e {
         DecodeError::ShortPayload => Refusal::Drop(DropReason::ShortRpc),
         DecodeError::BadMsgType { value } => Refusal::Drop(DropReason::BadDirection { value }),
+        e if proc == v1::proc::MSG && is_reply(lists.clone()) => {
+            Refusal::Drop(DropReason::BadReply(e))
+        }
         e => chunk(Cause::Header(e)),
     })?;
     let (nomsg, chunks) = match header.body {
@@ -245,10 +318,6 @@ pub fn receive<'a>(buf: &'a [u8], limits: &Limits) -> Result<Received<'a>, Refus
         // Filtered above; refuse rather than trust it.
         v1::Body::Error(_) => return Err(Refusal::Drop(DropReason::Error)),
     };
-    let empty = |c: WriteChunk<'_>| c.is_empty();
-    if chunks.writes.chunks().any(empty) || chunks.reply.is_some_and(empty) {
-        return Err(chunk(Cause::EmptyWriteChunk));
-    }
     let pzrc = chunks.reads.position_zero().is_some();
     if nomsg {
         if !pzrc {
@@ -267,6 +336,10 @@ pub fn receive<'a>(buf: &'a [u8], limits: &Limits) -> Result<Received<'a>, Refus
         if rpc.msg_type == MsgType::Reply {
             if !chunks.is_empty() {
                 return Err(Refusal::Drop(DropReason::BackwardWithChunks));
+            }
+            if header.payload.len() < min_reply_len(header.payload) {
+                let len = u32::try_from(header.payload.len()).unwrap_or(u32::MAX);
+                return Err(Refusal::Drop(DropReason::ShortReply { len }));
             }
             return Ok(Received::BackchannelReply {
                 xid: fixed.xid,
@@ -296,13 +369,26 @@ pub fn encode_error(
     v1::encode(buf, &fixed, &v1::Message::Error(error))
 }
 
+/// Whether the server's Replies on a connection may use Send With
+/// Invalidate (RFC 8797 §5.1): only when both peers set the Remote
+/// Invalidation flag of their CM private data, since "when either peer on
+/// a connection clears this flag, the responder MUST use only RDMA Send".
+/// `peer` is the client's flag ([`super::pvt::Negotiated`]); `ours` the
+/// one the server advertised, which it sets only when its device can post
+/// Send With Invalidate (`IB_DEVICE_MEM_MGT_EXTENSIONS`: svcrdma clears
+/// `sc_snd_w_inv` without it), so that a Reply never needs a work request
+/// the device lacks. The result is [`invalidate_handle`]'s `allowed`.
+pub fn remote_invalidation(peer: bool, ours: bool) -> bool {
+    peer && ours
+}
+
 /// The handle to invalidate with Send With Invalidate (RFC 8797 §4.2),
-/// if the client advertised that it accepts it: the only distinct handle
-/// in the Call's header (Read, Write and Reply chunks alike, as
-/// `svc_rdma_get_inv_rkey`). A handle of 0 is never chosen, since C uses
-/// 0 for "none".
-pub fn invalidate_handle(chunks: &ChunkLists<'_>, peer_remote_inv: bool) -> Option<u32> {
-    if !peer_remote_inv {
+/// if `allowed` ([`remote_invalidation`] of both peers' flags): the only
+/// distinct handle in the Call's header (Read, Write and Reply chunks
+/// alike, as `svc_rdma_get_inv_rkey`). A handle of 0 is never chosen,
+/// since C uses 0 for "none".
+pub fn invalidate_handle(chunks: &ChunkLists<'_>, allowed: bool) -> Option<u32> {
+    if !allowed {
         return None;
     }
     chunks.sole_handle().filter(|&h| h != 0)
@@ -438,6 +524,8 @@ pub struct Assembly<'a> {
     pad: u32,
     dest: u32,
     total: u32,
+    /// Whether any piece is a [`Piece::Read`].
+    reads: bool,
 }
 
 impl<'a> Assembly<'a> {
@@ -446,13 +534,23 @@ impl<'a> Assembly<'a> {
         self.total
     }
 
-    fn emit(&mut self, piece: Piece) -> Result<Option<Piece>, RdmaError> {
-        self.dest = self.dest.checked_add(piece.len()).ok_or(RdmaError::Chunk)?;
+    /// Whether there is anything to RDMA Read: false exactly when
+    /// [`Call::has_read_data`] is, and then the pieces are the inline
+    /// bytes alone.
+    pub fn has_reads(&self) -> bool {
+        self.reads
+    }
+
+    fn emit(&mut self, piece: Piece) -> Result<Option<Piece>, Cause> {
+        self.dest = self
+            .dest
+            .checked_add(piece.len())
+            .ok_or(Cause::CallTooLong)?;
         Ok(Some(piece))
     }
 
     /// Up to `max` (> 0) bytes of the base; `None` when it is used up.
-    fn take_base(&mut self, max: u32) -> Result<Option<Piece>, RdmaError> {
+    fn take_base(&mut self, max: u32) -> Result<Option<Piece>, Cause> {
         let dest = self.dest;
         let piece = match &mut self.base {
             Base::Inline { len, used } => {
@@ -482,7 +580,7 @@ impl<'a> Assembly<'a> {
         self.emit(piece)
     }
 
-    fn step(&mut self) -> Result<Option<Piece>, RdmaError> {
+    fn step(&mut self) -> Result<Option<Piece>, Cause> {
         loop {
             if let Some(cursor) = &mut self.inserting {
                 if let Some(s) = cursor.take(u32::MAX) {
@@ -512,13 +610,19 @@ impl<'a> Assembly<'a> {
             match chunk.position().checked_sub(self.dest) {
                 Some(0) => {
                     self.next = None;
-                    let len = u32::try_from(chunk.total_length()).map_err(|_| RdmaError::Chunk)?;
+                    let len =
+                        u32::try_from(chunk.total_length()).map_err(|_| Cause::CallTooLong)?;
                     self.pad = len.wrapping_neg() & 3;
                     self.inserting = Some(read_cursor(chunk));
                 }
-                Some(gap) => return self.take_base(gap)?.ok_or(RdmaError::Chunk).map(Some),
+                Some(gap) => {
+                    return self
+                        .take_base(gap)?
+                        .ok_or(Cause::Header(DecodeError::PositionBeyondPayload))
+                        .map(Some)
+                }
                 // The previous chunk ran past this one's position.
-                None => return Err(RdmaError::Chunk),
+                None => return Err(Cause::Header(DecodeError::OverlappingReadChunks)),
             }
         }
     }
@@ -542,7 +646,7 @@ impl Iterator for Assembly<'_> {
 /// Fails with ERR_CHUNK when a position falls outside the message, or
 /// the message is longer than `max_len` (C: `-EINVAL` once the pages run
 /// out, answered with ERR_CHUNK and a disconnect).
-pub fn assemble<'a>(call: &Call<'a>, max_len: u32) -> Result<Assembly<'a>, RdmaError> {
+pub fn assemble<'a>(call: &Call<'a>, max_len: u32) -> Result<Assembly<'a>, Cause> {
     let mut chunks = call.chunks.reads.chunks();
     let pzrc = call.chunks.reads.position_zero();
     let base = match (call.nomsg, pzrc) {
@@ -554,7 +658,8 @@ pub fn assemble<'a>(call: &Call<'a>, max_len: u32) -> Result<Assembly<'a>, RdmaE
             len: call.inline.len(),
             used: 0,
         },
-        _ => return Err(RdmaError::Chunk),
+        (true, None) => return Err(Cause::NomsgWithoutCall),
+        (false, Some(_)) => return Err(Cause::MsgWithPositionZero),
     };
     let mut assembly = Assembly {
         base,
@@ -564,13 +669,15 @@ pub fn assemble<'a>(call: &Call<'a>, max_len: u32) -> Result<Assembly<'a>, RdmaE
         pad: 0,
         dest: 0,
         total: 0,
+        reads: false,
     };
     // A dry run validates everything, so that iteration cannot fail.
     let mut dry = assembly.clone();
-    while dry.step()?.is_some() {
+    while let Some(piece) = dry.step()? {
         if dry.dest > max_len {
-            return Err(RdmaError::Chunk);
+            return Err(Cause::CallTooLong);
         }
+        assembly.reads |= matches!(piece, Piece::Read { .. });
     }
     assembly.total = dry.dest;
     Ok(assembly)
@@ -581,18 +688,23 @@ pub fn assemble<'a>(call: &Call<'a>, max_len: u32) -> Result<Assembly<'a>, RdmaE
 // ---------------------------------------------------------------------
 
 /// Most result payloads of one Reply that go into Write chunks (an NFSv4
-/// COMPOUND with several READs); any later one stays in the body.
-pub const MAX_PAYLOADS: usize = 4;
+/// COMPOUND with several READs): as many as a Write list may have chunks
+/// ([`Limits::DEFAULT`]), so that every offered Write chunk takes its data
+/// item (RFC 8166 §3.4.6); a later payload has no chunk and stays in the
+/// body.
+pub const MAX_PAYLOADS: usize = Limits::DEFAULT.max_chunks_per_list as usize;
 
 /// The RPC Reply the upper layer built in `rq_res`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ReplyShape {
     /// Length of the whole Reply.
     pub len: u32,
-    /// The non-empty result payloads (`xpo_result_payload`), in Reply
-    /// order: offset and length. The `i`-th goes into Write chunk `i`, if
-    /// the Call offered that many, as `svc_rdma_result_payload` pairs
-    /// them.
+    /// The result payloads (`xpo_result_payload`), in Reply order, empty
+    /// ones included: offset and length. The `i`-th goes into Write chunk
+    /// `i`, if the Call offered that many, as `svc_rdma_result_payload`
+    /// pairs them; an empty one (a READ at end of file) takes its chunk
+    /// too, which `svc_rdma_result_payload` does not, so that the next
+    /// payload goes where the client looks for it.
     pub payloads: [Option<(u32, u32)>; MAX_PAYLOADS],
 }
 
@@ -624,8 +736,12 @@ pub struct RdmaWrite {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ReplyPlan<'a> {
     writes: WriteList<'a>,
+    /// The offered Reply chunk: written to for RDMA_NOMSG, echoed unused
+    /// otherwise; `None` also when its echo alone would keep an inline
+    /// Reply from fitting the Send.
     reply: Option<WriteChunk<'a>>,
-    /// The payload placed in Write chunk `i`, if any.
+    /// The payload placed in Write chunk `i`, if any; a length of 0 when
+    /// nothing went into the chunk.
     payloads: [Option<(u32, u32)>; MAX_PAYLOADS],
     /// Reply ranges not sent by Write chunk: around the placed payloads.
     body: [(u32, u32); MAX_PAYLOADS + 1],
@@ -657,13 +773,19 @@ fn header_len(writes: &WriteList<'_>, reply: Option<usize>) -> Option<u32> {
 ///
 /// - Result payload `i` goes into Write chunk `i`, filling its segments
 ///   in order (ERR_CHUNK if it is longer, as `svc_rdma_result_payload`'s
-///   `-E2BIG`); a payload without a Write chunk stays in the body. Write
-///   chunks without a payload are echoed unused.
+///   `-E2BIG`); a payload without a Write chunk, or whose chunk is an
+///   empty Write chunk, stays in the body. An empty payload takes its
+///   chunk all the same. Write chunks without a payload are echoed
+///   unused.
 /// - The body is the Reply minus the placed payloads and their XDR pads
 ///   (`pcl_chunk_end_offset`). It goes inline (RDMA_MSG) when the header
 ///   and the body fit `inline_max`, else into the Reply chunk
 ///   (RDMA_NOMSG). rpcrdma.ko uses the Reply chunk whenever one is
-///   offered, and ignores the client's receive size.
+///   offered, and ignores the client's receive size. Either way the
+///   header echoes an offered Reply chunk (RFC 8166 §4.3.3), unused for
+///   RDMA_MSG, so its segments count in the header's size; only when
+///   that echo alone keeps a Reply the chunk cannot carry from fitting
+///   inline does the Reply go inline without it.
 /// - Neither possible: ERR_CHUNK, as rpcrdma.ko answers a Reply larger
 ///   than its Reply chunk or too large to pull up (`svc_rdma_sendto`'s
 ///   `send_err`). So is a payload outside the Reply, or before the end of
@@ -672,7 +794,7 @@ pub fn plan_reply<'a>(
     call_chunks: &ChunkLists<'a>,
     shape: ReplyShape,
     inline_max: u32,
-) -> Result<ReplyPlan<'a>, RdmaError> {
+) -> Result<ReplyPlan<'a>, Cause> {
     let mut payloads = [None; MAX_PAYLOADS];
     let mut body = [(shape.len, shape.len); MAX_PAYLOADS + 1];
     {
@@ -684,28 +806,34 @@ pub fn plan_reply<'a>(
         for &(off, len) in shape.payloads.iter().flatten() {
             let end = off.checked_add(len).filter(|&e| e <= shape.len);
             if end.is_none() || off < resume {
-                return Err(RdmaError::Chunk);
-            }
-            if len == 0 {
-                continue;
+                return Err(Cause::BadPayload);
             }
             let Some(chunk) = chunks.next() else {
                 break;
             };
+            // An empty Write chunk has room for nothing: the data item
+            // stays in the body, as if there were no chunk.
+            let len = if chunk.is_empty() { 0 } else { len };
             if u64::from(len) > chunk.total_length() {
-                return Err(RdmaError::Chunk);
+                return Err(Cause::PayloadTooLong);
             }
-            // One of each per payload, and a gap more than payloads.
-            let (Some(slot), Some(gap)) = (placed.next(), gaps.next()) else {
+            let Some(slot) = placed.next() else {
                 break;
             };
+            // A gap more than payloads: one before each placed one, and
+            // none cut where nothing was placed.
+            if len > 0 {
+                let Some(gap) = gaps.next() else {
+                    break;
+                };
+                *gap = (resume, off);
+                let padded = u64::from(off)
+                    .saturating_add(u64::from(len))
+                    .saturating_add(3)
+                    & !3;
+                resume = u32::try_from(padded).unwrap_or(u32::MAX).min(shape.len);
+            }
             *slot = Some((off, len));
-            *gap = (resume, off);
-            let padded = u64::from(off)
-                .saturating_add(u64::from(len))
-                .saturating_add(3)
-                & !3;
-            resume = u32::try_from(padded).unwrap_or(u32::MAX).min(shape.len);
         }
         if let Some(gap) = gaps.next() {
             *gap = (resume, shape.len);
@@ -716,27 +844,43 @@ pub fn plan_reply<'a>(
         .map(|&(s, e)| u64::from(e.saturating_sub(s)))
         .sum::<u64>();
     let writes = call_chunks.writes;
-    let msg_hdr = header_len(&writes, None).ok_or(RdmaError::Chunk)?;
+    let reply = call_chunks.reply;
+    // The same for RDMA_MSG and RDMA_NOMSG: both echo every chunk.
+    let echoed = header_len(&writes, reply.map(|r| r.len())).ok_or(Cause::HeaderTooLong)?;
+    let fits = |header: u32| u64::from(header).saturating_add(body_len) <= u64::from(inline_max);
     let mut plan = ReplyPlan {
         writes,
-        reply: None,
+        reply,
         payloads,
         body,
         nomsg: false,
-        header_len: msg_hdr,
+        header_len: echoed,
     };
-    if u64::from(msg_hdr).saturating_add(body_len) <= u64::from(inline_max) {
+    if fits(echoed) {
         return Ok(plan);
     }
-    let reply = call_chunks.reply.ok_or(RdmaError::Chunk)?;
-    let nomsg_hdr = header_len(&writes, Some(reply.len())).ok_or(RdmaError::Chunk)?;
-    if body_len > reply.total_length() || nomsg_hdr > inline_max {
-        return Err(RdmaError::Chunk);
+    let usable = reply.map(|reply| body_len <= reply.total_length());
+    if echoed <= inline_max && usable == Some(true) {
+        plan.nomsg = true;
+        return Ok(plan);
     }
-    plan.reply = Some(reply);
-    plan.nomsg = true;
-    plan.header_len = nomsg_hdr;
-    Ok(plan)
+    // Only the Reply chunk's echo (RFC 8166 §4.3.3) keeps the Reply from
+    // fitting inline, and the chunk cannot carry it either: the Reply goes
+    // inline without the echo rather than not at all, as it did before
+    // the echo (rpcrdma.ko's client accepts both forms). A client
+    // registering its Reply chunk page by page meets this with every
+    // small Reply.
+    let bare = header_len(&writes, None).ok_or(Cause::HeaderTooLong)?;
+    if reply.is_some() && fits(bare) {
+        plan.reply = None;
+        plan.header_len = bare;
+        return Ok(plan);
+    }
+    match usable {
+        None => Err(Cause::ReplyTooLong),
+        Some(_) if echoed > inline_max => Err(Cause::HeaderTooLong),
+        Some(_) => Err(Cause::ReplyChunkTooSmall),
+    }
 }
 
 impl<'a> ReplyPlan<'a> {
@@ -769,9 +913,14 @@ impl<'a> ReplyPlan<'a> {
             .fold(0, u32::saturating_add)
     }
 
-    /// Write chunks that carry a payload.
+    /// Write chunks that carry data: not those of empty payloads, nor
+    /// empty Write chunks.
     pub fn write_chunks_used(&self) -> usize {
-        self.payloads.iter().flatten().count()
+        self.payloads
+            .iter()
+            .flatten()
+            .filter(|&&(_, len)| len > 0)
+            .count()
     }
 
     /// The body's ranges of the Reply, in order, empty ones left out.
@@ -806,8 +955,9 @@ impl<'a> ReplyPlan<'a> {
     /// length: `{xid, 1, credits, MSG or NOMSG}`, no Read list, every
     /// offered Write chunk echoed with the lengths written (zero for
     /// unused segments and chunks, as `svc_rdma_encode_write_list`), and
-    /// the Reply chunk with the lengths written for RDMA_NOMSG, absent
-    /// otherwise.
+    /// an offered Reply chunk with the lengths written: the body's for
+    /// RDMA_NOMSG, all zero for RDMA_MSG (RFC 8166 §4.3.3: the Responder
+    /// "MUST copy that chunk into the Transport header").
     pub fn encode_header(
         &self,
         buf: &mut [u8],
@@ -834,10 +984,11 @@ impl<'a> ReplyPlan<'a> {
             echo(&mut w, &chunk, &mut remaining)?;
         }
         w.bool(false)?;
-        match self.reply.filter(|_| self.nomsg) {
+        match self.reply {
             Some(reply) => {
                 w.bool(true)?;
-                echo(&mut w, &reply, &mut self.body_len())
+                let mut written = if self.nomsg { self.body_len() } else { 0 };
+                echo(&mut w, &reply, &mut written)
             }
             None => w.bool(false),
         }?;

@@ -573,7 +573,7 @@ pub fn malformed_input() -> Outcome {
             Some(ErrorKind::Chunk),
         ),
         (
-            &[&[XID, 1, CREDITS, 0, 0, 0, 1, 1], &hloo(H3)],
+            &[&[XID, 1, CREDITS, 1, 1], &phloo(0, H3), &[0, 0, 0]],
             DecodeError::TooManyBytes,
             Some(ErrorKind::Chunk),
         ),
@@ -582,9 +582,17 @@ pub fn malformed_input() -> Outcome {
             DecodeError::MisalignedPosition { position: 6 },
             Some(ErrorKind::Chunk),
         ),
+        // In either order (RFC 8166 does not order the Read list).
         (
-            &[&[XID, 1, CREDITS, 1, 1], &seg4, &[1], &phloo(0, H2)],
-            DecodeError::PositionOutOfOrder,
+            &[
+                &[XID, 1, CREDITS, 0, 1],
+                &phloo(8, H2),
+                &[1],
+                &seg4,
+                &[0, 0, 0],
+                &RPC_CALL,
+            ],
+            DecodeError::OverlappingReadChunks,
             Some(ErrorKind::Chunk),
         ),
         (
@@ -875,34 +883,6 @@ pub fn planner_decisions() -> Outcome {
         "plan: rdma_proc",
     )?;
 
-    // The Responder's side.
-    let write_room = plan::ReplyRoom {
-        write_chunk: Some(1 << 20),
-        reply_chunk: None,
-    };
-    let reply_room = plan::ReplyRoom {
-        write_chunk: None,
-        reply_chunk: Some(65536),
-    };
-    let chose = |write_chunk, reply_chunk| {
-        Ok(plan::ResponsePlan {
-            write_chunk,
-            reply_chunk,
-        })
-    };
-    check(
-        plan::plan_response(300, 0, &plan::ReplyRoom::default(), 3800) == chose(false, false)
-            && plan::plan_response(4000, 0, &plan::ReplyRoom::default(), 3800)
-                == Err(plan::CantReply { needed: 3800 })
-            && plan::plan_response(65836, 65536, &write_room, 3800) == chose(true, false)
-            && plan::plan_response(2 << 20, 2 << 20, &write_room, 3800)
-                == Err(plan::CantReply { needed: 2 << 20 })
-            && plan::plan_response(300, 0, &reply_room, 3800) == chose(false, true)
-            && plan::plan_response(70000, 0, &reply_room, 3800)
-                == Err(plan::CantReply { needed: 70000 }),
-        "plan: responder",
-    )?;
-
     // Credits: start at one, sanitise grants, never exceed them.
     let mut window = CreditWindow::new(128);
     check(
@@ -1122,18 +1102,29 @@ pub fn requester_receive_rules() -> Outcome {
         BadReply::Error(v1::RdmaError::Chunk),
         "reply: ERR_CHUNK fails its RPC",
     )?;
-    fails(
-        &[
-            &[XID, 1, CREDITS, v1::proc::MSG, 0, 1, 1],
-            &hloo(Segment {
-                handle: 0xdead_beef,
-                length: 0x7fff_ffff,
-                offset: 0,
-            }),
-            &[0, 0],
-            &RPC_REPLY,
-        ],
-        BadReply::Header(DecodeError::TooManyBytes),
+    // Checked against what was registered: the byte limit is the Read
+    // list's.
+    let huge = Wire::new(&[
+        &[XID, 1, CREDITS, v1::proc::MSG, 0, 1, 1],
+        &hloo(Segment {
+            handle: 0xdead_beef,
+            length: 0x7fff_ffff,
+            offset: 0,
+        }),
+        &[0, 0],
+        &RPC_REPLY,
+    ])?;
+    let offered = plan::Offered {
+        write_chunk: Some(1 << 20),
+        reply_chunk: None,
+    };
+    check(
+        matches!(
+            reply::classify(huge.bytes(), CREDITS),
+            Inbound::Reply { body: Ok(body), .. }
+                if plan::check_reply(body.nomsg, &body.lists, &offered)
+                    == Err(plan::BadReply::TooLong)
+        ),
         "reply: 0x7fffffff written refused",
     )?;
     let short = Wire::new(&[&[XID, 1, CREDITS]])?;
@@ -1362,12 +1353,15 @@ pub fn responder_receive_rules() -> Outcome {
         refusal(&[&[XID, 1]])? == Some(Refusal::Drop(DropReason::Short)),
         "responder: too short is dropped",
     )?;
+    // RFC 8166 §4.5: under 28 bytes the XID cannot be trusted.
     check(
-        refusal(&[&[XID, 1, CREDITS]])? == chunk(Cause::Header(DecodeError::Truncated)),
-        "responder: no rdma_proc gets ERR_CHUNK",
+        refusal(&[&[XID, 1, CREDITS, v1::proc::MSG, 0, 0]])?
+            == Some(Refusal::Drop(DropReason::Short))
+            && refusal(&[&[XID, 2, CREDITS, 0, 0, 0]])? == Some(Refusal::Drop(DropReason::Short)),
+        "responder: shorter than the minimal header is dropped, not answered",
     )?;
     check(
-        refusal(&[&[XID, 2, CREDITS, 0]])?
+        refusal(&[&[XID, 2, CREDITS, 0, 0, 0, 0]])?
             == Some(Refusal::Error {
                 xid: XID,
                 vers: 2,
@@ -1377,8 +1371,9 @@ pub fn responder_receive_rules() -> Outcome {
         "responder: ERR_VERS 1..1 echoing the version",
     )?;
     check(
-        refusal(&[&[XID, 1, CREDITS, v1::proc::DONE]])? == Some(Refusal::Drop(DropReason::Done))
-            && refusal(&[&[XID, 1, CREDITS, v1::proc::ERROR, 2]])?
+        refusal(&[&[XID, 1, CREDITS, v1::proc::DONE, 0, 0, 0]])?
+            == Some(Refusal::Drop(DropReason::Done))
+            && refusal(&[&[XID, 1, CREDITS, v1::proc::ERROR, 2, 0, 0]])?
                 == Some(Refusal::Drop(DropReason::Error)),
         "responder: RDMA_DONE and RDMA_ERROR dropped",
     )?;
@@ -1390,14 +1385,13 @@ pub fn responder_receive_rules() -> Outcome {
         "responder: RDMA_MSGP and unknown procedures get ERR_CHUNK",
     )?;
     check(
-        refusal(&[&[XID, 1, CREDITS, v1::proc::MSG, 0, 0]])?
+        refusal(&[&[XID, 1, CREDITS, v1::proc::MSG, 1, 0, 0]])?
             == chunk(Cause::Header(DecodeError::Truncated)),
         "responder: truncated lists get ERR_CHUNK",
     )?;
     check(
-        refusal(&[&[XID, 1, CREDITS, v1::proc::MSG, 0, 1, 0, 0, 0], &RPC_CALL])?
-            == chunk(Cause::EmptyWriteChunk),
-        "responder: an empty Write chunk gets ERR_CHUNK",
+        refusal(&[&[XID, 1, CREDITS, v1::proc::MSG, 0, 1, 0, 0, 0], &RPC_CALL])?.is_none(),
+        "responder: an empty Write chunk is accepted (RFC 8166 §3.4.6)",
     )?;
     check(
         refusal(&[&[XID, 1, CREDITS, v1::proc::NOMSG, 0, 0, 1, 1], &hloo(H1)])?
@@ -1425,17 +1419,46 @@ pub fn responder_receive_rules() -> Outcome {
                 == Some(Refusal::Drop(DropReason::BadDirection { value: 5 })),
         "responder: a short or undirected RPC message is dropped",
     )?;
-    let bc = Wire::new(&[&[XID, 1, 2, v1::proc::MSG, 0, 0, 0], &RPC_REPLY])?;
+    // xid, REPLY, MSG_ACCEPTED, AUTH_NONE verifier, SUCCESS.
+    let bc = Wire::new(&[
+        &[XID, 1, 2, v1::proc::MSG, 0, 0, 0],
+        &RPC_REPLY,
+        &[0, 0, 0, 0],
+    ])?;
     check(
         matches!(
             responder::receive(bc.bytes(), &limits),
-            Ok(Received::BackchannelReply { xid: XID, credits: 2, payload }) if payload.len() == 8
+            Ok(Received::BackchannelReply { xid: XID, credits: 2, payload }) if payload.len() == 24
         ) && refusal(&[
             &[XID, 1, 2, v1::proc::MSG, 0, 0, 1, 1],
             &hloo(H2),
             &RPC_REPLY,
         ])? == Some(Refusal::Drop(DropReason::BackwardWithChunks)),
         "responder: a Reply without chunks is for the backchannel",
+    )?;
+    // Bidir-00 §2.4: too short for an RPC Reply, its credits unused.
+    check(
+        refusal(&[&[XID, 1, 0, v1::proc::MSG, 0, 0, 0], &RPC_REPLY])?
+            == Some(Refusal::Drop(DropReason::ShortReply { len: 8 })),
+        "responder: a Reply too short for an RPC Reply is dropped",
+    )?;
+    // RFC 8166 §4.5: a Reply is never answered, however malformed.
+    check(
+        refusal(&[
+            &[XID, 1, 2, v1::proc::MSG, 0, 0, 0],
+            &[XID ^ 1, 1, 0, 0, 0, 0],
+        ])? == Some(Refusal::Drop(DropReason::BadReply(
+            DecodeError::XidMismatch,
+        ))) && refusal(&[
+            &[XID, 1, 2, v1::proc::MSG, 1],
+            &phloo(6, H1),
+            &[0, 0, 0],
+            &RPC_REPLY,
+            &[0, 0, 0, 0],
+        ])? == Some(Refusal::Drop(DropReason::BadReply(
+            DecodeError::MisalignedPosition { position: 6 },
+        ))),
+        "responder: a malformed Reply is dropped, not answered",
     )?;
     // A WRITE-like Call: 12 inline bytes, 5 bytes read at 8 (padded), the
     // last 4 inline bytes after them.
@@ -1485,6 +1508,22 @@ pub fn responder_receive_rules() -> Outcome {
         responder::assemble(&call, 19).is_err(),
         "responder: a Call longer than the pages refused",
     )?;
+    // A zero-length data item: nothing to read, the Call is its inline part.
+    let empty = Wire::new(&[
+        &[XID, 1, CREDITS, v1::proc::MSG, 1],
+        &phloo(8, Segment { length: 0, ..x }),
+        &[0, 0, 0],
+        &RPC_CALL,
+        &[0xabcd],
+    ])?;
+    let Ok(Received::Call(empty)) = responder::receive(empty.bytes(), &limits) else {
+        return check(false, "responder: a Call with an empty Read chunk");
+    };
+    let assembly = responder::assemble(&empty, 4096).map_err(|_| SelftestFailure("empty"))?;
+    check(
+        !empty.has_read_data() && !assembly.has_reads() && assembly.total_len() == 12,
+        "responder: a Read list that moves no byte leaves the inline Call",
+    )?;
     // A Long Call: the Position Zero chunk in two segments.
     let long = Wire::new(&[
         &[XID, 1, CREDITS, v1::proc::NOMSG, 1],
@@ -1507,6 +1546,26 @@ pub fn responder_receive_rules() -> Outcome {
     check(
         call.nomsg && assembly.total_len() == 12288 && assembly.count() == 2,
         "responder: a Long Call is its Position Zero chunk",
+    )?;
+    // The same Long Call, its Position Zero segments apart and after a
+    // chunk at 8: taken by position (as `svc_rdma_pcl.c`), the Position
+    // Zero segments joined in list order.
+    let unordered = Wire::new(&[
+        &[XID, 1, CREDITS, v1::proc::NOMSG, 1],
+        &phloo(0, H1),
+        &[1],
+        &phloo(8, x),
+        &[1],
+        &phloo(0, H2),
+        &[0, 0, 0],
+    ])?;
+    let Ok(Received::Call(call)) = responder::receive(unordered.bytes(), &limits) else {
+        return check(false, "responder: a Read list out of order");
+    };
+    let assembly = responder::assemble(&call, 1 << 20).map_err(|_| SelftestFailure("unordered"))?;
+    check(
+        call.chunks.reads.chunk_count() == 2 && assembly.total_len() == 12288 + 8,
+        "responder: a Read list in any order is taken by position",
     )
 }
 
@@ -1516,6 +1575,16 @@ pub fn responder_receive_rules() -> Outcome {
 /// written;
 /// and which handle Send With Invalidate may take.
 pub fn responder_reply_rules() -> Outcome {
+    // Each half its own frame, one after the other: none holds every
+    // Reply plan at once on KUnit's stack.
+    one_write_chunk_reply_rules()?;
+    more_responder_reply_rules()
+}
+
+/// A Call with one Write chunk and a Reply chunk, for
+/// [`responder_reply_rules`].
+#[inline(never)]
+fn one_write_chunk_reply_rules() -> Outcome {
     use super::responder::{self, RdmaWrite, Received, ReplyShape};
     let limits = Limits::DEFAULT;
     // A READ-like Call: one Write chunk of H1 (8192) and H2 (4096), and a
@@ -1572,19 +1641,20 @@ pub fn responder_reply_rules() -> Outcome {
         &[XID, 1, CREDITS, v1::proc::MSG, 0, 1, 2],
         &hloo(H1),
         &hloo(written(H2, 1809)),
-        &[0, 0],
+        &[0, 1, 1],
+        &hloo(written(H3, 0)),
     ])?;
     check(
         buf.get(..n) == Some(want.bytes()) && n == p.header_len() as usize,
-        "reply: the header echoes the Write chunk with lengths written",
+        "reply: the header echoes the Write chunk with lengths written, the unused Reply chunk with none",
     )?;
     check(
-        plan(20000, Some((0, 12289)), 1024) == Err(v1::RdmaError::Chunk),
+        plan(20000, Some((0, 12289)), 1024) == Err(responder::Cause::PayloadTooLong),
         "reply: a payload larger than the Write chunk refused",
     )?;
-    // Header 20 + 44 + 4 = 68: 956 bytes of body fit 1024 exactly.
-    let fits = plan(956, None, 1024).map_err(|_| SelftestFailure("fits"))?;
-    let over = plan(957, None, 1024).map_err(|_| SelftestFailure("over"))?;
+    // Header 20 + 44 + 24 = 88: 936 bytes of body fit 1024 exactly.
+    let fits = plan(936, None, 1024).map_err(|_| SelftestFailure("fits"))?;
+    let over = plan(937, None, 1024).map_err(|_| SelftestFailure("over"))?;
     check(
         !fits.nomsg() && over.nomsg() && over.inline_ranges().next().is_none(),
         "reply: inline when it fits, else the Reply chunk",
@@ -1594,7 +1664,7 @@ pub fn responder_reply_rules() -> Outcome {
         writes.next()
             == Some(RdmaWrite {
                 src: 0,
-                len: 957,
+                len: 937,
                 handle: H3.handle,
                 offset: H3.offset,
             })
@@ -1609,7 +1679,7 @@ pub fn responder_reply_rules() -> Outcome {
         &hloo(written(H1, 0)),
         &hloo(written(H2, 0)),
         &[0, 1, 1],
-        &hloo(written(H3, 957)),
+        &hloo(written(H3, 937)),
     ])?;
     check(
         buf.get(..n) == Some(want.bytes()),
@@ -1621,7 +1691,7 @@ pub fn responder_reply_rules() -> Outcome {
     };
     check(
         responder::plan_reply(&short.chunks, ReplyShape::new(997, None), 1024)
-            == Err(v1::RdmaError::Chunk),
+            == Err(responder::Cause::ReplyTooLong),
         "reply: too long for inline without a Reply chunk refused",
     )?;
     let n = responder::encode_error(
@@ -1634,6 +1704,17 @@ pub fn responder_reply_rules() -> Outcome {
     .map_err(|_| SelftestFailure("encode error"))?;
     let want = Wire::new(&[&[XID, 2, CREDITS, v1::proc::ERROR, 1, 1, 1]])?;
     check(buf.get(..n) == Some(want.bytes()), "reply: ERR_VERS")?;
+    Ok(())
+}
+
+/// Several Write chunks, and Send With Invalidate, for
+/// [`responder_reply_rules`].
+#[inline(never)]
+fn more_responder_reply_rules() -> Outcome {
+    use super::responder::{self, Received, ReplyShape};
+    let limits = Limits::DEFAULT;
+    let mut buf = [0u8; 128];
+    let written = |s: Segment, length| Segment { length, ..s };
     // An NFSv4 COMPOUND with two READs: a Write chunk for each.
     let two = Wire::new(&[
         &[XID, 1, CREDITS, v1::proc::MSG, 0, 1, 1],
@@ -1676,6 +1757,36 @@ pub fn responder_reply_rules() -> Outcome {
         buf.get(..n) == Some(want.bytes()),
         "reply: the header echoes each Write chunk with its payload's length",
     )?;
+    // A Reply chunk of 16 bytes: echoed unused when the echo fits; left
+    // out only when the echo alone keeps the Reply from fitting inline,
+    // the chunk being too small to carry it.
+    let small = Wire::new(&[
+        &[XID, 1, CREDITS, v1::proc::MSG, 0, 0, 1, 1],
+        &hloo(Segment { length: 16, ..H3 }),
+        &RPC_CALL,
+    ])?;
+    let Ok(Received::Call(small)) = responder::receive(small.bytes(), &limits) else {
+        return check(false, "reply: a Call with a small Reply chunk");
+    };
+    let echoed = responder::plan_reply(&small.chunks, ReplyShape::new(976, None), 1024)
+        .map_err(|_| SelftestFailure("plan an echo"))?;
+    let bare = responder::plan_reply(&small.chunks, ReplyShape::new(980, None), 1024)
+        .map_err(|_| SelftestFailure("plan without echo"))?;
+    check(
+        !echoed.nomsg() && echoed.header_len() == 48 && !bare.nomsg() && bare.header_len() == 28,
+        "reply: the Reply chunk echoed when it fits, else left out of an inline Reply",
+    )?;
+    // A READ at end of file first: its empty payload takes the first
+    // chunk, the second READ's data the second.
+    let mut shape = ReplyShape::new(800, Some((100, 0)));
+    shape.payloads[1] = Some((200, 500));
+    let p = responder::plan_reply(&two.chunks, shape, 1024)
+        .map_err(|_| SelftestFailure("plan an empty payload"))?;
+    let mut writes = p.writes().map(|w| (w.src, w.len, w.handle));
+    check(
+        writes.next() == Some((200, 500, H2.handle)) && writes.next().is_none(),
+        "reply: an empty payload consumes its Write chunk",
+    )?;
     let one = Wire::new(&[
         &[XID, 1, CREDITS, v1::proc::MSG, 0, 1, 1],
         &hloo(H1),
@@ -1689,7 +1800,18 @@ pub fn responder_reply_rules() -> Outcome {
     check(
         responder::invalidate_handle(&one.chunks, true) == Some(H1.handle)
             && responder::invalidate_handle(&one.chunks, false).is_none()
-            && responder::invalidate_handle(&call.chunks, true).is_none(),
+            && responder::invalidate_handle(&two.chunks, true).is_none(),
         "reply: Send With Invalidate only for a sole handle the client allows",
+    )?;
+    check(
+        responder::remote_invalidation(true, true)
+            && !responder::remote_invalidation(true, false)
+            && !responder::remote_invalidation(false, true)
+            && responder::invalidate_handle(
+                &one.chunks,
+                responder::remote_invalidation(true, false),
+            )
+            .is_none(),
+        "reply: Send With Invalidate only when both peers set the flag (RFC 8797 §5.1)",
     )
 }

@@ -8,9 +8,11 @@ use core::ptr::NonNull;
 
 use kernel::error::{from_err_ptr, to_result};
 use kernel::prelude::*;
+use kernel::sync::atomic::{Atomic, Relaxed};
 use kernel::sync::Arc;
 
 use super::{Cq, Device, Pd, Qp};
+use crate::sunrpc::SockAddr;
 use crate::sys;
 
 /// Timeout for address and route resolution, in milliseconds
@@ -146,6 +148,8 @@ struct QpParts {
 pub(crate) struct CmId<H: CmHandler> {
     ptr: NonNull<sys::rdma_cm_id>,
     qp: Option<QpParts>,
+    /// The QP was drained: nothing posted on it is outstanding.
+    drained: Atomic<bool>,
     _handler: core::marker::PhantomData<*const H>,
 }
 
@@ -197,6 +201,7 @@ impl<H: CmHandler> CmId<H> {
         Ok(Self {
             ptr,
             qp: None,
+            drained: Atomic::new(false),
             _handler: core::marker::PhantomData,
         })
     }
@@ -213,6 +218,7 @@ impl<H: CmHandler> CmId<H> {
         Self {
             ptr,
             qp: None,
+            drained: Atomic::new(false),
             _handler: core::marker::PhantomData,
         }
     }
@@ -254,16 +260,18 @@ impl<H: CmHandler> CmId<H> {
         })
     }
 
-    /// The local and the peer's address, valid while the id lives.
-    pub(crate) fn addrs(&self) -> (*const sys::sockaddr, *const sys::sockaddr) {
-        // SAFETY: `self.ptr` is live; only the addresses are taken.
-        unsafe {
-            let addr = &raw const (*self.ptr.as_ptr()).route.addr;
-            (
-                (&raw const (*addr).src_addr).cast(),
-                (&raw const (*addr).dst_addr).cast(),
-            )
-        }
+    /// The local address.
+    pub(crate) fn src_addr(&self) -> &SockAddr {
+        // SAFETY: `self.ptr` is live; the address is a socket address
+        // storage (a member of its union) that rdma_cm sets before the id
+        // is connected or accepted and leaves alone while it lives.
+        unsafe { SockAddr::from_raw((&raw const (*self.ptr.as_ptr()).route.addr.src_addr).cast()) }
+    }
+
+    /// The peer's address.
+    pub(crate) fn dst_addr(&self) -> &SockAddr {
+        // SAFETY: As for `src_addr`.
+        unsafe { SockAddr::from_raw((&raw const (*self.ptr.as_ptr()).route.addr.dst_addr).cast()) }
     }
 
     /// The device the address resolved to.
@@ -344,8 +352,12 @@ impl<H: CmHandler> CmId<H> {
     /// queue last collects their completions too.
     pub(crate) fn drain_qp(&self) {
         if let Some(qp) = self.qp() {
-            // SAFETY: The QP is live and was created with room for the
-            // drain work request of each queue.
+            self.drained.store(true, Relaxed);
+            // SAFETY: The QP is live. Its owner sized the queues with room
+            // for the drain's work requests (the server's `Endpoint` and
+            // the client's connection add one to each); where it did not,
+            // ib_core warns and returns early, and `destroy_qp` is then
+            // not safe to call.
             unsafe {
                 sys::ib_drain_rq(qp.ptr.as_ptr());
                 sys::ib_drain_sq(qp.ptr.as_ptr());
@@ -353,8 +365,14 @@ impl<H: CmHandler> CmId<H> {
         }
     }
 
-    /// Destroys the QP, if any; then its PD and CQs may go.
+    /// Destroys the QP, if any, draining it first unless that was done:
+    /// no work request posted on it may be outstanding when it goes (a
+    /// completion would then run for memory its owner may free). Then its
+    /// PD and CQs may go.
     pub(crate) fn destroy_qp(&mut self) {
+        if self.qp.is_some() && !self.drained.load(Relaxed) {
+            self.drain_qp();
+        }
         if self.qp.is_some() {
             // SAFETY: `self.ptr` is live and has a QP (type invariant).
             unsafe { sys::rdma_destroy_qp(self.ptr.as_ptr()) };

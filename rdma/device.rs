@@ -86,6 +86,19 @@ impl Device {
         self.attrs().max_qp_rd_atom
     }
 
+    /// Largest number of outgoing RDMA Reads (our initiator depth).
+    pub(crate) fn max_qp_init_rd_atom(&self) -> u32 {
+        self.attrs().max_qp_init_rd_atom
+    }
+
+    /// Whether the device can Send With Invalidate (the memory management
+    /// extensions), as svcrdma checks before it uses it.
+    pub(crate) fn can_send_with_inv(&self) -> bool {
+        self.attrs().device_cap_flags
+            & sys::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS
+            != 0
+    }
+
     /// Largest CQ.
     pub(crate) fn max_cqe(&self) -> u32 {
         self.attrs().max_cqe

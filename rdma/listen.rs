@@ -16,10 +16,12 @@ use core::ptr::NonNull;
 
 use kernel::error::{from_err_ptr, to_result};
 use kernel::prelude::*;
-use kernel::sync::Arc;
+use kernel::sync::atomic::{Acquire, Atomic, Release};
+use kernel::sync::{Arc, SetOnce};
 
 use super::cm::cm_event_handler;
 use super::{CmEvent, CmHandler, CmId, ConnParam, Cq, Device, Pd, Qp, QpCaps};
+use crate::sunrpc::{Net, SockAddr};
 use crate::sys;
 
 /// Private data bytes kept from a connection request: all an IB CM REQ
@@ -40,6 +42,13 @@ pub(crate) trait ListenHandler: Sync {
     /// Any other event of the listening id (address change, device
     /// removal).
     fn event(&self, _event: CmEvent) {}
+}
+
+/// A [`ListenHandler`] that keeps its listener.
+pub(crate) trait ListenOwner: ListenHandler + Sized {
+    /// Where the handler keeps its listener: inside itself, so that it
+    /// outlives the listener's id.
+    fn listener(&self) -> &SetOnce<Listener<Self>>;
 }
 
 /// A listening RC id.
@@ -138,9 +147,35 @@ impl<L: ListenHandler> Listener<L> {
 }
 
 impl<L: ListenHandler> Listener<L> {
+    /// Listens in `net` on `addr` with `backlog`, for `handler`, which
+    /// keeps the listener ([`ListenHandler::listener`]).
+    pub(crate) fn start(handler: &L, net: Net, addr: &SockAddr, backlog: i32) -> Result
+    where
+        L: ListenOwner,
+    {
+        let slot = handler.listener();
+        if slot.as_ref().is_some() {
+            return Err(EBUSY);
+        }
+        // SAFETY: `net` came from sunrpc, `addr` is a socket address; the
+        // handler keeps the listener, so it outlives it.
+        let this = unsafe { Self::new(net.as_ptr(), handler, addr.as_ptr(), backlog) }?;
+        if !slot.populate(this) {
+            return Err(EBUSY);
+        }
+        Ok(())
+    }
+
+    /// The bound address, with the port chosen if it was 0.
+    pub(crate) fn local_addr(&self) -> &SockAddr {
+        // SAFETY: `ptr` is live (type invariant); its bound address is a
+        // socket address storage that does not change while it listens.
+        unsafe { SockAddr::from_raw(self.src_addr().cast()) }
+    }
+
     /// The bound address (with the port chosen, if it was 0), valid while
     /// the listener lives.
-    pub(crate) fn src_addr(&self) -> *const sys::sockaddr {
+    fn src_addr(&self) -> *const sys::sockaddr {
         // SAFETY: `ptr` is live (type invariant); only the address is taken.
         unsafe { (&raw const (*self.ptr.as_ptr()).route.addr.src_addr).cast() }
     }
@@ -303,6 +338,8 @@ impl<'a> ConnRequest<'a> {
             return Err(e);
         }
         if let Err(e) = id.qp().ok_or(ENOTCONN).and_then(ready) {
+            // Drained first (`destroy_qp`): the Receives `ready` posted
+            // flush, and their completions run before the QP goes.
             id.destroy_qp();
             self.settle_rejected(&[]);
             return Err(e);
@@ -314,6 +351,9 @@ impl<'a> ConnRequest<'a> {
         // rdma_accept itself on failure.
         self.settled = true;
         if let Err(e) = rc {
+            // rdma_accept moved the QP to ERR: every posted Receive
+            // flushes. `destroy_qp` drains them first, while the caller's
+            // contexts still exist.
             id.destroy_qp();
             *self.destroy = true;
             return Err(e);
@@ -325,5 +365,202 @@ impl<'a> ConnRequest<'a> {
 impl Drop for ConnRequest<'_> {
     fn drop(&mut self) {
         self.settle_rejected(&[]);
+    }
+}
+
+/// What a deferred request keeps of its CONNECT_REQUEST, and what its
+/// handler learns until it is accepted.
+struct PendingInfo {
+    private: [u8; REQ_PVT_LEN],
+    private_len: usize,
+    initiator_depth: u8,
+    /// The peer gave up (REJ, disconnect), or the device is going.
+    gone: Atomic<bool>,
+}
+
+/// A connection request taken out of the CM callback, to be accepted
+/// later from process context, as svcrdma accepts in `svc_rdma_accept`:
+/// building a connection (QP, CQs, hundreds of DMA-mapped buffers) in
+/// the CM callback makes every request behind it wait, and lets any peer
+/// that sends REQs make the server build them before nfsd sees one.
+///
+/// # Invariants
+///
+/// `id` is a live child id owned by this value, whose handler is
+/// [`pending_handler`] and whose context is `info`, which outlives it.
+pub(crate) struct PendingConn {
+    id: NonNull<sys::rdma_cm_id>,
+    info: Pin<KBox<PendingInfo>>,
+}
+
+// SAFETY: An `rdma_cm_id` may be used and destroyed from any thread; the
+// info is read-only but for an atomic.
+unsafe impl Send for PendingConn {}
+// SAFETY: `&PendingConn` only reads.
+unsafe impl Sync for PendingConn {}
+
+/// The handler of a deferred request until it is accepted: it notes that
+/// the request is no longer worth accepting.
+///
+/// # Safety
+///
+/// Only called by rdma_cm, for an id of a [`PendingConn`].
+unsafe extern "C" fn pending_handler(
+    id: *mut sys::rdma_cm_id,
+    event: *mut sys::rdma_cm_event,
+) -> i32 {
+    // SAFETY: The context is the request's info, which outlives the id
+    // (type invariant of `PendingConn`).
+    let info = unsafe { &*(*id).context.cast::<PendingInfo>() };
+    // SAFETY: rdma_cm passes a valid event for the duration of the call.
+    let event = unsafe { CmEvent::from_raw(event) };
+    rdebug!("server: event {:?} before accept\n", event);
+    match event {
+        CmEvent::Other(_) => {}
+        _ => info.gone.store(true, Release),
+    }
+    0
+}
+
+/// The handler of a child id being rejected from within its own callback
+/// after [`ConnRequest::defer`] gave it up: rdma_cm destroys it when the
+/// callback returns, and calls nothing before.
+///
+/// # Safety
+///
+/// Only called by rdma_cm.
+unsafe extern "C" fn ignore_handler(
+    _id: *mut sys::rdma_cm_id,
+    _event: *mut sys::rdma_cm_event,
+) -> i32 {
+    0
+}
+
+impl ConnRequest<'_> {
+    /// Takes the request out of the callback, as a [`PendingConn`] that
+    /// `keep` stores (in an accept queue) for process context to accept.
+    /// If `keep` gives it back, the request is rejected. Either way the
+    /// request is settled, and never destroyed within its own callback.
+    pub(crate) fn defer(mut self, keep: impl FnOnce(PendingConn) -> Result<(), PendingConn>) {
+        let info = KBox::pin(
+            PendingInfo {
+                private: self.private,
+                private_len: self.private_len,
+                initiator_depth: self.initiator_depth,
+                gone: Atomic::new(false),
+            },
+            GFP_KERNEL,
+        );
+        let Ok(info) = info else {
+            self.settle_rejected(&[]);
+            return;
+        };
+        let raw = self.id.as_ptr();
+        // SAFETY: `raw` is live with its handler mutex held (type
+        // invariant of `ConnRequest`); the info outlives the id: it moves
+        // into the `PendingConn` that owns the id.
+        unsafe {
+            (*raw).event_handler = Some(pending_handler);
+            (*raw).context = (&raw const *info).cast_mut().cast::<c_void>();
+        }
+        // INVARIANT: the child is the pending request's now; settled.
+        self.settled = true;
+        let pending = PendingConn { id: self.id, info };
+        if let Err(pending) = keep(pending) {
+            let pending = ManuallyDrop::new(pending);
+            // SAFETY: Still in the callback: the handler mutex is held.
+            // rdma_cm destroys the child on return (`destroy`), calling
+            // nothing before, so its context may go now.
+            unsafe {
+                (*raw).event_handler = Some(ignore_handler);
+                (*raw).context = core::ptr::null_mut();
+            }
+            // SAFETY: `pending` is not used again; its info is dropped
+            // here, its id destroyed by rdma_cm.
+            drop(unsafe { core::ptr::read(&pending.info) });
+            self.settled = false;
+            self.settle_rejected(&[]);
+        }
+    }
+}
+
+impl PendingConn {
+    /// The peer's private data (at most [`REQ_PVT_LEN`] bytes of it).
+    pub(crate) fn private(&self) -> &[u8] {
+        &self.info.private[..self.info.private_len]
+    }
+
+    /// RDMA Reads the peer wants to issue at once.
+    pub(crate) fn initiator_depth(&self) -> u8 {
+        self.info.initiator_depth
+    }
+
+    /// Whether the peer gave up on the request (or the device went).
+    pub(crate) fn is_gone(&self) -> bool {
+        self.info.gone.load(Acquire)
+    }
+
+    /// The device the request arrived on.
+    pub(crate) fn device(&self) -> Result<Device> {
+        // SAFETY: `id` is live (type invariant); bound to the device
+        // before the request was delivered.
+        unsafe { Device::get((*self.id.as_ptr()).device) }
+    }
+
+    /// Accepts the request: with the id's handler mutex held, hands its
+    /// events to `handler`, runs `setup` with the id (create the QP, post
+    /// the Receives), then `rdma_accept` with `param`. The id is returned
+    /// whenever it was handed over, even when a step failed: its owner
+    /// must then drain and destroy it.
+    ///
+    /// # Safety
+    ///
+    /// `handler` must stay valid until the returned id is dropped.
+    pub(crate) unsafe fn accept<H: CmHandler>(
+        self,
+        handler: *const H,
+        setup: impl FnOnce(&mut CmId<H>) -> Result,
+        param: &mut ConnParam<'_>,
+    ) -> (Option<CmId<H>>, Result) {
+        let raw = self.id.as_ptr();
+        // SAFETY: `raw` is live (type invariant).
+        unsafe { sys::rdma_lock_handler(raw) };
+        if self.is_gone() {
+            // SAFETY: Locked above.
+            unsafe { sys::rdma_unlock_handler(raw) };
+            // `self` destroys the id.
+            return (None, Err(ECONNRESET));
+        }
+        // SAFETY: The handler mutex is held, so no event sees the switch
+        // half done; `handler` outlives the id (the caller's promise).
+        unsafe {
+            (*raw).event_handler = Some(cm_event_handler::<H>);
+            (*raw).context = handler.cast_mut().cast::<c_void>();
+        }
+        let this = ManuallyDrop::new(self);
+        // SAFETY: The id is ours (type invariant), with handler and
+        // context set for `H` above; `this` gives it up, and its info,
+        // no longer the id's context, goes below.
+        let mut id = unsafe { CmId::<H>::adopt(this.id) };
+        // SAFETY: As above: `this` is not used again.
+        let info = unsafe { core::ptr::read(&this.info) };
+        let res = setup(&mut id).and_then(|()| {
+            // SAFETY: `raw` is live with its handler mutex held; `param`
+            // is valid for the call.
+            to_result(unsafe { sys::rdma_accept(raw, param.as_raw()) })
+        });
+        // SAFETY: Locked above.
+        unsafe { sys::rdma_unlock_handler(raw) };
+        drop(info);
+        (Some(id), res)
+    }
+}
+
+impl Drop for PendingConn {
+    fn drop(&mut self) {
+        // SAFETY: `id` is live and ours (type invariant), and this never
+        // runs within its callback (`defer` never drops it there); this
+        // waits for a running `pending_handler`, before `info` goes.
+        unsafe { sys::rdma_destroy_id(self.id.as_ptr()) };
     }
 }

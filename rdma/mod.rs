@@ -14,6 +14,7 @@ mod cm;
 mod cq;
 mod device;
 mod dma;
+mod endpoint;
 mod frwr;
 mod listen;
 mod mr;
@@ -28,8 +29,12 @@ pub(crate) use cm::{
 pub(crate) use cq::{Cq, CqEntry, CqHandler, HasCqEntry, Wc};
 pub(crate) use device::{Device, Pd};
 pub(crate) use dma::{DmaBuf, DmaDir, MappedPages, MAX_MAPPED_PAGES};
+pub(crate) use endpoint::{
+    Endpoint, EpOwner, EpSizes, Parked, PostError, Recv, RecvBuf, RecvKind, Retired, RwSet,
+    SendBuf, SendKind, MAX_SENDS,
+};
 pub(crate) use frwr::{FrwrList, FrwrMr, FrwrOwner, FrwrPool};
-pub(crate) use listen::{ConnRequest, ListenHandler, Listener, QpInit};
+pub(crate) use listen::{ConnRequest, ListenHandler, ListenOwner, Listener, PendingConn, QpInit};
 pub(crate) use mr::{Mr, PageSeg, Registered};
 pub(crate) use qp::{Qp, RecvWr, SendChain};
 pub(crate) use rw::{RwCtx, RwOp, RwSpares};

@@ -151,7 +151,26 @@ impl RwCtx {
         op: RwOp,
     ) -> Result<Self> {
         let qp = id.qp().ok_or(ENOTCONN)?;
-        let port = id.port_num();
+        // SAFETY: The caller's promises are `on_qp`'s, for the QP of `id`.
+        unsafe { Self::on_qp(spares, qp.ptr, id.port_num(), segs, remote_addr, rkey, op) }
+    }
+
+    /// As [`RwCtx::new`], on `qp` and its `port`.
+    ///
+    /// # Safety
+    ///
+    /// As for [`RwCtx::new`], with `qp` a live QP created with room for
+    /// rdma_rw contexts, which outlives the returned value.
+    pub(crate) unsafe fn on_qp(
+        spares: &mut RwSpares,
+        qp: NonNull<sys::ib_qp>,
+        port: u32,
+        segs: &[PageSeg],
+        remote_addr: u64,
+        rkey: u32,
+        op: RwOp,
+    ) -> Result<Self> {
+        let qp = Qp { ptr: qp };
         if segs.is_empty() {
             return Err(EINVAL);
         }
@@ -261,6 +280,39 @@ impl RwCtx {
             first = unsafe { ctx.link_before(first) };
         }
         Some(RwChain { qp, first })
+    }
+
+    /// Links the work requests of `ctxs` as [`RwCtx::chain`] does, with the
+    /// last signalled on `cqe`, and posts them on `qp`.
+    ///
+    /// # Safety
+    ///
+    /// The contexts are all on `qp`, which is live; `cqe` and they stay
+    /// valid and unchanged until that completion ran or the QP was
+    /// drained, even when this fails (some may be posted).
+    pub(crate) unsafe fn chain_raw(
+        ctxs: &mut [RwCtx],
+        cqe: *mut sys::ib_cqe,
+        qp: *mut sys::ib_qp,
+    ) -> Result {
+        let Some((last, rest)) = ctxs.split_last_mut() else {
+            return Err(EINVAL);
+        };
+        let ctx = last.mem.as_ref().ok_or(EINVAL)?.ctx.get();
+        // SAFETY: `last` is initialised on the live `qp` (type invariant
+        // and the caller's promise); without a chain, rdma_rw signals its
+        // last work request on `cqe` and returns its first.
+        let first = unsafe { sys::rdma_rw_ctx_wrs(ctx, qp, last.port, cqe, core::ptr::null_mut()) };
+        let mut first = NonNull::new(first).ok_or(EINVAL)?;
+        for ctx in rest.iter_mut().rev() {
+            // SAFETY: `first` heads the chain built so far, valid until it
+            // is posted.
+            first = unsafe { ctx.link_before(first) };
+        }
+        let mut bad = core::ptr::null();
+        // SAFETY: `qp` is live; the chain stays valid until it completed
+        // (the caller's promise).
+        to_result(unsafe { sys::rpcrdma_rs_post_send(qp, first.as_ptr(), &mut bad) })
     }
 
     /// Links the context's work requests, unsignalled, in front of

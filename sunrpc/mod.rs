@@ -22,12 +22,12 @@ mod xprt;
 pub(crate) use addr::{addr_port, format_addresses, format_port, free_addresses};
 pub(crate) use backchannel::{BcPool, BC_BUF};
 pub(crate) use class::XprtClass;
-pub(crate) use debugfs::DebugDir;
+pub(crate) use debugfs::{Counter, CounterDir, RootDir, RootGuard};
 pub(crate) use rqst::{PinnedRqst, SendRqst, XdrBuf};
 pub(crate) use slots::{alloc_slot, buf_alloc, buf_free, free_slot, Slot, SlotOwner, SlotPool};
 pub(crate) use svc::{
-    discard, new_object, Ctxt, Net, PageRefs, Serv, SockAddr, SvcClass, SvcObject, SvcRqst,
-    SvcTransport, SvcXprt, XptFlag,
+    discard, impl_svc_object, new_object, Ctxt, HeldBytes, Net, PageRefs, Serv, SockAddr, SvcClass,
+    SvcObject, SvcRqst, SvcTransport, SvcXprt, XptFlag,
 };
 pub(crate) use wait::{DelayedWork, HasDelayedWork, WaitQueue};
 pub(crate) use xprt::{hz, jiffies, Xprt, XprtLocked};

@@ -136,12 +136,29 @@ impl SvcXprt {
         unsafe { sys::svc_xprt_deferred_close(self.as_ptr()) }
     }
 
+    /// The local address, from `sa` (IPv4 or IPv6; others are ignored).
+    pub(crate) fn set_local_addr(&self, sa: &SockAddr) {
+        if matches!(sa.family(), AF_INET | AF_INET6) {
+            // SAFETY: A socket address of its family's full size (a
+            // storage holds any).
+            unsafe { self.set_local(sa.as_ptr()) };
+        }
+    }
+
+    /// The peer's address, from `sa`, with port 0.
+    pub(crate) fn set_remote_addr(&self, sa: &SockAddr) {
+        if matches!(sa.family(), AF_INET | AF_INET6) {
+            // SAFETY: As for `set_local_addr`.
+            unsafe { self.set_remote(sa.as_ptr()) };
+        }
+    }
+
     /// The local address, from `sa`.
     ///
     /// # Safety
     ///
     /// `sa` is a valid IPv4 or IPv6 socket address.
-    pub(crate) unsafe fn set_local(&self, sa: *const sys::sockaddr) {
+    unsafe fn set_local(&self, sa: *const sys::sockaddr) {
         // SAFETY: Initialised (type invariant); `sa` valid (caller).
         unsafe { sys::rpcrdma_rs_svc_xprt_set_local(self.as_ptr(), sa) }
     }
@@ -151,7 +168,7 @@ impl SvcXprt {
     /// # Safety
     ///
     /// As for [`SvcXprt::set_local`].
-    pub(crate) unsafe fn set_remote(&self, sa: *const sys::sockaddr) {
+    unsafe fn set_remote(&self, sa: *const sys::sockaddr) {
         // SAFETY: Initialised (type invariant); `sa` valid (caller).
         unsafe { sys::rpcrdma_rs_svc_xprt_set_remote(self.as_ptr(), sa) }
     }
@@ -194,10 +211,22 @@ impl SvcXprt {
     }
 }
 
-/// A socket address from sunrpc, copied.
+/// A socket address: from sunrpc, copied, or borrowed from rdma_cm.
+#[repr(transparent)]
 pub(crate) struct SockAddr(sys::__kernel_sockaddr_storage);
 
 impl SockAddr {
+    /// The address stored at `p`.
+    ///
+    /// # Safety
+    ///
+    /// `p` points to a socket address storage that stays valid, and
+    /// unchanged, for `'a`.
+    pub(crate) unsafe fn from_raw<'a>(p: *const sys::__kernel_sockaddr_storage) -> &'a Self {
+        // SAFETY: `repr(transparent)`; valid for `'a` (caller).
+        unsafe { &*p.cast::<Self>() }
+    }
+
     /// `AF_INET`, `AF_INET6`, ...
     pub(crate) fn family(&self) -> u16 {
         // SAFETY: Both members of the union are plain data over the same
@@ -234,6 +263,28 @@ pub(crate) unsafe trait SvcObject: Sized + Send + Sync {
     /// The embedded `svc_xprt`.
     fn xprt(&self) -> &SvcXprt;
 }
+
+/// `AF_INET` and `AF_INET6`.
+const AF_INET: u16 = 2;
+const AF_INET6: u16 = 10;
+
+/// Implements [`SvcObject`] for a `#[repr(C)]` struct whose first field,
+/// `$field`, is its [`SvcXprt`]; the compiler checks the offset.
+macro_rules! impl_svc_object {
+    ($ty:ty, $field:ident) => {
+        const _: () = assert!(core::mem::offset_of!($ty, $field) == 0);
+        // SAFETY: `$field` is a `SvcXprt` (the function below only
+        // compiles so) at offset 0 (asserted above) of a `repr(C)` struct
+        // (the caller's attribute; the offset is what the casts rely on).
+        #[allow(unsafe_code)]
+        unsafe impl $crate::sunrpc::SvcObject for $ty {
+            fn xprt(&self) -> &$crate::sunrpc::SvcXprt {
+                &self.$field
+            }
+        }
+    };
+}
+pub(crate) use impl_svc_object;
 
 /// The class registered by [`SvcClass::register`], for `svc_xprt_init`.
 static CLASS: Atomic<*mut sys::svc_xprt_class> = Atomic::new(core::ptr::null_mut());
@@ -292,27 +343,55 @@ fn this_module() -> *mut sys::module {
         .cast()
 }
 
-/// Opaque per-request transport context (`rq_xprt_ctxt`): a number the
-/// transport chooses, never zero.
-#[derive(Clone, Copy, PartialEq, Eq)]
+/// The per-request transport context (`rq_xprt_ctxt`): what a request
+/// holds of the transport until `xpo_release_ctxt` (a Receive buffer).
+///
+/// # Invariants
+///
+/// Stands for the ownership of what it was made from
+/// ([`Ctxt::from_raw`]'s contract): neither `Clone` nor `Copy`, and moved,
+/// never copied, between the request, sunrpc (which moves it to a deferred
+/// request, or passes it to `xpo_release_ctxt` once) and the transport.
+#[repr(transparent)]
+#[derive(PartialEq, Eq)]
 pub(crate) struct Ctxt(core::num::NonZeroUsize);
 
 impl Ctxt {
-    pub(crate) fn new(n: usize) -> Option<Self> {
-        core::num::NonZeroUsize::new(n).map(Self)
+    /// A context standing for what `raw` names.
+    ///
+    /// # Safety
+    ///
+    /// `raw` is the only handle of what it names: it was consumed to make
+    /// it, and no other `Ctxt` of it exists.
+    pub(crate) unsafe fn from_raw(raw: core::num::NonZeroUsize) -> Self {
+        // INVARIANT: unique by the caller's promise.
+        Self(raw)
     }
 
-    pub(crate) fn get(self) -> usize {
-        self.0.get()
+    /// Gives the ownership up as a number.
+    pub(crate) fn into_raw(self) -> core::num::NonZeroUsize {
+        self.0
     }
 
-    fn from_ptr(p: *mut c_void) -> Option<Self> {
-        Self::new(p as usize)
+    /// The number, for a borrowed look.
+    pub(crate) fn raw(&self) -> core::num::NonZeroUsize {
+        self.0
     }
+}
 
-    fn as_ptr(self) -> *mut c_void {
-        self.0.get() as *mut c_void
-    }
+/// Memory a transport lends a request as its Call, together with the
+/// ownership that keeps it there.
+///
+/// # Safety
+///
+/// The bytes [`HeldBytes::bytes`] returns stay valid and unchanged until
+/// the [`Ctxt`] that [`HeldBytes::into_ctxt`] makes is given back to the
+/// transport (`xpo_release_ctxt`) and turned into ownership again.
+pub(crate) unsafe trait HeldBytes {
+    /// The bytes.
+    fn bytes(&self) -> &[u8];
+    /// The ownership, as a request context.
+    fn into_ctxt(self) -> Ctxt;
 }
 
 /// An nfsd thread's request, borrowed for one `xpo_recvfrom`,
@@ -339,38 +418,69 @@ impl SvcRqst<'_> {
         unsafe { self.ptr.as_mut() }
     }
 
-    /// The transport context set by [`SvcRqst::set_ctxt`], if any.
-    pub(crate) fn ctxt(&self) -> Option<Ctxt> {
-        Ctxt::from_ptr(self.raw().rq_xprt_ctxt)
+    /// The transport context set by [`SvcRqst::set_ctxt`], borrowed with
+    /// the request.
+    pub(crate) fn ctxt_mut(&mut self) -> Option<&mut Ctxt> {
+        let field: *mut *mut c_void = &raw mut self.raw_mut().rq_xprt_ctxt;
+        // SAFETY: `Option<Ctxt>` has the layout of a `usize` (a
+        // `repr(transparent)` `NonZeroUsize`, null for `None`), as a
+        // pointer has; the field only ever holds a context we set
+        // (`set_ctxt`) or null, and the request is ours for the call.
+        unsafe { (*field.cast::<Option<Ctxt>>()).as_mut() }
     }
 
-    /// Sets (or clears) the context that `xpo_release_ctxt` gets back.
-    pub(crate) fn set_ctxt(&mut self, ctxt: Option<Ctxt>) {
-        self.raw_mut().rq_xprt_ctxt = ctxt.map_or(core::ptr::null_mut(), Ctxt::as_ptr);
+    /// Takes the transport context out of the request, for the caller to
+    /// give back with [`SvcRqst::set_ctxt`].
+    pub(crate) fn take_ctxt(&mut self) -> Option<Ctxt> {
+        let slot = &mut self.raw_mut().rq_xprt_ctxt;
+        let raw = core::mem::replace(slot, core::ptr::null_mut());
+        let raw = core::num::NonZeroUsize::new(raw as usize)?;
+        // SAFETY: The field held a context we set (or null), which it
+        // gives up: moved, not copied.
+        Some(unsafe { Ctxt::from_raw(raw) })
     }
 
-    /// Bytes the Call pages hold.
-    pub(crate) fn arg_room(&self) -> usize {
-        (self.raw().rq_maxpages as usize).saturating_mul(PAGE_SIZE)
+    /// Sets the context that `xpo_release_ctxt` gets back. The request
+    /// had none (sunrpc clears it when it releases one).
+    pub(crate) fn set_ctxt(&mut self, ctxt: Ctxt) {
+        let slot = &mut self.raw_mut().rq_xprt_ctxt;
+        if !slot.is_null() {
+            // Kept, not released: leaking the old one is safe, its owner
+            // never gets it back.
+            pr_warn!("rpcrdma_rs: a request held two transport contexts\n");
+        }
+        *slot = ctxt.into_raw().get() as *mut c_void;
     }
 
-    /// The Call is `len` bytes at `base`, outside the request's pages
-    /// (a Receive buffer).
-    ///
-    /// # Safety
-    ///
-    /// `base` must stay valid for `len` bytes, unchanged, until the
-    /// transport context of this request is released.
-    pub(crate) unsafe fn set_arg_inline(&mut self, base: *const u8, len: usize) {
+    /// Hands the request the Call in `held`'s `range`, in place: `rq_arg`
+    /// points into its bytes, and the request holds it as its context
+    /// until `xpo_release_ctxt` gives it back, so the bytes stay.
+    pub(crate) fn set_arg_held(
+        &mut self,
+        held: impl HeldBytes,
+        range: core::ops::Range<usize>,
+    ) -> Result {
+        let bytes = held.bytes().get(range).ok_or(EMSGSIZE)?;
+        let (base, len) = (bytes.as_ptr(), bytes.len());
+        let len32 = u32::try_from(len).map_err(|_| EMSGSIZE)?;
+        self.set_ctxt(held.into_ctxt());
         let arg = &mut self.raw_mut().rq_arg;
+        // INVARIANT: the bytes stay, unchanged, while the request holds
+        // the context (`HeldBytes`).
         arg.head[0].iov_base = base.cast_mut().cast();
         arg.head[0].iov_len = len;
         arg.tail[0].iov_base = core::ptr::null_mut();
         arg.tail[0].iov_len = 0;
         arg.page_len = 0;
         arg.page_base = 0;
-        arg.buflen = len as u32;
-        arg.len = len as u32;
+        arg.buflen = len32;
+        arg.len = len32;
+        Ok(())
+    }
+
+    /// Bytes the Call pages hold.
+    pub(crate) fn arg_room(&self) -> usize {
+        (self.raw().rq_maxpages as usize).saturating_mul(PAGE_SIZE)
     }
 
     /// The Call is the first `len` bytes of the request's pages (which
@@ -851,7 +961,10 @@ unsafe extern "C" fn op_result_payload<T: SvcTransport>(
 /// Called by sunrpc with a live connection of class `T` and a context
 /// that a request on it held.
 unsafe extern "C" fn op_release_ctxt<T: SvcTransport>(xprt: *mut sys::svc_xprt, ctxt: *mut c_void) {
-    if let Some(ctxt) = Ctxt::from_ptr(ctxt) {
+    if let Some(raw) = core::num::NonZeroUsize::new(ctxt as usize) {
+        // SAFETY: sunrpc gives back, once, a context a request held: one
+        // we set (`SvcRqst::set_ctxt`), moved out of the request.
+        let ctxt = unsafe { Ctxt::from_raw(raw) };
         // SAFETY: Only connections receive, so only they have contexts.
         T::release_ctxt(unsafe { conn::<T>(xprt) }, ctxt);
     }

@@ -143,9 +143,9 @@ fn backward_calls_are_routed() {
 }
 
 /// The peer's claim of 0x7fffffff bytes written into a Write chunk fails
-/// the RPC; it never becomes a length or a status. The decoder refuses
-/// the length beyond its limits; a length within them that exceeds what
-/// was offered is refused by `check_reply`.
+/// the RPC; it never becomes a length or a status: `check_reply` refuses
+/// any length beyond what was offered. (The decoder's byte limit is for
+/// Read lists, which a Reply does not carry.)
 #[test]
 fn huge_write_segment_is_refused() {
     use rpcrdma_proto::plan::{check_reply, BadReply as Shape, Offered};
@@ -169,9 +169,17 @@ fn huge_write_segment_is_refused() {
             0,
         ])
     };
-    fails_with(
-        &wire(0x7fff_ffff),
-        BadReply::Header(DecodeError::TooManyBytes),
+    let huge = wire(0x7fff_ffff);
+    let Inbound::Reply { body: Ok(body), .. } = classify(&huge, 128) else {
+        panic!("not a reply");
+    };
+    let offered = Offered {
+        write_chunk: Some(1 << 20),
+        reply_chunk: None,
+    };
+    assert_eq!(
+        check_reply(body.nomsg, &body.lists, &offered),
+        Err(Shape::TooLong)
     );
     let msg = wire(1 << 20);
     let Inbound::Reply { body: Ok(body), .. } = classify(&msg, 128) else {

@@ -16,8 +16,8 @@ use rpcrdma_proto::chunk::{ChunkLists, Segment};
 use rpcrdma_proto::error::DecodeError;
 use rpcrdma_proto::limits::Limits;
 use rpcrdma_proto::responder::{
-    assemble, encode_error, invalidate_handle, plan_reply, receive, Call, Cause, DropReason, Piece,
-    Received, Refusal, ReplyShape,
+    assemble, encode_error, invalidate_handle, plan_reply, receive, remote_invalidation, Call,
+    Cause, DropReason, Piece, Received, Refusal, ReplyShape,
 };
 use rpcrdma_proto::v1::{self, RdmaError};
 
@@ -122,25 +122,24 @@ fn short_messages_are_dropped() {
     }
 }
 
-/// With XID, version and credits readable, the answer echoes only those
-/// (rpcrdma.ko answers shorter messages too, with whatever its receive
-/// buffer held before: stale kernel memory).
+/// RFC 8166 §4.5: a message shorter than the minimal 28-byte header
+/// (xid, vers, credit, proc and three list discriminators) "MUST [be]
+/// silently discard[ed] ... before performing any parsing": its XID cannot
+/// be trusted, so nothing is answered, not even ERR_VERS.
 #[test]
-fn short_headers_with_an_xid_are_answered() {
-    let full = words(&[XID, 1, CR, 0]);
-    for n in 12..16 {
-        assert_eq!(
-            receive(&full[..n], &Limits::DEFAULT),
-            Err(Refusal::Error {
-                xid: XID,
-                vers: 1,
-                error: RdmaError::Chunk,
-                cause: Cause::Header(DecodeError::Truncated),
-            }),
-            "{n}"
-        );
+fn headers_shorter_than_28_bytes_are_dropped() {
+    let full = msg(0, &[], &[], None, &[]);
+    assert_eq!(full.len(), 28);
+    for n in 12..28 {
+        assert_eq!(dropped(&full[..n]), DropReason::Short, "{n}");
     }
-    let v2 = words(&[XID, 2, CR]);
+    let v2 = words(&[XID, 2, CR, 0, 0, 0]);
+    assert_eq!(dropped(&v2), DropReason::Short);
+    // An RDMA_ERROR is 20 bytes: dropped either way.
+    assert_eq!(dropped(&words(&[XID, 1, CR, 4, 2])), DropReason::Short);
+    // At 28 bytes the header is parsed (and here has no RPC message).
+    assert_eq!(dropped(&full), DropReason::ShortRpc);
+    let v2 = words(&[XID, 2, CR, 0, 0, 0, 0]);
     assert!(matches!(
         receive(&v2, &Limits::DEFAULT),
         Err(Refusal::Error {
@@ -166,9 +165,9 @@ fn other_versions_get_err_vers_echoing_theirs() {
             })
         );
     }
-    // Even a version 2 header too short for anything past the fixed words.
+    // Even a version 2 header that is only fixed words and padding.
     assert!(matches!(
-        receive(&words(&[XID, 2, CR, 0]), &Limits::DEFAULT),
+        receive(&words(&[XID, 2, CR, 0, 0, 0, 0]), &Limits::DEFAULT),
         Err(Refusal::Error {
             error: RdmaError::Vers { .. },
             ..
@@ -178,15 +177,21 @@ fn other_versions_get_err_vers_echoing_theirs() {
 
 #[test]
 fn done_and_error_are_dropped() {
-    assert_eq!(dropped(&words(&[XID, 1, CR, 3])), DropReason::Done);
-    assert_eq!(dropped(&words(&[XID, 1, CR, 4, 2])), DropReason::Error);
+    // Padded to the 28 bytes below which nothing is parsed.
+    assert_eq!(dropped(&words(&[XID, 1, CR, 3, 0, 0, 0])), DropReason::Done);
+    assert_eq!(
+        dropped(&words(&[XID, 1, CR, 4, 2, 0, 0])),
+        DropReason::Error
+    );
     assert_eq!(
         dropped(&words(&[XID, 1, CR, 4, 1, 1, 1])),
         DropReason::Error
     );
     // Malformed errors too: an error is never answered.
-    assert_eq!(dropped(&words(&[XID, 1, CR, 4])), DropReason::Error);
-    assert_eq!(dropped(&words(&[XID, 1, CR, 4, 99])), DropReason::Error);
+    assert_eq!(
+        dropped(&words(&[XID, 1, CR, 4, 99, 0, 0])),
+        DropReason::Error
+    );
 }
 
 #[test]
@@ -208,7 +213,7 @@ fn malformed_lists_get_err_chunk() {
     let good = msg(0, &[(8, A)], &[&[A]], Some(&[A]), &rpc(0, 8));
     // Every truncation inside the lists.
     let hdr_len = good.len() - 8;
-    for n in 16..hdr_len {
+    for n in 28..hdr_len {
         assert_eq!(
             chunk_err(&good[..n]),
             Cause::Header(DecodeError::Truncated),
@@ -227,10 +232,6 @@ fn malformed_lists_get_err_chunk() {
         chunk_err(&msg(0, &[(16, A)], &[], None, &rpc(0, 12))),
         Cause::Header(DecodeError::PositionBeyondPayload)
     );
-    assert_eq!(
-        chunk_err(&msg(0, &[(8, A), (4, A)], &[], None, &rpc(0, 8))),
-        Cause::Header(DecodeError::PositionOutOfOrder)
-    );
     // The first chunk (4096 bytes at 8) runs over the second at 12.
     assert_eq!(
         chunk_err(&msg(0, &[(8, A), (12, A)], &[], None, &rpc(0, 16))),
@@ -238,7 +239,7 @@ fn malformed_lists_get_err_chunk() {
     );
     let big = s(1, 17 << 20, 0);
     assert_eq!(
-        chunk_err(&msg(0, &[], &[&[big]], None, &rpc(0, 8))),
+        chunk_err(&msg(0, &[(8, big)], &[], None, &rpc(0, 8))),
         Cause::Header(DecodeError::TooManyBytes)
     );
     let many = [A; 17];
@@ -265,17 +266,48 @@ fn malformed_lists_get_err_chunk() {
     ));
 }
 
+/// RFC 8166 §3.4.6 defines the "empty Write chunk" (no segment, length
+/// zero) as a form a Write chunk may take; nothing forbids it. It takes a
+/// result payload like any Write chunk, with nothing written: the data
+/// stays in the body, as for a payload without a Write chunk, and the
+/// chunk is echoed as it came, with no segment.
 #[test]
-fn empty_write_and_reply_chunks_get_err_chunk() {
+fn empty_write_and_reply_chunks_are_accepted() {
+    let buf = msg(0, &[], &[&[], &[A]], None, &rpc(0, 8));
+    let c = call(&buf);
+    assert_eq!(c.chunks.writes.chunk_count(), 2);
+    // Two READs: the first meets the empty chunk, the second takes A.
+    let mut sh = shape(800, Some((100, 300)));
+    sh.payloads[1] = Some((400, 200));
+    let p = plan_reply(&c.chunks, sh, 1024).unwrap();
+    assert_eq!(p.payload_len(), 200);
     assert_eq!(
-        chunk_err(&msg(0, &[], &[&[A], &[]], None, &rpc(0, 8))),
-        Cause::EmptyWriteChunk
+        p.writes()
+            .map(|w| (w.src, w.len, w.handle))
+            .collect::<Vec<_>>(),
+        vec![(400, 200, 0xa)]
     );
     assert_eq!(
-        chunk_err(&msg(0, &[], &[], Some(&[]), &rpc(0, 8))),
-        Cause::EmptyWriteChunk
+        p.inline_ranges().collect::<Vec<_>>(),
+        vec![0..400, 600..800]
     );
-    // A chunk of empty segments is unused, not empty: accepted.
+    let mut hdr = [0u8; 256];
+    let n = p.encode_header(&mut hdr, XID, 1).unwrap();
+    let mut want = vec![XID, 1, 1, 0, 0, 1, 0, 1, 1];
+    want.extend(seg(s(0xa, 200, 0x1000)));
+    want.extend([0, 0]);
+    assert_eq!(&hdr[..n], &words(&want)[..]);
+    // An empty Reply chunk has room for nothing, and is echoed empty.
+    let buf = msg(0, &[], &[], Some(&[]), &rpc(0, 8));
+    let l = lists(&buf);
+    let p = plan_reply(&l, shape(100, None), 1024).unwrap();
+    let n = p.encode_header(&mut hdr, XID, 1).unwrap();
+    assert_eq!(&hdr[..n], &words(&[XID, 1, 1, 0, 0, 0, 1, 0])[..]);
+    assert_eq!(
+        plan_reply(&l, shape(2000, None), 1024).map(|_| ()),
+        Err(Cause::ReplyChunkTooSmall)
+    );
+    // A chunk of empty segments is unused, not empty: accepted too.
     call(&msg(0, &[], &[&[s(1, 0, 0)]], None, &rpc(0, 8)));
 }
 
@@ -360,6 +392,88 @@ fn replies_go_to_the_backchannel() {
     }
 }
 
+/// A Requester never answers a Reply (RFC 8166 §4.5): a backward Reply
+/// with a bad header is dropped, not answered with ERR_CHUNK, whose XID
+/// the client would look up among its own Calls.
+#[test]
+fn malformed_backward_replies_are_dropped() {
+    let body = words(&[XID, 1, 0, 0, 0, 0]);
+    let bad = |buf: &[u8]| match receive(buf, &Limits::DEFAULT) {
+        Err(Refusal::Drop(DropReason::BadReply(e))) => e,
+        other => panic!("{other:?}"),
+    };
+    let mut other_xid = body.clone();
+    other_xid[..4].copy_from_slice(&(XID + 1).to_be_bytes());
+    assert_eq!(
+        bad(&msg(0, &[], &[], None, &other_xid)),
+        DecodeError::XidMismatch
+    );
+    assert_eq!(
+        bad(&msg(0, &[(6, A)], &[], None, &body)),
+        DecodeError::MisalignedPosition { position: 6 }
+    );
+    assert_eq!(
+        bad(&msg(0, &[(64, A)], &[], None, &body)),
+        DecodeError::PositionBeyondPayload
+    );
+    let many = [A; 17];
+    let many: Vec<&[Segment]> = many.iter().map(std::slice::from_ref).collect();
+    assert_eq!(
+        bad(&msg(0, &[], &many, None, &body)),
+        DecodeError::TooManyChunks
+    );
+    // The same faults in a Call are answered.
+    assert_eq!(
+        chunk_err(&msg(0, &[(6, A)], &[], None, &rpc(0, 24))),
+        Cause::Header(DecodeError::MisalignedPosition { position: 6 })
+    );
+    // Where the lists cannot be walked, nothing says it is a Reply.
+    assert_eq!(
+        chunk_err(&words(&[XID, 1, CR, 0, 2, 0, 0, XID, 1])),
+        Cause::Header(DecodeError::BadDiscriminator { value: 2 })
+    );
+}
+
+/// Bidir §2.4: a message "too small to convey a complete and valid
+/// RPC-over-RDMA and RPC message": its credits are ignored, and it is
+/// dropped. The smallest RPC Reply: xid, REPLY, MSG_ACCEPTED, a verifier
+/// (flavor, length, body) and accept_stat; or MSG_DENIED with its
+/// reject_stat and body.
+#[test]
+fn short_backward_replies_are_dropped_with_their_credits() {
+    let short = |rpc: &[u32]| match receive(&msg(0, &[], &[], None, &words(rpc)), &Limits::DEFAULT)
+    {
+        Err(Refusal::Drop(DropReason::ShortReply { len })) => len,
+        other => panic!("{rpc:?}: {other:?}"),
+    };
+    let ok = |rpc: &[u32]| {
+        let body = words(rpc);
+        let buf = msg(0, &[], &[], None, &body);
+        assert_eq!(
+            receive(&buf, &Limits::DEFAULT),
+            Ok(Received::BackchannelReply {
+                xid: XID,
+                credits: CR,
+                payload: &body[..],
+            }),
+            "{rpc:?}"
+        );
+    };
+    assert_eq!(short(&[XID, 1]), 8);
+    assert_eq!(short(&[XID, 1, 0]), 12);
+    assert_eq!(short(&[XID, 1, 0, 0, 0]), 20);
+    ok(&[XID, 1, 0, 0, 0, 0]);
+    // A verifier body of 6 bytes (8 with its pad).
+    assert_eq!(short(&[XID, 1, 0, 6, 6, 0, 0]), 28);
+    ok(&[XID, 1, 0, 6, 6, 0, 0, 0]);
+    assert_eq!(short(&[XID, 1, 0, 6, u32::MAX, 0, 0, 0]), 32);
+    // MSG_DENIED: RPC_MISMATCH low, high; AUTH_ERROR stat.
+    assert_eq!(short(&[XID, 1, 1, 0, 2]), 20);
+    ok(&[XID, 1, 1, 0, 2, 2]);
+    assert_eq!(short(&[XID, 1, 1, 1]), 16);
+    ok(&[XID, 1, 1, 1, 5]);
+}
+
 #[test]
 fn a_full_call_decodes() {
     let inline = rpc(0, 120);
@@ -434,7 +548,7 @@ fn remote(handle: u32, offset: u64) -> u8 {
 }
 
 /// Runs the pieces, checking order and contiguity.
-fn run(c: &Call<'_>, max: u32) -> Result<Vec<u8>, RdmaError> {
+fn run(c: &Call<'_>, max: u32) -> Result<Vec<u8>, Cause> {
     let a = assemble(c, max)?;
     let total = a.total_len();
     let mut out = Vec::new();
@@ -470,7 +584,7 @@ fn no_chunks_is_the_inline_message() {
     let inline = rpc(0, 100);
     let buf = msg(0, &[], &[], None, &inline);
     assert_eq!(run(&call(&buf), 100).unwrap(), inline);
-    assert_eq!(run(&call(&buf), 99), Err(RdmaError::Chunk));
+    assert_eq!(run(&call(&buf), 99), Err(Cause::CallTooLong));
 }
 
 #[test]
@@ -495,7 +609,7 @@ fn one_read_chunk_is_inserted_and_padded() {
     assert_eq!(&got[145..], &[0, 0, 0]);
     // Exactly at the limit, and one byte under.
     assert!(run(&call(&buf), 148).is_ok());
-    assert_eq!(run(&call(&buf), 147), Err(RdmaError::Chunk));
+    assert_eq!(run(&call(&buf), 147), Err(Cause::CallTooLong));
 }
 
 #[test]
@@ -539,6 +653,44 @@ fn empty_segments_add_no_piece() {
     assert_eq!(run(&c, 100).unwrap().len(), 16);
 }
 
+/// A Read list that moves no byte (a zero-length Position Zero chunk, or
+/// zero-length data items) is served: the Call is its inline part, with
+/// nothing to read. The transport posted no Read for it, and closed the
+/// connection when the empty Read chain failed to post.
+#[test]
+fn a_read_list_that_moves_no_byte_is_the_inline_call() {
+    let empty = s(0xe, 0, 0x100);
+    let inline = rpc(0, 24);
+    for buf in [
+        msg(0, &[(8, empty)], &[], None, &inline),
+        msg(
+            0,
+            &[(8, empty), (8, s(0xf, 0, 0)), (24, empty)],
+            &[],
+            None,
+            &inline,
+        ),
+        msg(1, &[(0, empty)], &[], None, &[]),
+    ] {
+        let c = call(&buf);
+        assert!(!c.has_read_data());
+        let asm = assemble(&c, 1 << 20).unwrap();
+        assert!(!asm.has_reads());
+        assert_eq!(asm.total_len() as usize, c.inline.len());
+        assert!(asm.clone().all(|p| matches!(p, Piece::Inline { .. })));
+        assert_eq!(run(&c, u32::MAX).unwrap(), c.inline);
+    }
+    // One byte to read is a Read.
+    let buf = msg(0, &[(8, empty), (8, s(0xf, 1, 0))], &[], None, &inline);
+    let c = call(&buf);
+    assert!(c.has_read_data());
+    assert!(assemble(&c, 1 << 20).unwrap().has_reads());
+    let buf = msg(0, &[], &[], None, &inline);
+    let c = call(&buf);
+    assert!(!c.has_read_data());
+    assert!(!assemble(&c, 1 << 20).unwrap().has_reads());
+}
+
 #[test]
 fn a_long_call_is_its_position_zero_chunk() {
     let p1 = s(0x21, 30, 0x5000);
@@ -547,7 +699,7 @@ fn a_long_call_is_its_position_zero_chunk() {
     let mut want = data(p1);
     want.extend(data(p2));
     assert_eq!(run(&call(&buf), 100).unwrap(), want);
-    assert_eq!(run(&call(&buf), 99), Err(RdmaError::Chunk));
+    assert_eq!(run(&call(&buf), 99), Err(Cause::CallTooLong));
     // With a data chunk at 48 of the unreduced stream: the Position Zero
     // chunk is split there, its second segment read in two parts.
     let d = s(0x23, 10, 0x7000);
@@ -645,6 +797,80 @@ fn split(rng: &mut Rng, handle: u32, len: u32) -> Vec<Segment> {
     out
 }
 
+/// `reads` in a random order that keeps the segments of each position in
+/// theirs.
+fn interleave(rng: &mut Rng, reads: &[(u32, Segment)]) -> Vec<(u32, Segment)> {
+    let mut groups: Vec<std::collections::VecDeque<(u32, Segment)>> = Vec::new();
+    for &r in reads {
+        match groups.iter_mut().find(|g| g[0].0 == r.0) {
+            Some(g) => g.push_back(r),
+            None => groups.push([r].into()),
+        }
+    }
+    let mut out = Vec::new();
+    while !groups.is_empty() {
+        let i = rng.below(groups.len() as u64) as usize;
+        out.push(groups[i].pop_front().unwrap());
+        if groups[i].is_empty() {
+            groups.remove(i);
+        }
+    }
+    out
+}
+
+/// RFC 8166 §3.4.5 does not order the Read list; rpcrdma.ko takes it in
+/// any order (`svc_rdma_pcl.c`: "The list might not be in order by
+/// position"), sorting chunks by position and joining the segments of a
+/// position in list order. Only overlapping chunks are refused.
+#[test]
+fn read_chunks_in_any_order_are_taken_by_position() {
+    let a = s(0xa, 5, 0x100);
+    let b = s(0xb, 8, 0x200);
+    let b2 = s(0xc, 4, 0x300);
+    let inline = rpc(0, 24);
+    let sorted = msg(0, &[(8, a), (20, b), (20, b2)], &[], None, &inline);
+    let want = run(&call(&sorted), u32::MAX).unwrap();
+    for reads in [[(20, b), (20, b2), (8, a)], [(20, b), (8, a), (20, b2)]] {
+        let buf = msg(0, &reads, &[], None, &inline);
+        let c = call(&buf);
+        assert_eq!(c.chunks.reads.chunk_count(), 2);
+        let positions: Vec<u32> = c.chunks.reads.chunks().map(|c| c.position()).collect();
+        assert_eq!(positions, vec![8, 20]);
+        assert_eq!(run(&c, u32::MAX).unwrap(), want, "{reads:?}");
+    }
+    // A Long Call's Position Zero chunk, listed last.
+    let long = msg(1, &[(16, a), (0, A)], &[], None, &[]);
+    let c = call(&long);
+    assert_eq!(
+        c.chunks.reads.position_zero().map(|c| c.position()),
+        Some(0)
+    );
+    assert_eq!(run(&c, u32::MAX).unwrap().len(), 4096 + 8);
+    // Overlap is refused whatever the order.
+    assert_eq!(
+        chunk_err(&msg(0, &[(12, A), (8, A)], &[], None, &rpc(0, 16))),
+        Cause::Header(DecodeError::OverlappingReadChunks)
+    );
+    // Positions still count against the limit on chunks.
+    let many: Vec<(u32, Segment)> = (0..17).rev().map(|i| (8 + 4 * i, s(1, 0, 0))).collect();
+    assert_eq!(
+        chunk_err(&msg(0, &many, &[], None, &rpc(0, 80))),
+        Cause::Header(DecodeError::TooManyChunks)
+    );
+    let tight = Limits {
+        max_segments_per_chunk: 2,
+        ..Limits::DEFAULT
+    };
+    let spread = msg(0, &[(8, a), (20, b), (8, a), (8, a)], &[], None, &inline);
+    assert!(matches!(
+        receive(&spread, &tight),
+        Err(Refusal::Error {
+            cause: Cause::Header(DecodeError::TooManySegments),
+            ..
+        })
+    ));
+}
+
 #[test]
 fn random_calls_assemble_to_the_unreduced_stream() {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
@@ -686,6 +912,11 @@ fn random_calls_assemble_to_the_unreduced_stream() {
             }
         }
         want.extend_from_slice(&base[taken..]);
+        // Every other round, the list in another order: any interleaving
+        // that keeps each chunk's segments in their order.
+        if round % 2 == 1 {
+            reads = interleave(&mut rng, &reads);
+        }
         let buf = if nomsg {
             msg(1, &reads, &[], None, &[])
         } else {
@@ -698,7 +929,7 @@ fn random_calls_assemble_to_the_unreduced_stream() {
         assert_eq!(run(&back, u32::MAX).unwrap(), want, "round {round}");
         let len = want.len() as u32;
         assert!(run(&c, len).is_ok());
-        assert_eq!(run(&c, len - 1), Err(RdmaError::Chunk));
+        assert_eq!(run(&c, len - 1), Err(Cause::CallTooLong));
     }
 }
 
@@ -733,11 +964,11 @@ fn inline_fits_exactly_or_takes_the_reply_chunk() {
     let r = s(0x77, 4096, 0x4000);
     let buf = msg(0, &[], &[], Some(&[r]), &rpc(0, 8));
     let l = lists(&buf);
-    // 28 bytes of header + 996 = 1024.
-    let p = plan_reply(&l, shape(996, None), 1024).unwrap();
+    // 48 bytes of header, the unused Reply chunk echoed, + 976 = 1024.
+    let p = plan_reply(&l, shape(976, None), 1024).unwrap();
     assert!(!p.nomsg());
-    assert_eq!(p.header_len(), 28);
-    let p = plan_reply(&l, shape(997, None), 1024).unwrap();
+    assert_eq!(p.header_len(), 48);
+    let p = plan_reply(&l, shape(977, None), 1024).unwrap();
     assert!(p.nomsg());
     assert_eq!(p.header_len(), 16 + 4 + 4 + 8 + 16);
     assert_eq!(p.inline_ranges().count(), 0);
@@ -745,7 +976,7 @@ fn inline_fits_exactly_or_takes_the_reply_chunk() {
         p.writes().collect::<Vec<_>>(),
         vec![rpcrdma_proto::responder::RdmaWrite {
             src: 0,
-            len: 997,
+            len: 977,
             handle: 0x77,
             offset: 0x4000
         }]
@@ -755,18 +986,18 @@ fn inline_fits_exactly_or_takes_the_reply_chunk() {
     assert_eq!(n as u32, p.header_len());
     assert_eq!(
         &hdr[..n],
-        &words(&[XID, 1, 9, 1, 0, 0, 1, 1, 0x77, 997, 0, 0x4000])[..]
+        &words(&[XID, 1, 9, 1, 0, 0, 1, 1, 0x77, 977, 0, 0x4000])[..]
     );
     // Without a Reply chunk there is no way to send it.
     let buf = msg(0, &[], &[], None, &rpc(0, 8));
     assert_eq!(
         plan_reply(&lists(&buf), shape(997, None), 1024),
-        Err(RdmaError::Chunk)
+        Err(Cause::ReplyTooLong)
     );
     // A Reply chunk too small.
     assert_eq!(
         plan_reply(&l, shape(4097, None), 1024),
-        Err(RdmaError::Chunk)
+        Err(Cause::ReplyChunkTooSmall)
     );
     assert!(plan_reply(&l, shape(4096, None), 1024).is_ok());
 }
@@ -811,17 +1042,17 @@ fn the_payload_fills_write_chunk_segments_in_order() {
     // One byte more than the chunk holds.
     assert_eq!(
         plan_reply(&l, shape(20000, Some((100, 9193))), 1 << 20),
-        Err(RdmaError::Chunk)
+        Err(Cause::PayloadTooLong)
     );
     assert!(plan_reply(&l, shape(20000, Some((100, 9192))), 1 << 20).is_ok());
     // A payload range outside the Reply.
     assert_eq!(
         plan_reply(&l, shape(200, Some((100, 101))), 1024),
-        Err(RdmaError::Chunk)
+        Err(Cause::BadPayload)
     );
     assert_eq!(
         plan_reply(&l, shape(200, Some((u32::MAX, 2))), 1024),
-        Err(RdmaError::Chunk)
+        Err(Cause::BadPayload)
     );
 }
 
@@ -878,9 +1109,9 @@ fn each_payload_takes_the_next_write_chunk() {
     // pad), are nfsd's mistake: refused rather than sent wrong.
     let mut bad = sh;
     bad.payloads[1] = Some((1102, 10));
-    assert_eq!(plan_reply(&l, bad, 1024), Err(RdmaError::Chunk));
+    assert_eq!(plan_reply(&l, bad, 1024), Err(Cause::BadPayload));
     bad.payloads[1] = Some((50, 10));
-    assert_eq!(plan_reply(&l, bad, 1024), Err(RdmaError::Chunk));
+    assert_eq!(plan_reply(&l, bad, 1024), Err(Cause::BadPayload));
 }
 
 #[test]
@@ -889,11 +1120,100 @@ fn a_payload_without_write_chunk_stays_in_the_body() {
     let p = plan_reply(&lists(&buf), shape(500, Some((100, 300))), 1024).unwrap();
     assert_eq!(p.payload_len(), 0);
     assert_eq!(p.inline_ranges().collect::<Vec<_>>(), vec![0..500]);
-    // An empty payload leaves the Write chunk unused.
+    // An empty payload leaves its Write chunk unused.
     let buf = msg(0, &[], &[&[A]], None, &rpc(0, 8));
     let p = plan_reply(&lists(&buf), shape(500, Some((100, 0))), 1024).unwrap();
     assert_eq!(p.writes().count(), 0);
     assert_eq!(p.inline_ranges().collect::<Vec<_>>(), vec![0..500]);
+}
+
+/// RFC 8166 §4.3.3: "When a Requester provides a Reply chunk in an RPC
+/// Call message, the Responder MUST copy that chunk into the Transport
+/// header of the RPC Reply": a Reply sent inline returns it unused, every
+/// segment length 0. The Requester's side (`plan::check_reply`, and
+/// rpcrdma.ko's `rpcrdma_decode_msg`) accepts such a Reply as inline.
+#[test]
+fn an_unused_reply_chunk_is_echoed_with_zero_lengths() {
+    let r1 = s(0x81, 1 << 20, 0x1_0000);
+    let r2 = s(0x82, 4096, 0x2_0000);
+    let buf = msg(0, &[], &[], Some(&[r1, r2]), &rpc(0, 8));
+    let p = plan_reply(&lists(&buf), shape(100, None), 1024).unwrap();
+    assert!(!p.nomsg());
+    assert_eq!(p.writes().count(), 0);
+    let mut hdr = [0u8; 256];
+    let n = p.encode_header(&mut hdr, XID, 1).unwrap();
+    assert_eq!(n as u32, p.header_len());
+    let mut want = vec![XID, 1, 1, 0, 0, 0, 1, 2];
+    want.extend(seg(s(0x81, 0, 0x1_0000)));
+    want.extend(seg(s(0x82, 0, 0x2_0000)));
+    assert_eq!(&hdr[..n], &words(&want)[..]);
+    let mut reply = hdr[..n].to_vec();
+    reply.extend(words(&[XID, 1]));
+    let h = v1::decode(&reply, &Limits::DEFAULT).unwrap();
+    let v1::Body::Msg(got) = h.body else {
+        panic!("{:?}", h.body)
+    };
+    let offered = rpcrdma_proto::plan::Offered {
+        write_chunk: None,
+        reply_chunk: Some((1 << 20) + 4096),
+    };
+    assert_eq!(
+        rpcrdma_proto::plan::check_reply(false, &got, &offered),
+        Ok(rpcrdma_proto::plan::ReplyShape::Inline)
+    );
+}
+
+/// RFC 8166 §3.4.6: "For each Write chunk provided by a Requester, the
+/// Responder pushes one data item", in order: as many as the decode limit
+/// lets a Write list hold.
+#[test]
+fn every_write_chunk_takes_a_payload() {
+    let max = Limits::DEFAULT.max_chunks_per_list;
+    let segs: Vec<Segment> = (0..max).map(|i| s(0x100 + i, 64, 0)).collect();
+    let chunks: Vec<&[Segment]> = segs.iter().map(std::slice::from_ref).collect();
+    let buf = msg(0, &[], &chunks, None, &rpc(0, 8));
+    let l = lists(&buf);
+    // A COMPOUND of `max` READs of 32 bytes, 100 bytes apart.
+    let mut sh = shape(100 * max, None);
+    for (i, slot) in sh.payloads.iter_mut().enumerate() {
+        *slot = Some((100 * i as u32 + 20, 32));
+    }
+    let p = plan_reply(&l, sh, 4096).unwrap();
+    assert_eq!(p.write_chunks_used(), max as usize);
+    let handles: Vec<u32> = p.writes().map(|w| w.handle).collect();
+    assert_eq!(handles, (0..max).map(|i| 0x100 + i).collect::<Vec<_>>());
+}
+
+/// A READ at end of file has an empty result payload; it still takes its
+/// Write chunk (returned with nothing written), so that the next READ's
+/// data goes into the next chunk, where the client looks for it.
+#[test]
+fn a_zero_length_payload_consumes_its_write_chunk() {
+    let w1 = s(0x91, 4096, 0x1_0000);
+    let w2 = s(0x92, 4096, 0x2_0000);
+    let buf = msg(0, &[], &[&[w1], &[w2]], None, &rpc(0, 8));
+    let mut sh = shape(800, Some((100, 0)));
+    sh.payloads[1] = Some((200, 500));
+    let p = plan_reply(&lists(&buf), sh, 1024).unwrap();
+    assert_eq!(
+        p.writes()
+            .map(|w| (w.src, w.len, w.handle))
+            .collect::<Vec<_>>(),
+        vec![(200, 500, 0x92)]
+    );
+    assert_eq!(p.write_chunks_used(), 1);
+    assert_eq!(
+        p.inline_ranges().collect::<Vec<_>>(),
+        vec![0..200, 700..800]
+    );
+    let mut hdr = [0u8; 256];
+    let n = p.encode_header(&mut hdr, XID, 1).unwrap();
+    let mut want = vec![XID, 1, 1, 0, 0, 1, 1];
+    want.extend(seg(s(0x91, 0, 0x1_0000)));
+    want.extend([1, 1]);
+    want.extend(seg(s(0x92, 500, 0x2_0000)));
+    want.extend([0, 0]);
+    assert_eq!(&hdr[..n], &words(&want)[..]);
 }
 
 #[test]
@@ -938,10 +1258,122 @@ fn a_nomsg_header_must_fit_the_send_too() {
     // 32 + 1600 bytes of header.
     assert_eq!(
         plan_reply(&l, shape(1700, None), 1024),
-        Err(RdmaError::Chunk)
+        Err(Cause::HeaderTooLong)
     );
     assert!(plan_reply(&l, shape(1700, None), 1632).unwrap().nomsg());
     assert!(plan_reply(&l, shape(1700, None), 1631).is_err());
+}
+
+// ---------------------------------------------------------------------
+// What other clients may send: legal, and served
+// ---------------------------------------------------------------------
+
+/// A Reply chunk of many segments (a client registering page by page)
+/// and far larger than a small Reply: the Reply goes inline, the chunk
+/// echoed unused when the echo fits the Send. When only the echo keeps
+/// the Reply from fitting, and the Reply chunk cannot be used either
+/// (its echo is as long in an RDMA_NOMSG header), the Reply goes inline
+/// without it rather than not at all: rpcrdma.ko's client takes either.
+#[test]
+fn a_reply_chunk_far_larger_than_the_reply_is_served() {
+    let pages: Vec<Segment> = (0..256).map(|i| s(0x300 + i, 4096, 0)).collect();
+    let buf = msg(0, &[], &[], Some(&pages), &rpc(0, 8));
+    let l = lists(&buf);
+    // 28 - 4 + 8 + 256 * 16 = 4128 bytes of echo: too long for 4096.
+    let p = plan_reply(&l, shape(200, None), 4096).unwrap();
+    assert!(!p.nomsg());
+    assert_eq!(p.header_len(), 28);
+    assert_eq!(p.inline_ranges().collect::<Vec<_>>(), vec![0..200]);
+    let mut hdr = [0u8; 64];
+    let n = p.encode_header(&mut hdr, XID, 1).unwrap();
+    assert_eq!(&hdr[..n], &words(&[XID, 1, 1, 0, 0, 0, 0])[..]);
+    // With room for the echo, it is echoed.
+    let p = plan_reply(&l, shape(200, None), 8192).unwrap();
+    assert!(!p.nomsg());
+    assert_eq!(p.header_len(), 4128);
+    // A body too long for inline still goes by the chunk, where its
+    // header fits.
+    let p = plan_reply(&l, shape(10000, None), 8192).unwrap();
+    assert!(p.nomsg());
+    assert_eq!(p.writes().count(), 3);
+    // A 1 MiB Reply chunk in one segment for a 100-byte Reply.
+    let buf = msg(0, &[], &[], Some(&[s(0x40, 1 << 20, 0)]), &rpc(0, 8));
+    let p = plan_reply(&lists(&buf), shape(100, None), 1024).unwrap();
+    assert!(!p.nomsg());
+    assert_eq!(p.header_len(), 48);
+}
+
+/// Write and Reply chunks describe the client's memory, of which the
+/// server writes only its Reply: however much they offer (16 READs of
+/// 2 MiB, a 64 MiB Reply chunk), there is nothing to bound. The byte
+/// limit is for the Read list, which the server pulls into its own pages.
+#[test]
+fn write_and_reply_chunks_beyond_the_byte_limit_are_served() {
+    let max = Limits::DEFAULT.max_chunks_per_list;
+    let segs: Vec<Segment> = (0..max).map(|i| s(0x200 + i, 2 << 20, 0)).collect();
+    let chunks: Vec<&[Segment]> = segs.iter().map(std::slice::from_ref).collect();
+    let buf = msg(0, &[], &chunks, Some(&[s(0x300, 64 << 20, 0)]), &rpc(0, 8));
+    let l = lists(&buf);
+    let p = plan_reply(&l, shape(4200, Some((100, 4096))), 1024).unwrap();
+    assert_eq!(p.write_chunks_used(), 1);
+    // The Read list stays bounded.
+    let big = s(1, 17 << 20, 0);
+    assert_eq!(
+        chunk_err(&msg(0, &[(8, big)], &[], None, &rpc(0, 8))),
+        Cause::Header(DecodeError::TooManyBytes)
+    );
+}
+
+/// A Write list longer than the Reply needs: the unused chunks come back
+/// with zero lengths (RFC 8166 §3.4.6, as `svc_rdma_encode_write_list`).
+#[test]
+fn a_write_list_longer_than_the_reply_needs_is_served() {
+    let max = Limits::DEFAULT.max_chunks_per_list;
+    let segs: Vec<Segment> = (0..max).map(|i| s(0x200 + i, 1 << 20, 0)).collect();
+    let chunks: Vec<&[Segment]> = segs.iter().map(std::slice::from_ref).collect();
+    let buf = msg(0, &[], &chunks, None, &rpc(0, 8));
+    let l = lists(&buf);
+    let p = plan_reply(&l, shape(4200, Some((100, 4096))), 1024).unwrap();
+    assert_eq!(p.write_chunks_used(), 1);
+    let mut hdr = [0u8; 1024];
+    let n = p.encode_header(&mut hdr, XID, 1).unwrap();
+    let mut want = vec![XID, 1, 1, 0, 0, 1, 1];
+    want.extend(seg(s(0x200, 4096, 0)));
+    for i in 1..max {
+        want.extend([1, 1]);
+        want.extend(seg(s(0x200 + i, 0, 0)));
+    }
+    want.extend([0, 0]);
+    assert_eq!(&hdr[..n], &words(&want)[..]);
+    // And with no payload at all.
+    let p = plan_reply(&l, shape(300, None), 1024).unwrap();
+    assert_eq!(p.writes().count(), 0);
+}
+
+/// A Read chunk of as many small, unaligned segments as the decode limit
+/// allows, and a Long Call likewise split, are read segment by segment.
+#[test]
+fn a_read_chunk_of_many_small_segments_is_served() {
+    let most = Limits::DEFAULT.max_segments_per_chunk;
+    let small: Vec<(u32, Segment)> = (0..most).map(|i| (8, s(0x500 + i, 3, 0x10))).collect();
+    let inline = rpc(0, 16);
+    let buf = msg(0, &small, &[], None, &inline);
+    let c = call(&buf);
+    let a = assemble(&c, 1 << 20).unwrap();
+    assert!(a.has_reads());
+    let reads = a
+        .clone()
+        .filter(|p| matches!(p, Piece::Read { .. }))
+        .count();
+    assert_eq!(reads, most as usize);
+    let len = 3 * most as usize;
+    assert_eq!(a.total_len() as usize, 16 + len + (4 - len % 4) % 4);
+    assert_eq!(run(&c, u32::MAX).unwrap().len(), a.total_len() as usize);
+    // A Long Call of 260 segments of 5 bytes.
+    let long: Vec<(u32, Segment)> = (0..most).map(|i| (0, s(0x600 + i, 5, 0))).collect();
+    let buf = msg(1, &long, &[], None, &[]);
+    let c = call(&buf);
+    assert_eq!(assemble(&c, 1 << 20).unwrap().count(), most as usize);
 }
 
 #[test]
@@ -949,11 +1381,16 @@ fn random_replies_put_every_byte_in_one_place() {
     let mut rng = Rng(0x1234_5678_9abc_def1);
     let mut multi = 0u32;
     for round in 0..3000 {
-        // Up to three Write chunks (handles 5, 7, 8) and three payloads.
+        // Up to three Write chunks (handles 5, 7, 8), some empty (no
+        // segment), and three payloads, some empty (READ at EOF).
         let wsegs: Vec<Vec<Segment>> = (0..rng.below(4))
             .map(|i| {
                 let wl = rng.below(3000) as u32;
-                split(&mut rng, [5, 7, 8][i as usize], wl)
+                let mut w = split(&mut rng, [5, 7, 8][i as usize], wl);
+                if rng.below(8) == 0 {
+                    w.clear();
+                }
+                w
             })
             .collect();
         let rl = rng.below(3000) as u32;
@@ -968,7 +1405,11 @@ fn random_replies_put_every_byte_in_one_place() {
         let mut payloads: Vec<(u32, u32)> = Vec::new();
         for slot in shape.payloads.iter_mut().take(rng.below(4) as usize) {
             let off = at + 4 * rng.below(u64::from(len - at) / 4 + 1) as u32;
-            let plen = 1 + rng.below(u64::from(len - off) + 1) as u32;
+            let plen = if rng.below(8) == 0 {
+                0
+            } else {
+                1 + rng.below(u64::from(len - off) + 1) as u32
+            };
             if off + plen > len {
                 break;
             }
@@ -1010,6 +1451,18 @@ fn random_replies_put_every_byte_in_one_place() {
             v1::Body::Error(_) => panic!(),
         };
         assert_eq!(nomsg, p.nomsg());
+        // An offered Reply chunk comes back, unused when the Reply is
+        // inline; left out only when its echo would not fit the Send.
+        let echo = 8 + 16 * rsegs.len();
+        if with_r && got.reply.is_none() {
+            assert!(!nomsg);
+            assert!(hdr.len() + inline.len() + echo > inline_max as usize);
+        } else {
+            assert_eq!(got.reply.is_some(), with_r, "round {round}");
+        }
+        if !nomsg {
+            assert_eq!(got.reply.map_or(0, |r| r.total_length()), 0);
+        }
         let read = |c: &rpcrdma_proto::chunk::WriteChunk<'_>| -> Vec<u8> {
             c.segments()
                 .flat_map(|sg| (0..u64::from(sg.length)).map(move |i| (sg.handle, sg.offset + i)))
@@ -1070,6 +1523,32 @@ fn remote_invalidation_needs_the_flag_and_one_handle() {
     assert_eq!(invalidate_handle(&lists(&long), true), None);
 }
 
+/// RFC 8797 §5.1: "When either peer on a connection clears this flag, the
+/// responder MUST use only RDMA Send when transmitting RPC Replies." The
+/// server's own flag is the one it advertised, set only when its device
+/// can post Send With Invalidate.
+#[test]
+fn remote_invalidation_needs_both_peers_flags() {
+    assert!(remote_invalidation(true, true));
+    assert!(!remote_invalidation(true, false));
+    assert!(!remote_invalidation(false, true));
+    assert!(!remote_invalidation(false, false));
+    let one = msg(0, &[(8, A)], &[&[A]], Some(&[A]), &rpc(0, 8));
+    let l = lists(&one);
+    assert_eq!(
+        invalidate_handle(&l, remote_invalidation(true, true)),
+        Some(0xa)
+    );
+    assert_eq!(
+        invalidate_handle(&l, remote_invalidation(true, false)),
+        None
+    );
+    assert_eq!(
+        invalidate_handle(&l, remote_invalidation(false, true)),
+        None
+    );
+}
+
 #[test]
 fn errors_encode_as_rpcrdma_ko_sends_them() {
     let mut buf = [0u8; 28];
@@ -1110,6 +1589,7 @@ fn exercise(buf: &[u8]) -> Option<()> {
         return None;
     };
     if let Ok(a) = assemble(&c, 1 << 20) {
+        assert_eq!(a.has_reads(), c.has_read_data());
         let total = a.total_len();
         let mut at = 0;
         for p in a {

@@ -806,6 +806,104 @@ static unsigned int b_rpc_reply(struct cconn *c, uint8_t *p, uint32_t xid)
 	return o;
 }
 
+/* 24 bytes: a header cut before its Reply chunk, under the 28 of RFC 8166 4.5. */
+static unsigned int b_short24(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	unsigned int o = 0;
+
+	(void)c;
+	hdr(p, &o, xid, 1, RDMA_MSG);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	return o;
+}
+
+/* A backward-direction RPC Reply whose RPC XID differs from rdma_xid. */
+static unsigned int b_bc_reply_xid(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	unsigned int o = 0;
+
+	(void)c;
+	hdr(p, &o, xid, 1, RDMA_MSG);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	rpc_msg(p, &o, xid ^ 0x00ff0000, 1);
+	return o;
+}
+
+/* A backward-direction RPC Reply with a Read chunk at position 3. */
+static unsigned int b_bc_reply_bad_list(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	unsigned int o = 0;
+
+	hdr(p, &o, xid, 1, RDMA_MSG);
+	put32(p, &o, 1);
+	put32(p, &o, 3);
+	seg(p, &o, c->cmr->rkey, 8, (uintptr_t)c->chunk);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	rpc_msg(p, &o, xid, 1);
+	return o;
+}
+
+/* A NULL Call with a Read chunk of 0 bytes at its end: nothing to read. */
+static unsigned int b_read_zero(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	unsigned int o = 0;
+
+	hdr(p, &o, xid, 1, RDMA_MSG);
+	put32(p, &o, 1);
+	put32(p, &o, 40);
+	seg(p, &o, c->cmr->rkey, 0, (uintptr_t)c->chunk);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	rpc_msg(p, &o, xid, 0);
+	return o;
+}
+
+/*
+ * A NULL Call followed by two 8-byte Read chunks (zeros the NULL procedure
+ * ignores), the one at 48 listed before the one at 40.
+ */
+static unsigned int b_read_unordered(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	unsigned int o = 0;
+
+	hdr(p, &o, xid, 1, RDMA_MSG);
+	put32(p, &o, 1);
+	put32(p, &o, 48);
+	seg(p, &o, c->cmr->rkey, 8, (uintptr_t)c->chunk + CH_REPLY + 2048);
+	put32(p, &o, 1);
+	put32(p, &o, 40);
+	seg(p, &o, c->cmr->rkey, 8, (uintptr_t)c->chunk + CH_REPLY + 2056);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	rpc_msg(p, &o, xid, 0);
+	return o;
+}
+
+/* Five Write chunks on a NULL Call: none used, each echoed. */
+static unsigned int b_write_five(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	unsigned int o = 0, k;
+
+	hdr(p, &o, xid, 1, RDMA_MSG);
+	put32(p, &o, 0);
+	for (k = 0; k < 5; k++) {
+		put32(p, &o, 1);
+		put32(p, &o, 1);
+		seg(p, &o, c->cmr->rkey, 64, (uintptr_t)c->chunk + CH_WRITE + 64 * k);
+	}
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	rpc_msg(p, &o, xid, 0);
+	return o;
+}
+
 /* 27 bytes: the fixed header (28 bytes with three empty lists) one byte short. */
 static unsigned int b_short27(struct cconn *c, uint8_t *p, uint32_t xid)
 {
@@ -926,24 +1024,6 @@ static unsigned int b_read_many_segs(struct cconn *c, uint8_t *p, uint32_t xid)
 	return o;
 }
 
-/* A NULL Call offering three Write chunks of 64 bytes: none is needed. */
-static unsigned int b_write_list_long(struct cconn *c, uint8_t *p, uint32_t xid)
-{
-	unsigned int o = 0, k;
-
-	hdr(p, &o, xid, 1, RDMA_MSG);
-	put32(p, &o, 0);
-	for (k = 0; k < 3; k++) {
-		put32(p, &o, 1);
-		put32(p, &o, 1);
-		seg(p, &o, c->cmr->rkey, 64, (uintptr_t)c->chunk + CH_WRITE + 256 * k);
-	}
-	put32(p, &o, 0);
-	put32(p, &o, 0);
-	rpc_msg(p, &o, xid, 0);
-	return o;
-}
-
 /* A NULL Call offering a Reply chunk of 1 MiB (registered: BIGCHUNKSZ). */
 static unsigned int b_reply_chunk_huge(struct cconn *c, uint8_t *p, uint32_t xid)
 {
@@ -955,22 +1035,6 @@ static unsigned int b_reply_chunk_huge(struct cconn *c, uint8_t *p, uint32_t xid
 	put32(p, &o, 1);
 	put32(p, &o, 1);
 	seg(p, &o, c->cmr->rkey, 1024 * 1024, (uintptr_t)c->chunk + CH_REPLY);
-	rpc_msg(p, &o, xid, 0);
-	return o;
-}
-
-/* A NULL Call with a data Read chunk at its end (position 40) of 0 bytes. */
-static unsigned int b_read_zero_bytes(struct cconn *c, uint8_t *p, uint32_t xid)
-{
-	unsigned int o = 0;
-
-	hdr(p, &o, xid, 1, RDMA_MSG);
-	put32(p, &o, 1);
-	put32(p, &o, NULL_CALL_LEN);
-	seg(p, &o, c->cmr->rkey, 0, (uintptr_t)c->chunk + CH_CALL);
-	put32(p, &o, 0);
-	put32(p, &o, 0);
-	put32(p, &o, 0);
 	rpc_msg(p, &o, xid, 0);
 	return o;
 }
@@ -1002,6 +1066,7 @@ static const struct ccase cases[] = {
 	{ "client-error", "RDMA_ERROR ERR_CHUNK from the requester", b_error, C_ONE, 0, 0 },
 	{ "short-12", "12 bytes: xid, vers, credits, no rdma_proc", b_short12, C_ONE, 0, 0 },
 	{ "short-2", "2 bytes", b_short2, C_ONE, 0, 0 },
+	{ "short-24", "24 bytes: a header without its Reply chunk", b_short24, C_ONE, 0, 0 },
 	{ "empty", "a Send of 0 bytes", b_empty, C_ONE, 0, 0 },
 	{ "read-unterminated", "Read list never terminated", b_read_unterminated, C_ONE, 0, 0 },
 	{ "read-huge", "Read segment of 0x7fffffff bytes", b_read_huge, C_ONE, 0, 0 },
@@ -1015,6 +1080,11 @@ static const struct ccase cases[] = {
 	{ "nomsg-nochunk", "RDMA_NOMSG without chunks, a Call inline", b_nomsg_nochunk, C_ONE, 0, 0 },
 	{ "xid-mismatch", "rdma_xid differs from the RPC XID", b_xid_mismatch, C_ONE, 0, 0 },
 	{ "rpc-reply", "an RPC Reply instead of a Call", b_rpc_reply, C_ONE, 0, 0 },
+	{ "bc-reply-xid", "an RPC Reply whose XID differs from rdma_xid", b_bc_reply_xid, C_ONE, 0, 0 },
+	{ "bc-reply-bad-list", "an RPC Reply with a Read chunk at position 3", b_bc_reply_bad_list, C_ONE, 0, 0 },
+	{ "read-zero", "NULL Call with a Read chunk of 0 bytes", b_read_zero, C_ONE, 0, 0 },
+	{ "read-unordered", "NULL Call and two Read chunks, positions descending", b_read_unordered, C_ONE, 0, 0 },
+	{ "write-five", "NULL Call offering 5 Write chunks", b_write_five, C_ONE, 0, 0 },
 	{ "garbage", "256 random bytes", b_garbage, C_ONE, 0, 0 },
 	{ "garbage-v1", "v1 RDMA_MSG header, random chunk lists", b_garbage_v1, C_ONE, 0, 0 },
 	{ "read-bad-rkey", "Position Zero Read chunk at an rkey never registered", b_read_bad_rkey, C_ONE, 0, 0 },
@@ -1024,14 +1094,12 @@ static const struct ccase cases[] = {
 	{ "credit-burst", "3 x the granted credits of NULL Calls at once", b_null, C_BURST, 0, 0 },
 	{ "oversize-early", "oversize, sent 1 s before our RTU", b_oversize, C_EARLY, 0, 0 },
 	{ "short-27", "27 bytes: the fixed header one byte short", b_short27, C_ONE, 0, 0 },
-	{ "bc-reply-bad-xid", "an RPC Reply whose XID differs from rdma_xid", b_bc_reply_bad_xid, C_ONE, 0, 0 },
+	{ "bc-reply-bad-xid", "a well-formed RPC Reply (accepted, SUCCESS) whose XID differs from rdma_xid", b_bc_reply_bad_xid, C_ONE, 0, 0 },
 	{ "bc-reply-short", "an RPC Reply of 8 bytes", b_bc_reply_short, C_ONE, 0, 0 },
 	{ "read-many-segs", "a Long Call in a Position Zero Read chunk of 160 segments of 16 bytes",
 	  b_read_many_segs, C_ONE, 0, 0 },
-	{ "write-list-long", "NFS NULL Call offering 3 Write chunks", b_write_list_long, C_ONE, 0, 0 },
 	{ "reply-chunk-huge", "NFS NULL Call offering a 1 MiB Reply chunk", b_reply_chunk_huge, C_ONE,
 	  BIGCHUNKSZ, 0 },
-	{ "read-zero-bytes", "NFS NULL Call with a data Read chunk of 0 bytes", b_read_zero_bytes, C_ONE, 0, 0 },
 	{ "pzrc-zero-bytes", "RDMA_NOMSG, Position Zero Read chunk of one 0-byte segment",
 	  b_pzrc_zero_bytes, C_ONE, 0, 0 },
 	{ "abandon-connect", "connects abandoned after the REQ (REQ_SENT) or the REP, 200 or more; then a NULL Call",

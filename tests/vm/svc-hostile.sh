@@ -29,9 +29,10 @@
 #   good-*            the peer works: a well-formed Reply (rpc=ok)
 #   done, client-error  rpcrdma.ko drops them (svc_rdma_xdr_decode_req
 #                     out_drop) *; the connection must stay and serve
-#   short-27, short-12  shorter than the fixed header (28 bytes): RFC
-#                     8166 4.5, the receiver cannot trust the XID and MUST
-#                     silently discard it; rs drops them and serves on.
+#   short-27, short-24, short-12  shorter than the fixed header (28
+#                     bytes): RFC 8166 4.5, the receiver cannot trust the
+#                     XID and "MUST silently discard the message before
+#                     performing any parsing"; rs drops them and serves on.
 #                     rpcrdma.ko answers ERR_CHUNK with the xid it has *
 #   short-2, empty    the same for rs. rpcrdma.ko sends ERR_CHUNK with
 #                     the first 8 bytes of its Receive buffer as rdma_xid
@@ -40,7 +41,24 @@
 #                     kernel memory) *. no_stale below holds any answer of
 #                     rs to these to bytes we sent or zeros
 #   write-segzero     rpcrdma.ko rejects a Write chunk of 0 segments; RFC
-#                     8166 3.4.6 calls it an empty Write chunk: rs may reply
+#                     8166 3.4.6 calls it an empty Write chunk: rs replies
+#   write-five        5 Write chunks, none needed: echoed unused, a reply;
+#                     each chunk with its segments, all of 0 bytes (RFC
+#                     8166 3.4.6 "unused Write chunk"; rs: checked, see
+#                     echoes_ok; rpcrdma.ko echoed 3 chunks so when tried)
+#   bc-reply-xid, bc-reply-bad-list  an RPC Reply (backward direction)
+#                     whose XID differs, or whose Read list is malformed:
+#                     "a Requester MUST silently discard" a Reply with
+#                     header errors (RFC 8166 4.5), and an RDMA_ERROR with
+#                     that XID would be looked up among the client's own
+#                     Calls. rpcrdma.ko drops the first (nfsd drops the
+#                     Reply) and answers the second with ERR_CHUNK *
+#   read-zero         a Read chunk of 0 bytes: nothing to read, rs serves
+#                     the Call; rpcrdma.ko fails any zero-length segment
+#                     and closes the connection
+#   read-unordered    Read chunks listed by descending position: RFC 8166
+#                     does not order them, rpcrdma.ko sorts them
+#                     (svc_rdma_pcl.c), and rs takes them by position
 #   write-huge        nothing to write for a NULL: rpcrdma.ko replies; rs
 #                     may reject a chunk longer than any payload it allows
 #   nomsg-nochunk, xid-mismatch  rpcrdma.ko serves the inline Call *
@@ -55,17 +73,10 @@
 #                     bytes): RFC 8166 3.4.4 lets a requester split a chunk
 #                     as it likes, and 160 is within the decode limit (260):
 #                     served
-#   write-list-long   a NULL Call offering 3 Write chunks: served, each
-#                     chunk echoed with its segments, all of 0 bytes (RFC
-#                     8166 3.4.6 "unused Write chunk"; rs: checked;
-#                     rpcrdma.ko does so too)
 #   reply-chunk-huge  a NULL Call offering a 1 MiB Reply chunk: served;
 #                     inline, the Reply chunk is echoed with length 0
 #                     (4.3.3: the Responder MUST copy it; rs: checked).
 #                     rpcrdma.ko always sends the Reply in the chunk
-#   read-zero-bytes   a data Read chunk of 0 bytes: served, or ERR_CHUNK;
-#                     never a disconnect. rpcrdma.ko disconnects: its
-#                     rdma_rw refuses a segment of 0 bytes *
 #   pzrc-zero-bytes   RDMA_NOMSG whose Position Zero Read chunk moves 0
 #                     bytes: no Call to serve: ERR_CHUNK, or dropped (the
 #                     RPC layer gets an empty Call); never a disconnect.
@@ -106,19 +117,25 @@ done                nothing               nothing|err-chunk
 client-error        nothing               nothing|err-chunk
 short-12            err-chunk             nothing
 short-2             err-chunk             nothing
+short-24            err-chunk             nothing
 empty               err-chunk             nothing
 read-unterminated   err-chunk             err-chunk
 read-huge           err-chunk             err-chunk
 read-unaligned      err-chunk             err-chunk
 read-beyond         err-chunk             err-chunk
 write-segcount      err-chunk             err-chunk
-write-segzero       err-chunk             err-chunk|reply
+write-segzero       err-chunk             reply
+write-five          reply                 reply
 write-unterminated  err-chunk             err-chunk
 write-huge          reply                 reply|err-chunk
 reply-segcount      err-chunk             err-chunk
 nomsg-nochunk       reply                 err-chunk|reply
 xid-mismatch        reply                 err-chunk|reply
 rpc-reply           nothing               nothing
+bc-reply-xid        nothing               nothing
+bc-reply-bad-list   err-chunk             nothing
+read-zero           disconnect            reply
+read-unordered      reply                 reply
 garbage             err-vers              err-vers|err-chunk|disconnect
 garbage-v1          err-chunk             err-chunk|disconnect
 read-bad-rkey       disconnect            disconnect
@@ -131,9 +148,7 @@ short-27            err-chunk             nothing
 bc-reply-bad-xid    nothing               nothing
 bc-reply-short      nothing               nothing
 read-many-segs      reply                 reply
-write-list-long     reply                 reply
 reply-chunk-huge    reply                 reply
-read-zero-bytes     disconnect            reply|err-chunk
 pzrc-zero-bytes     disconnect            err-chunk|nothing
 abandon-connect     reply                 reply
 '
@@ -234,9 +249,9 @@ no_stale() {
 echoes_ok() {
     [ "$(field "$2" result)" = reply ] || return 0
     case $1 in
-    write-list-long)
-        [ "$(field "$2" wchunks)" = 3 ] && [ "$(field "$2" wbytes)" = 0 ] ||
-            { echo "3 Write chunks offered, none needed: echoed $(field "$2" wchunks), $(field "$2" wbytes) bytes written"; return 1; } ;;
+    write-five)
+        [ "$(field "$2" wchunks)" = 5 ] && [ "$(field "$2" wbytes)" = 0 ] ||
+            { echo "5 Write chunks offered, none needed: echoed $(field "$2" wchunks), $(field "$2" wbytes) bytes written"; return 1; } ;;
     reply-chunk-huge)
         [ "$(field "$2" via)" != inline ] || [ "$(field "$2" rchunk)" = 0 ] ||
             { echo "an inline Reply echoed the offered Reply chunk as $(field "$2" rchunk), not with length 0"; return 1; } ;;

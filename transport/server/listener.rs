@@ -1,58 +1,54 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! A listening endpoint (`echo "rdma 20049" > /proc/fs/nfsd/portlist`):
-//! its CM id accepts each connection request in the CM callback and
-//! queues the new connection, which an nfsd thread then takes with
-//! `xpo_accept`.
+//! A listening endpoint (`echo "rdma 20049" > /proc/fs/nfsd/portlist`).
+//!
+//! Its CM callback only queues each connection request; an nfsd thread
+//! then builds and accepts the connection in `xpo_accept`, as svcrdma
+//! does: building one (a QP, CQs and hundreds of DMA-mapped buffers) in
+//! the callback made every request behind it wait, so a peer that sent
+//! REQs and gave up on them delayed the next client by seconds, and made
+//! the server build connections nobody would serve. Requests whose peer
+//! gave up before nfsd got to them are dropped unbuilt, and the queue is
+//! bounded.
 
 use kernel::prelude::*;
 use kernel::sync::{new_mutex, Mutex, SetOnce};
 
 use super::conn::SvcConn;
-use crate::rdma::{CmEvent, ConnRequest, ListenHandler, Listener};
-use crate::sunrpc::{discard, new_object, Net, Serv, SockAddr, SvcObject, SvcXprt, XptFlag};
+use super::TOTALS;
+use crate::rdma::{CmEvent, ConnRequest, ListenHandler, ListenOwner, Listener, PendingConn};
+use crate::sunrpc::{discard, new_object, Net, Serv, SockAddr, SvcXprt, XptFlag};
 
 /// Connection requests waiting for the accept queue, as svcrdma allows.
 const BACKLOG: i32 = 16;
+
+/// Connection requests still wanted that may wait for nfsd. Past it, a
+/// request is rejected at once: the clients that sent them retry, and a
+/// peer that floods the listener with REQs holds no more than a few times
+/// this many CM ids, and no connection is built for any of them.
+const MAX_PENDING: usize = 256;
 
 /// `AF_INET` and `AF_INET6`.
 const AF_INET: u16 = 2;
 const AF_INET6: u16 = 10;
 
-/// A connection accepted but not yet taken by nfsd. Dropped unclaimed (the
-/// listener went first), it is released through sunrpc like any other.
-struct Queued(Option<Pin<KBox<SvcConn>>>);
-
-impl Drop for Queued {
-    fn drop(&mut self) {
-        if let Some(conn) = self.0.take() {
-            discard(conn);
-        }
-    }
-}
-
 /// A listener.
 ///
 /// # Invariants
 ///
-/// `xprt` comes first (`repr(C)`, [`SvcObject`]). `id` is dropped before
-/// `accept_q` (field order), so no request can queue a connection once
-/// the queue goes.
+/// `xprt` comes first (`repr(C)`, [`SvcObject`](crate::sunrpc::SvcObject)).
+/// `id` is dropped before `accept_q` (field order), so no request can be
+/// queued once the queue goes.
 #[repr(C)]
 #[pin_data]
 pub(crate) struct SvcListener {
     xprt: SvcXprt,
     id: SetOnce<Listener<SvcListener>>,
     #[pin]
-    accept_q: Mutex<KVec<Queued>>,
+    accept_q: Mutex<KVec<PendingConn>>,
 }
 
-// SAFETY: `SvcListener` is `repr(C)` with its `SvcXprt` first.
-unsafe impl SvcObject for SvcListener {
-    fn xprt(&self) -> &SvcXprt {
-        &self.xprt
-    }
-}
+crate::sunrpc::impl_svc_object!(SvcListener, xprt);
 
 impl SvcListener {
     /// `xpo_create`: listens on `addr` in `net` for `serv`.
@@ -70,62 +66,73 @@ impl SvcListener {
             net,
             true,
         )?;
-        // SAFETY: `net` came from sunrpc and `addr` is a socket address;
-        // the handler is the listener, which owns the id and drops it
-        // first.
-        let id = unsafe { Listener::new(net.as_ptr(), &*this, addr.as_ptr(), BACKLOG) };
-        let id = match id {
-            Ok(id) => id,
-            Err(e) => {
-                rwarn!("server: cannot listen: {:?}\n", e);
-                discard(this);
-                return Err(e);
-            }
-        };
-        // SAFETY: The bound address is a valid socket address; it carries
-        // the port chosen when 0 was asked for.
-        unsafe { this.xprt.set_local(id.src_addr()) };
-        let _ = this.id.populate(id);
+        if let Err(e) = Listener::start(&*this, net, addr, BACKLOG) {
+            rwarn!("server: cannot listen: {:?}\n", e);
+            discard(this);
+            return Err(e);
+        }
+        if let Some(id) = this.id.as_ref() {
+            // With the port chosen when 0 was asked for.
+            this.xprt.set_local_addr(id.local_addr());
+        }
         rinfo!("server: listening for NFS/RDMA\n");
         Ok(this)
     }
 
-    /// `xpo_accept`: the oldest queued connection.
+    /// `xpo_accept`: builds and accepts the oldest queued request whose
+    /// peer still waits; drops those that gave up.
     pub(super) fn accept(&self) -> Option<Pin<KBox<SvcConn>>> {
         self.xprt.clear(XptFlag::Conn);
-        let mut q = self.accept_q.lock();
-        let conn = if q.is_empty() {
-            None
-        } else {
-            q.remove(0).ok().and_then(|mut queued| queued.0.take())
-        };
-        if !q.is_empty() {
-            self.xprt.set(XptFlag::Conn);
+        loop {
+            let req = {
+                let mut q = self.accept_q.lock();
+                let req = if q.is_empty() { None } else { q.remove(0).ok() };
+                if !q.is_empty() {
+                    self.xprt.set(XptFlag::Conn);
+                }
+                req
+            }?;
+            if req.is_gone() {
+                // Dropped here, in process context: destroys its id.
+                TOTALS.accept_failed.inc();
+                continue;
+            }
+            if let Some(conn) = SvcConn::accept(req, self.xprt.serv(), self.xprt.net()) {
+                return Some(conn);
+            }
         }
-        conn
+    }
+}
+
+impl ListenOwner for SvcListener {
+    fn listener(&self) -> &SetOnce<Listener<Self>> {
+        &self.id
     }
 }
 
 impl ListenHandler for SvcListener {
     fn connect_request(&self, req: ConnRequest<'_>) {
-        if self.xprt.is_dead() || self.accept_q.lock().reserve(1, GFP_KERNEL).is_err() {
+        if self.xprt.is_dead() {
             req.reject(&[]);
             return;
         }
-        let Some(conn) = SvcConn::accept(req, self.xprt.serv(), self.xprt.net()) else {
-            return;
-        };
-        if let Err(e) = self
-            .accept_q
-            .lock()
-            .push_within_capacity(Queued(Some(conn)))
-        {
-            // Room was reserved above, and only this callback (serialised
-            // by rdma_cm) pushes. Never drop the connection here: that
-            // would destroy its id from within its own callback.
-            core::mem::forget(e);
-            return;
-        }
+        // Room, and the push into it, under one acquisition: the
+        // per-device listeners of a wildcard address call this
+        // concurrently.
+        req.defer(|pending| {
+            let mut q = self.accept_q.lock();
+            // Requests whose peer gave up cost a CM id until nfsd drops
+            // them: they count against a larger bound, so that a burst
+            // of abandoned connects does not shut out a live client.
+            let live = q.iter().filter(|p| !p.is_gone()).count();
+            let full = live >= MAX_PENDING || q.len() >= 4 * MAX_PENDING;
+            if full || q.reserve(1, GFP_KERNEL).is_err() {
+                TOTALS.refused.inc();
+                rwarn!("server: accept queue full, connection refused\n");
+                return Err(pending);
+            }
+            q.push_within_capacity(pending).map_err(|e| e.0)
+        });
         self.xprt.set(XptFlag::Conn);
         self.xprt.enqueue();
     }
@@ -134,6 +141,14 @@ impl ListenHandler for SvcListener {
         match event {
             CmEvent::DeviceRemoval => {
                 rinfo!("server: listener's device removed\n");
+                self.xprt.deferred_close();
+            }
+            CmEvent::AddrChange => {
+                // The bound address moved to another device (a bond
+                // failed over): this id can no longer receive requests.
+                // Close it, as a removed device's; nfsd's listener goes
+                // with it, and `rpc.nfsd` or the admin sets it up again.
+                rinfo!("server: listener's address changed, closing it\n");
                 self.xprt.deferred_close();
             }
             other => rdebug!("server: listener event {:?}\n", other),

@@ -17,12 +17,11 @@ mod recv;
 mod send;
 
 use kernel::prelude::*;
-use kernel::sync::atomic::{Acquire, Atomic, Release};
 
 use super::client::IDENT;
 use super::Counter;
 use crate::sunrpc::{
-    Ctxt, DebugDir, Net, Serv, SockAddr, SvcClass, SvcRqst, SvcTransport, XprtClass,
+    Ctxt, Net, RootDir, RootGuard, Serv, SockAddr, SvcClass, SvcRqst, SvcTransport, XprtClass,
 };
 use crate::sys;
 use conn::{ConnStats, SvcConn};
@@ -98,42 +97,24 @@ impl SvcTransport for RdmaSvc {
 pub(crate) struct Registration {
     _class: SvcClass,
     _backchannel: XprtClass,
-    _debug: KBox<DebugDir>,
+    _debug: RootGuard,
 }
+
+/// `/sys/kernel/debug/rpcrdma_rs_server/`: the totals, and a directory
+/// per connection.
+pub(super) static SERVER_DIR: RootDir = RootDir::new();
 
 /// Registers the server class "rdma" (`EEXIST` if rpcrdma.ko has it) and
 /// shows the totals in `/sys/kernel/debug/rpcrdma_rs_server/`, where each
 /// connection adds a directory of its own.
 pub(crate) fn register(module: &'static ThisModule) -> Result<Registration> {
-    let debug = KBox::new(DebugDir::new(c"rpcrdma_rs_server", None), GFP_KERNEL)?;
-    // SAFETY: The totals are `'static`.
-    unsafe { TOTALS.publish(&debug) };
-    SERVER_DIR.store(&raw const *debug, Release);
-    let class = SvcClass::register::<RdmaSvc>(c"rdma", module, IDENT, sys::RPCSVC_MAXPAYLOAD)
-        .inspect_err(|_| SERVER_DIR.store(core::ptr::null(), Release))?;
-    let bc = backchannel::register(module)
-        .inspect_err(|_| SERVER_DIR.store(core::ptr::null(), Release))?;
+    let totals = ConnStats::FILES.map(|(name, field)| (name, field(&TOTALS)));
+    let debug = SERVER_DIR.install(c"rpcrdma_rs_server", &totals);
+    let class = SvcClass::register::<RdmaSvc>(c"rdma", module, IDENT, sys::RPCSVC_MAXPAYLOAD)?;
+    let bc = backchannel::register(module)?;
     Ok(Registration {
         _class: class,
         _backchannel: bc,
         _debug: debug,
     })
-}
-
-impl Drop for Registration {
-    fn drop(&mut self) {
-        // No connection is left (each holds a module reference).
-        SERVER_DIR.store(core::ptr::null(), Release);
-    }
-}
-
-/// The module's debugfs directory, while it is loaded.
-static SERVER_DIR: Atomic<*const DebugDir> = Atomic::new(core::ptr::null());
-
-/// The directory connections put theirs in.
-pub(super) fn server_dir() -> Option<&'static DebugDir> {
-    // SAFETY: Set to the `Registration`'s boxed directory, which lives
-    // until module unload; every connection (the only users) holds a
-    // module reference, so none outlives it.
-    unsafe { SERVER_DIR.load(Acquire).as_ref() }
 }

@@ -17,30 +17,22 @@
 use kernel::page::PAGE_SIZE;
 use kernel::prelude::*;
 
-use super::conn::{CallReads, RecvCtx, SvcConn};
+use super::conn::SvcConn;
 use super::{backchannel, send};
 use crate::proto::limits::Limits;
-use crate::proto::responder::{self, Assembly, Call, Piece, Received, Refusal};
+use crate::proto::responder::{self, Call, Piece, Received, Refusal};
 use crate::proto::v1::RdmaError;
-use crate::rdma::{CmId, PageSeg, RwCtx, RwOp};
-use crate::sunrpc::{Ctxt, SvcRqst, XptFlag};
+use crate::rdma::{PostError, Recv, RecvBuf};
+use crate::sunrpc::{HeldBytes, SvcRqst, XptFlag};
 
 /// Limits on what one Call may ask of us.
 pub(super) const LIMITS: Limits = Limits::DEFAULT;
 
-/// The request context for Receive buffer `idx`.
-pub(super) fn ctxt_of(idx: u32) -> Option<Ctxt> {
-    Ctxt::new(idx as usize + 1)
-}
-
-/// The Receive buffer of a request context.
-pub(super) fn idx_of(ctxt: Ctxt) -> u32 {
-    (ctxt.get() - 1) as u32
-}
+/// A Receive buffer of a connection.
+type Buf<'a> = RecvBuf<'a, SvcConn>;
 
 pub(super) fn recvfrom(conn: &SvcConn, rqst: &mut SvcRqst<'_>) -> i32 {
     rqst.reset_reply_pages();
-    rqst.set_ctxt(None);
     let next = {
         let mut ready = conn.ready.lock();
         let next = ready.pop();
@@ -56,17 +48,16 @@ pub(super) fn recvfrom(conn: &SvcConn, rqst: &mut SvcRqst<'_>) -> i32 {
     };
     // Another thread may take the next message now.
     conn.xprt().received();
-    let Some((idx, pulled)) = next else {
+    let Some((parked, pulled)) = next else {
         return 0;
     };
-    let Some(ctx) = conn.ep().and_then(|ep| ep.recvs.get(idx as usize)) else {
+    let Some(mut buf) = conn.ep().and_then(|ep| ep.recv(parked)) else {
         return 0;
     };
     if pulled {
-        return reads_done(conn, ctx, rqst, idx);
+        return reads_done(conn, buf, rqst);
     }
-    let msg = ctx.received();
-    ctx.buf.sync_for_cpu(msg.len());
+    let msg = buf.bytes();
     let call = match responder::receive(msg, &LIMITS) {
         Ok(Received::Call(call)) => call,
         Ok(Received::BackchannelReply {
@@ -81,7 +72,7 @@ pub(super) fn recvfrom(conn: &SvcConn, rqst: &mut SvcRqst<'_>) -> i32 {
                 rdebug!("server: dropped a backchannel reply, xid {:#x}\n", xid);
                 conn.count(|s| &s.dropped, 1);
             }
-            conn.repost(idx);
+            conn.repost(buf);
             return 0;
         }
         Err(Refusal::Error {
@@ -92,13 +83,13 @@ pub(super) fn recvfrom(conn: &SvcConn, rqst: &mut SvcRqst<'_>) -> i32 {
         }) => {
             rwarn!("server: refused a Call ({:?}), xid {:#x}\n", cause, xid);
             send::error(conn, xid, vers, error);
-            conn.repost(idx);
+            conn.repost(buf);
             return 0;
         }
         Err(Refusal::Drop(why)) => {
             rdebug!("server: dropped a message ({:?})\n", why);
             conn.count(|s| &s.dropped, 1);
-            conn.repost(idx);
+            conn.repost(buf);
             return 0;
         }
     };
@@ -107,122 +98,184 @@ pub(super) fn recvfrom(conn: &SvcConn, rqst: &mut SvcRqst<'_>) -> i32 {
         conn.close();
         return 0;
     };
-    // SAFETY: We hold the buffer: it came off the receive queue.
-    unsafe { ctx.set_call(at) };
-    if call.chunks.reads.is_empty() {
-        rdebug!(
-            "server: Call xid {:#x}, {} inline bytes\n",
-            call.xid,
-            call.inline.len()
-        );
-        // SAFETY: The Receive buffer is the request's until its context,
-        // set below, is released: only `release_ctxt` reposts it.
-        unsafe { rqst.set_arg_inline(call.inline.as_ptr(), call.inline.len()) };
-        handed_over(conn, rqst, idx, call.inline.len())
-    } else {
-        rdebug!(
-            "server: Call xid {:#x}, {} inline bytes, {} Read segments{}\n",
-            call.xid,
-            call.inline.len(),
-            call.chunks.reads.segment_count(),
-            if call.nomsg { " (Long Call)" } else { "" }
-        );
-        if let Err(e) = pull(conn, ctx, rqst, &call) {
-            if let Some(error) = e {
-                send::error(conn, call.xid, crate::proto::v1::VERSION, error);
-            }
-            conn.repost(idx);
+    let xid = call.xid;
+    let inline = call.inline.len();
+    let nomsg = call.nomsg;
+    let reads = call.chunks.reads.segment_count();
+    let read_data = call.has_read_data();
+    let inline_at = offset_in(msg, call.inline);
+    let state = buf.state();
+    state.call = at;
+    state.payloads = Default::default();
+    // A Read list that moves no byte leaves the Call its inline part.
+    if !read_data {
+        rdebug!("server: Call xid {:#x}, {} inline bytes\n", xid, inline);
+        // The request holds the buffer until `xpo_release_ctxt`; its Call
+        // is read in place.
+        let Some(at) = inline_at else {
+            // Decoded from `msg`: cannot happen.
+            conn.close();
+            return 0;
+        };
+        if rqst.set_arg_held(buf, at..at + inline).is_err() {
+            return 0;
         }
-        // The buffer comes back, its Reads done, to this or another thread.
-        0
+        return handed_over(conn, rqst, inline);
     }
+    rdebug!(
+        "server: Call xid {:#x}, {} inline bytes, {} Read segments{}\n",
+        xid,
+        inline,
+        reads,
+        if nomsg { " (Long Call)" } else { "" }
+    );
+    pull(conn, buf, rqst, xid)
 }
 
-/// The Reads of the Call in buffer `idx` are done: the Call goes to
-/// nfsd, assembled in `rqst`.
-fn reads_done(conn: &SvcConn, ctx: &RecvCtx, rqst: &mut SvcRqst<'_>, idx: u32) -> i32 {
-    // SAFETY: We hold the buffer: it came off the receive queue.
-    let Some(call) = (unsafe { ctx.call() }) else {
-        conn.close();
-        return 0;
-    };
-    match assemble(conn, ctx, rqst, &call) {
-        Ok(len) => handed_over(conn, rqst, idx, len),
-        Err(error) => {
-            send::error(conn, call.xid, crate::proto::v1::VERSION, error);
-            conn.repost(idx);
+/// Where `part` lies in `msg`: `None` if not within it. An empty part
+/// (a Long Call has no inline part) lies anywhere.
+fn offset_in(msg: &[u8], part: &[u8]) -> Option<usize> {
+    if part.is_empty() {
+        return Some(0);
+    }
+    let off = (part.as_ptr() as usize).checked_sub(msg.as_ptr() as usize)?;
+    (off.checked_add(part.len())? <= msg.len()).then_some(off)
+}
+
+/// The Reads of the Call in `buf` are done: the Call goes to nfsd,
+/// assembled in `rqst`.
+fn reads_done(conn: &SvcConn, mut buf: Buf<'_>, rqst: &mut SvcRqst<'_>) -> i32 {
+    match assemble(conn, &mut buf, rqst) {
+        Ok(len) => {
+            rqst.set_ctxt(buf.into_ctxt());
+            handed_over(conn, rqst, len)
+        }
+        Err((xid, error)) => {
+            send::error(conn, xid, crate::proto::v1::VERSION, error);
+            conn.repost(buf);
             0
         }
     }
 }
 
-/// The Call in buffer `idx`, `arg_len` bytes, goes to nfsd in `rqst`,
-/// which holds the buffer until `xpo_release_ctxt`.
-fn handed_over(conn: &SvcConn, rqst: &mut SvcRqst<'_>, idx: u32, arg_len: usize) -> i32 {
+/// A Call of `arg_len` bytes went to nfsd in `rqst`, which holds its
+/// buffer until `xpo_release_ctxt`.
+fn handed_over(conn: &SvcConn, rqst: &mut SvcRqst<'_>, arg_len: usize) -> i32 {
     conn.count(|s| &s.calls, 1);
-    rqst.set_ctxt(ctxt_of(idx));
+    conn.in_nfsd.add(1, kernel::sync::atomic::Relaxed);
     rqst.received_on(conn.xprt());
     i32::try_from(arg_len).unwrap_or(0)
 }
 
-/// Posts RDMA Reads that pull the Read chunks of `call`, in `ctx`, into
-/// pages taken off `rqst`, each chunk where the protocol core places it;
-/// their completion queues the buffer again. An error to answer with, if
-/// any, when they cannot be posted; the buffer is then still ours.
-fn pull(
-    conn: &SvcConn,
-    ctx: &RecvCtx,
-    rqst: &mut SvcRqst<'_>,
-    call: &Call<'_>,
-) -> Result<(), Option<RdmaError>> {
-    let room = u32::try_from(rqst.arg_room()).unwrap_or(u32::MAX);
-    let asm = responder::assemble(call, room).map_err(Some)?;
-    let pages = (asm.total_len() as usize).div_ceil(PAGE_SIZE);
-    let id = conn.id().ok_or(None)?;
-    let wrs = {
-        // SAFETY: We hold the buffer: it came off the receive queue. The
-        // reference is gone before the post.
-        let reads = unsafe { ctx.reads() };
-        let res = prepare(id, rqst, reads, &asm, pages);
-        if res.is_err() {
-            reads.release();
-        }
-        res?
-    };
-    // A chunk needing more Send Queue room than the connection has is
-    // refused; any other failure closes the connection.
-    if let Err(e) = conn.get_wrs(wrs) {
-        // SAFETY: As above; nothing was posted.
-        let reads = unsafe { ctx.reads() };
-        reads.release();
-        return Err((e == E2BIG).then_some(RdmaError::Chunk));
-    }
-    // SAFETY: We hold the buffer and give it up; no reference from
-    // `reads` is held.
-    if let Err(e) = unsafe { ctx.post_reads(wrs) } {
-        rwarn!("server: cannot post RDMA Reads: {:?}\n", e);
-        // Some may be posted: the connection releases them after its
-        // drain; the Call is lost with it.
-        conn.close();
-    }
-    Ok(())
+/// The Call in `buf`, found again where `recvfrom` recorded it.
+fn call_of<'a>(
+    buf: &'a mut Recv<'_, SvcConn>,
+) -> Option<(
+    Call<'a>,
+    &'a mut crate::rdma::RwSet,
+    &'a mut super::conn::CallState,
+)> {
+    let (bytes, state, rw) = buf.parts();
+    let call = state.call.call(bytes)?;
+    Some((call, rw, state))
 }
 
-/// Takes `pages` pages off `rqst` into `reads`, and sets up a Read into
-/// them for each Read piece of `asm`; the Send Queue room they need.
+/// Posts RDMA Reads that pull the Read chunks of the Call in `buf` into
+/// pages taken off `rqst`, each chunk where the protocol core places it;
+/// their completion queues the buffer again. A Call that cannot be read
+/// is refused with ERR_CHUNK when the chunks are at fault, or closes the
+/// connection (RFC 8166 §4.5.4: a Responder that cannot answer closes).
+fn pull(conn: &SvcConn, mut buf: Buf<'_>, rqst: &mut SvcRqst<'_>, xid: u32) -> i32 {
+    let room = u32::try_from(rqst.arg_room()).unwrap_or(u32::MAX);
+    let res = prepare(&mut buf, rqst, room);
+    let wrs = match res {
+        Ok(Some(wrs)) => wrs,
+        // No Read moves a byte: the Call is all there.
+        Ok(None) => return reads_done(conn, buf, rqst),
+        Err(e) => {
+            if let Some((_, rw, _)) = call_of(&mut buf) {
+                rw.release();
+            }
+            match e {
+                Some(error) => {
+                    send::error(conn, xid, crate::proto::v1::VERSION, error);
+                    conn.repost(buf);
+                }
+                None => {
+                    rwarn!(
+                        "server: cannot read the chunks of Call xid {:#x}: closing\n",
+                        xid
+                    );
+                    conn.close();
+                }
+            }
+            return 0;
+        }
+    };
+    // Send Queue room for the Reads: a list longer than the room goes in
+    // parts, each in the same room.
+    let room = wrs.min(conn.rw_room);
+    if let Err(e) = conn.get_wrs(room) {
+        if let Some((_, rw, _)) = call_of(&mut buf) {
+            rw.release();
+        }
+        if e == E2BIG {
+            rwarn!(
+                "server: a Read of Call xid {:#x} needs more than {} work requests\n",
+                xid,
+                conn.rw_room
+            );
+            send::error(conn, xid, crate::proto::v1::VERSION, RdmaError::Chunk);
+            conn.repost(buf);
+        }
+        return 0;
+    }
+    buf.state().read_wrs = room;
+    let Some(ep) = conn.ep() else {
+        return 0;
+    };
+    match ep.post_reads(buf, room) {
+        Ok(()) => {}
+        Err(PostError::NotPosted(e, _)) | Err(PostError::Lost(e)) => {
+            rwarn!("server: cannot post RDMA Reads: {:?}\n", e);
+            conn.put_wrs(room);
+            // The Call is lost with the connection (RFC 8166 §4.5.4).
+            conn.close();
+        }
+    }
+    // The buffer comes back, its Reads done, to this or another thread.
+    0
+}
+
+/// Takes the pages the Call needs off `rqst` into `buf`'s Reads, and sets
+/// up a Read into them for each Read piece of its assembly: the Send
+/// Queue room they need, or `None` when no Read moves a byte. An error to
+/// answer with, or `None` to close the connection.
 fn prepare(
-    id: &CmId<SvcConn>,
+    buf: &mut Buf<'_>,
     rqst: &mut SvcRqst<'_>,
-    reads: &mut CallReads,
-    asm: &Assembly<'_>,
-    pages: usize,
-) -> Result<u32, Option<RdmaError>> {
-    rqst.take_arg_pages(pages, &mut reads.pages)
-        .map_err(|_| None)?;
-    let mut segs = KVec::<PageSeg>::new();
-    reads.segments = 0;
-    reads.bytes = 0;
-    for piece in asm.clone() {
+    room: u32,
+) -> Result<Option<u32>, Option<RdmaError>> {
+    let (call, rw, state) = call_of(buf).ok_or(None)?;
+    let asm = responder::assemble(&call, room).map_err(|cause| {
+        rwarn!("server: refused a Call ({:?}), xid {:#x}\n", cause, call.xid);
+        Some(RdmaError::from(cause))
+    })?;
+    // Refused before anything is mapped: every Read piece is at least
+    // one work request.
+    let pieces = asm
+        .clone()
+        .filter(|p| matches!(p, Piece::Read { .. }))
+        .count();
+    if pieces == 0 {
+        return Ok(None);
+    }
+    let pages = (asm.total_len() as usize).div_ceil(PAGE_SIZE);
+    rqst.take_arg_pages(pages, rw.pages()).map_err(|_| None)?;
+    state.segments = 0;
+    state.bytes = 0;
+    let mut reads: KVec<(u32, u32, u64, u32)> = KVec::new();
+    for piece in asm {
         if let Piece::Read {
             handle,
             length,
@@ -230,49 +283,54 @@ fn prepare(
             dest,
         } = piece
         {
-            segs.clear();
             reads
-                .pages
-                .segs(&mut segs, dest as usize, length as usize)
-                .map_err(|_| Some(RdmaError::Chunk))?;
-            // SAFETY: The pages stay in `reads`, untouched by the CPU,
-            // until the contexts, declared before them, are dropped (after
-            // the Reads completed, or the QP was drained); the QP lives as
-            // long as the connection, which owns `reads`.
-            let ctx =
-                unsafe { RwCtx::new(&mut reads.spares, id, &segs, offset, handle, RwOp::Read) };
-            let ctx = ctx.map_err(|e| {
+                .push((dest, length, offset, handle), GFP_KERNEL)
+                .map_err(|_| None)?;
+        }
+    }
+    let view: &mut Recv<'_, SvcConn> = buf;
+    for (dest, length, offset, handle) in reads {
+        view.add_read(dest as usize, length as usize, offset, handle)
+            .map_err(|e| {
                 rwarn!("server: cannot set up an RDMA Read: {:?}\n", e);
                 None
             })?;
-            reads.ctxs.push(ctx, GFP_KERNEL).map_err(|_| None)?;
-            reads.segments += 1;
-            reads.bytes += u64::from(length);
-        }
+        let state = view.state();
+        state.segments += 1;
+        state.bytes += u64::from(length);
     }
-    Ok(RwCtx::total_wrs(&reads.ctxs))
+    let (_, _, rw) = view.parts();
+    // One context needing more room than the connection has cannot be
+    // posted at all.
+    Ok(Some(rw.wrs().max(rw.max_ctx_wrs())))
 }
 
-/// The Reads of `call`, in `ctx`, are done: their pages become `rqst`'s,
-/// with the inline parts copied around the chunks. The Call's length.
+/// The Reads of the Call in `buf` are done: their pages become `rqst`'s,
+/// with the inline parts copied around the chunks. The Call's length, or
+/// its XID and the error to answer with.
 fn assemble(
     conn: &SvcConn,
-    ctx: &RecvCtx,
+    buf: &mut Buf<'_>,
     rqst: &mut SvcRqst<'_>,
-    call: &Call<'_>,
-) -> Result<usize, RdmaError> {
-    // SAFETY: We hold the buffer: it came off the queue its Reads'
-    // completion put it on.
-    let reads = unsafe { ctx.reads() };
-    reads.unmap();
-    conn.count(|s| &s.read_segments, reads.segments);
-    conn.count(|s| &s.read_bytes, reads.bytes);
-    let res = rqst.put_arg_pages(&mut reads.pages);
-    reads.pages.release();
-    res.map_err(|_| RdmaError::Chunk)?;
+) -> Result<usize, (u32, RdmaError)> {
+    let Some((call, rw, state)) = call_of(buf) else {
+        conn.close();
+        return Err((0, RdmaError::Chunk));
+    };
+    let xid = call.xid;
+    let err = |_| (xid, RdmaError::Chunk);
+    rw.unmap();
+    conn.count(|s| &s.read_segments, state.segments);
+    conn.count(|s| &s.read_bytes, state.bytes);
+    let res = rqst.put_arg_pages(rw.pages());
+    rw.pages().release();
+    res.map_err(err)?;
     let room = u32::try_from(rqst.arg_room()).unwrap_or(u32::MAX);
     // As when the Reads were posted: same Call, same room.
-    let asm = responder::assemble(call, room)?;
+    let asm = responder::assemble(&call, room).map_err(|cause| {
+        rwarn!("server: refused a Call ({:?}), xid {:#x}\n", cause, xid);
+        (xid, RdmaError::from(cause))
+    })?;
     let total = asm.total_len() as usize;
     for piece in asm {
         let res = match piece {
@@ -283,8 +341,8 @@ fn assemble(
             Piece::Zero { dest, len } => rqst.arg_zero(dest as usize, len as usize),
             Piece::Read { .. } => Ok(()),
         };
-        res.map_err(|_| RdmaError::Chunk)?;
+        res.map_err(err)?;
     }
-    rqst.set_arg_pages(total).map_err(|_| RdmaError::Chunk)?;
+    rqst.set_arg_pages(total).map_err(err)?;
     Ok(total)
 }

@@ -7,50 +7,55 @@
 //! allows it and one rkey covers the Call). Also the RDMA_ERROR answers.
 
 use kernel::prelude::*;
-use kernel::sync::atomic::Relaxed;
 
 use super::backchannel::BC_SLOTS;
-use super::conn::{SvcConn, NO_PAYLOAD};
-use super::recv::idx_of;
+use super::conn::SvcConn;
 use crate::proto::chunk::ChunkSlices;
 use crate::proto::header::FixedHeader;
-use crate::proto::responder::{self, Call, ReplyPlan, ReplyShape};
+use crate::proto::responder::{self, ReplyPlan, ReplyShape};
 use crate::proto::v1::{self, RdmaError};
-use crate::rdma::{RwCtx, RwOp};
-use crate::sunrpc::{Ctxt, SendRqst, SvcRqst, XptFlag};
+use crate::rdma::RecvBuf;
+use crate::sunrpc::{Ctxt, HeldBytes, SendRqst, SvcRqst, XptFlag};
 
 pub(super) fn sendto(conn: &SvcConn, rqst: &mut SvcRqst<'_>) -> i32 {
-    let Some(ctxt) = rqst.ctxt() else {
-        return ENOTCONN.to_errno();
-    };
     if conn.xprt().is_dead() {
         return ENOTCONN.to_errno();
     }
-    let Some(ctx) = conn.ep().and_then(|ep| ep.recvs.get(idx_of(ctxt) as usize)) else {
+    let Some(ep) = conn.ep() else {
         return ENOTCONN.to_errno();
     };
-    // SAFETY: The request holds the buffer until `xpo_release_ctxt`.
-    let Some(call) = (unsafe { ctx.call() }) else {
+    // The request's Receive buffer: the Call it holds says how the Reply
+    // goes. Taken for the call and given back, so that the request still
+    // holds it until `xpo_release_ctxt`.
+    let Some(mut buf) = rqst.take_ctxt().and_then(|c| ep.recv_from(c)) else {
+        return ENOTCONN.to_errno();
+    };
+    let res = answer(conn, rqst, &mut buf);
+    rqst.set_ctxt(buf.into_ctxt());
+    res
+}
+
+/// Plans and sends the Reply to the Call in `buf`.
+fn answer(conn: &SvcConn, rqst: &mut SvcRqst<'_>, buf: &mut RecvBuf<'_, SvcConn>) -> i32 {
+    let (bytes, state, _) = buf.parts();
+    let Some(call) = state.call.call(bytes) else {
         conn.close();
         return ENOTCONN.to_errno();
     };
     let shape = ReplyShape {
         len: rqst.res().len(),
-        payloads: ctx.payloads.each_ref().map(|p| {
-            let word = p.load(Relaxed);
-            (word != NO_PAYLOAD).then_some(((word >> 32) as u32, word as u32))
-        }),
+        payloads: state.payloads,
     };
-    let inline_max = conn.inline_send;
-    let plan = match responder::plan_reply(&call.chunks, shape, inline_max) {
+    let plan = match responder::plan_reply(&call.chunks, shape, conn.inline_send) {
         Ok(plan) => plan,
-        Err(e) => {
+        Err(cause) => {
             rwarn!(
-                "server: no room for a Reply of {} bytes, xid {:#x}\n",
+                "server: cannot send a Reply of {} bytes ({:?}), xid {:#x}\n",
                 shape.len,
+                cause,
                 call.xid
             );
-            error(conn, call.xid, v1::VERSION, e);
+            error(conn, call.xid, v1::VERSION, cause.into());
             return 0;
         }
     };
@@ -65,7 +70,8 @@ pub(super) fn sendto(conn: &SvcConn, rqst: &mut SvcRqst<'_>) -> i32 {
             "inline"
         }
     );
-    match reply(conn, rqst, &call, &plan) {
+    let invalidate = responder::invalidate_handle(&call.chunks, conn.remote_inv);
+    match reply(conn, rqst, call.xid, &plan, invalidate) {
         Ok(()) => 0,
         Err(e) => {
             rdebug!("server: cannot send a Reply: {:?}\n", e);
@@ -75,36 +81,21 @@ pub(super) fn sendto(conn: &SvcConn, rqst: &mut SvcRqst<'_>) -> i32 {
     }
 }
 
-fn reply(conn: &SvcConn, rqst: &mut SvcRqst<'_>, call: &Call<'_>, plan: &ReplyPlan<'_>) -> Result {
-    let id = conn.id().ok_or(ENOTCONN)?;
+fn reply(
+    conn: &SvcConn,
+    rqst: &mut SvcRqst<'_>,
+    xid: u32,
+    plan: &ReplyPlan<'_>,
+    invalidate: Option<u32>,
+) -> Result {
     let mut slot = conn.get_send()?;
-    let mut bytes = 0u64;
-    let io = slot.io();
-    for w in plan.writes() {
-        rqst.res().page_segs(&mut io.segs, w.src, w.len)?;
-        // SAFETY: The Reply's pages go, with the context, into the Send
-        // slot, where nothing writes or puts them until the Send after the
-        // Writes completed (`ReplyIo`); on an early return the slot drops
-        // the context, the pages still the request's. The QP lives as long
-        // as the connection.
-        let ctx = unsafe {
-            RwCtx::new(
-                &mut io.spares,
-                id,
-                &io.segs,
-                w.offset,
-                w.handle,
-                RwOp::Write,
-            )?
-        };
-        io.writes.push(ctx, GFP_KERNEL)?;
-        bytes += u64::from(w.len);
-    }
+    let writes = plan.writes().map(|w| (w.src, w.len, w.offset, w.handle));
+    let bytes = slot.buf()?.add_reply_writes(rqst, writes)?;
     // The Send buffer is held meanwhile: see `SendSlot::reserve_writes`.
     slot.reserve_writes()?;
-    let buf = slot.buf().as_mut_slice();
+    let buf = slot.buf()?.buf();
     let mut pos = plan
-        .encode_header(buf, call.xid, conn.cfg.credits)
+        .encode_header(buf, xid, conn.cfg.credits)
         .map_err(|_| EMSGSIZE)?;
     for r in plan.inline_ranges() {
         let n = (r.end - r.start) as usize;
@@ -112,10 +103,6 @@ fn reply(conn: &SvcConn, rqst: &mut SvcRqst<'_>, call: &Call<'_>, plan: &ReplyPl
         rqst.res().read(r.start, dst)?;
         pos += n;
     }
-    if !slot.io().writes.is_empty() {
-        rqst.take_reply_pages(&mut slot.io().pages)?;
-    }
-    let invalidate = responder::invalidate_handle(&call.chunks, conn.remote_inv);
     slot.post(pos, invalidate)?;
     conn.count(|s| &s.replies, 1);
     conn.count(|s| &s.write_bytes, bytes);
@@ -152,7 +139,7 @@ pub(super) fn backward_call(conn: &SvcConn, rqst: &SendRqst<'_>) -> Result {
             return Err(EMSGSIZE);
         }
         let mut slot = conn.get_send()?;
-        let buf = slot.buf().as_mut_slice();
+        let buf = slot.buf()?.buf();
         let fixed = FixedHeader {
             // `rq_xid` is as on the wire; the encoder takes host order.
             xid: u32::from_be(rqst.xid()),
@@ -179,7 +166,10 @@ pub(super) fn error(conn: &SvcConn, xid: u32, vers: u32, err: RdmaError) {
     let Ok(mut slot) = conn.get_send() else {
         return;
     };
-    let len = responder::encode_error(slot.buf().as_mut_slice(), xid, vers, conn.cfg.credits, err);
+    let Ok(buf) = slot.buf() else {
+        return;
+    };
+    let len = responder::encode_error(buf.buf(), xid, vers, conn.cfg.credits, err);
     let Ok(len) = len else {
         return;
     };
@@ -189,27 +179,28 @@ pub(super) fn error(conn: &SvcConn, xid: u32, vers: u32, err: RdmaError) {
 }
 
 /// `xpo_result_payload`: remember where nfsd put a data item that may go
-/// in a Write chunk: the `i`-th non-empty one goes in Write chunk `i`, if
-/// the client offered that many (the Linux client offers one, for the one
-/// READ of a COMPOUND). Past `MAX_PAYLOADS` they stay in the body.
-pub(super) fn result_payload(conn: &SvcConn, rqst: &SvcRqst<'_>, offset: u32, len: u32) -> i32 {
-    let Some(ctx) = rqst
-        .ctxt()
-        .and_then(|c| conn.ep().and_then(|ep| ep.recvs.get(idx_of(c) as usize)))
-    else {
+/// in a Write chunk: the `i`-th one, empty or not, goes in Write chunk
+/// `i`, if the client offered that many (the Linux client offers one, for
+/// the one READ of a COMPOUND). An empty one (a READ at end of file) takes
+/// its chunk too, which goes back unused, and the next one gets the next
+/// chunk (RFC 8166 §3.4.6).
+pub(super) fn result_payload(conn: &SvcConn, rqst: &mut SvcRqst<'_>, offset: u32, len: u32) -> i32 {
+    let Some(ep) = conn.ep() else {
         return 0;
     };
-    if len > 0 {
-        let word = (u64::from(offset) << 32) | u64::from(len);
-        // The request's thread alone calls this, in Reply order.
-        if let Some(slot) = ctx.payloads.iter().find(|p| p.load(Relaxed) == NO_PAYLOAD) {
-            slot.store(word, Relaxed);
-        }
+    let Some(mut buf) = rqst.ctxt_mut().and_then(|c| ep.recv_in(c)) else {
+        return 0;
+    };
+    if let Some(slot) = buf.state().payloads.iter_mut().find(|p| p.is_none()) {
+        *slot = Some((offset, len));
     }
     0
 }
 
 /// `xpo_release_ctxt`: the request is done with its Receive buffer.
 pub(super) fn release(conn: &SvcConn, ctxt: Ctxt) {
-    conn.repost(idx_of(ctxt));
+    conn.in_nfsd.fetch_sub(1, kernel::sync::atomic::Relaxed);
+    if let Some(buf) = conn.ep().and_then(|ep| ep.recv_from(ctxt)) {
+        conn.repost(buf);
+    }
 }

@@ -1,0 +1,1242 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A connection's queue pair together with the buffers posted on it.
+//!
+//! Posted work is owned in types. Each Receive and Send buffer lives in a
+//! slot of an [`Endpoint`], at a fixed address, and at any time belongs to
+//! exactly one of: the device (posted), or one token, [`RecvBuf`] or
+//! [`SendBuf`], which gives access to its bytes and its state. Posting
+//! consumes the token; the completion hands it back to the owner's
+//! handler ([`EpOwner`]). A token that must wait (on a queue, or in an
+//! nfsd request) is [`Parked`]: a plain number that only its endpoint can
+//! turn back into a token, once.
+//!
+//! Dropping an [`Endpoint`] drains its QP before anything posted on it is
+//! freed, whatever path drops it, and destroys the rdma_rw contexts before
+//! the QP. So no buffer can be freed, reused or read while the device
+//! owns it, and no completion can run once its context is gone: the rules
+//! the server review found broken on the accept path are properties of
+//! these types now.
+
+use core::cell::UnsafeCell;
+use core::marker::PhantomData;
+use core::num::NonZeroUsize;
+use core::ptr::NonNull;
+
+use kernel::error::to_result;
+use kernel::prelude::*;
+use kernel::sync::atomic::{Acquire, Atomic, Relaxed, Release};
+use kernel::sync::{new_condvar, new_spinlock, Arc, CondVar, SetOnce, SpinLock};
+use kernel::types::Opaque;
+
+use super::{CmHandler, CmId, Cq, Device, DmaBuf, DmaDir, PageSeg, Pd, QpCaps, RwCtx, RwOp};
+use super::{RwSpares, Wc};
+use crate::sunrpc::{Ctxt, HeldBytes, PageRefs, SvcRqst};
+use crate::sys;
+
+/// Most Send buffers an endpoint has: a completion retires at most this
+/// many at once, without allocating.
+pub(crate) const MAX_SENDS: u32 = 64;
+
+/// What owns an [`Endpoint`] and receives its completions: a connection.
+/// The handlers run in process context, from the CQ's polling work; they
+/// are never called once the endpoint started shutting down.
+pub(crate) trait EpOwner: CmHandler + Sized + 'static {
+    /// What the owner keeps with each Receive buffer.
+    type RecvState: Send;
+    /// What the owner keeps with each Send buffer.
+    type SendState: Send;
+
+    /// Where the owner keeps its endpoint: inside itself, so that it
+    /// outlives the endpoint, its CM id and its QP.
+    fn endpoint(&self) -> &SetOnce<Endpoint<Self>>;
+
+    /// A Receive completed, successfully or not: `buf` is the owner's.
+    fn received(&self, buf: RecvBuf<'_, Self>, wc: &Wc<'_>);
+    /// The RDMA Reads posted with `buf` ([`Endpoint::post_reads`])
+    /// completed, successfully or not.
+    fn reads_done(&self, buf: RecvBuf<'_, Self>, wc: &Wc<'_>);
+    /// A signalled or failed Send completed: it and every Send posted
+    /// before it are the owner's again, in posting order.
+    fn sent(&self, bufs: Retired<'_, Self>, wc: &Wc<'_>);
+}
+
+/// Unique numbers for endpoints, so that a [`Parked`] token is only ever
+/// taken back by the endpoint it came from.
+static NEXT_GEN: Atomic<u32> = Atomic::new(1);
+
+/// Marks a [`Parked`] Receive buffer.
+pub(crate) enum RecvKind {}
+/// Marks a [`Parked`] Send buffer.
+pub(crate) enum SendKind {}
+
+/// A token put away: the endpoint's number and the buffer's.
+///
+/// # Invariants
+///
+/// Made only from a token (`RecvBuf` or `SendBuf` of kind `K`) that was
+/// consumed; neither `Clone` nor `Copy`: it stands for the buffer's
+/// ownership until turned back into a token.
+pub(crate) struct Parked<K> {
+    raw: NonZeroUsize,
+    _kind: PhantomData<K>,
+}
+
+/// Bits of a [`Parked`] number that hold the buffer's; the rest hold the
+/// endpoint's (which wraps sooner on 32-bit machines).
+const IDX_BITS: u32 = usize::BITS / 2;
+
+impl<K> Parked<K> {
+    fn new(gen: u32, idx: u32) -> Self {
+        let raw = ((gen as usize) << IDX_BITS) | idx as usize;
+        Self {
+            // `gen` is never zero.
+            raw: NonZeroUsize::new(raw).unwrap_or(NonZeroUsize::MIN),
+            _kind: PhantomData,
+        }
+    }
+
+    fn gen(&self) -> u32 {
+        split(self.raw.get()).0
+    }
+
+    fn idx(&self) -> u32 {
+        split(self.raw.get()).1
+    }
+}
+
+/// The endpoint's and the buffer's number in a parked token.
+fn split(raw: usize) -> (u32, u32) {
+    ((raw >> IDX_BITS) as u32, (raw & ((1 << IDX_BITS) - 1)) as u32)
+}
+
+/// An endpoint's number as a parked token holds it: never zero.
+fn gen_of(n: u32) -> u32 {
+    let gen = n & ((1u64 << (usize::BITS - IDX_BITS)) - 1) as u32;
+    gen.max(1)
+}
+
+impl From<Parked<RecvKind>> for Ctxt {
+    fn from(p: Parked<RecvKind>) -> Ctxt {
+        // SAFETY: The parked token is consumed here: the context is its
+        // only copy.
+        unsafe { Ctxt::from_raw(p.raw) }
+    }
+}
+
+/// The Reads of a Call or the Writes of a Reply, with the pages they move
+/// and the memory kept for the next ones. Lives in an endpoint's slot:
+/// the contexts are destroyed before the pages are put, and before the QP
+/// they were set up on is destroyed.
+///
+/// # Invariants
+///
+/// Every context of `ctxs` is on the endpoint's QP and moves bytes of
+/// pages that `pages` holds (or, for a Reply's Writes, that
+/// [`SvcRqst::reply_writes`](crate::sunrpc::SvcRqst) moved into it).
+/// `ctxs` is declared first: unmapped, which makes a Read's data visible
+/// to the CPU, before the pages are put.
+pub(crate) struct RwSet {
+    ctxs: KVec<RwCtx>,
+    pages: PageRefs,
+    segs: KVec<PageSeg>,
+    spares: RwSpares,
+    /// The first context not posted yet: a set needing more Send Queue
+    /// entries than a connection has room for goes in parts.
+    next: usize,
+}
+
+/// rdma_rw contexts' memory kept per buffer: a READ's payload or a Reply
+/// chunk takes one, a WRITE's data one, rarely more.
+const RW_SPARES: usize = 2;
+
+impl RwSet {
+    fn new() -> Result<Self> {
+        Ok(Self {
+            ctxs: KVec::new(),
+            pages: PageRefs::new(),
+            segs: KVec::new(),
+            spares: RwSpares::with_room(RW_SPARES)?,
+            next: 0,
+        })
+    }
+
+    /// The pages, for the request to fill or take back.
+    pub(crate) fn pages(&mut self) -> &mut PageRefs {
+        &mut self.pages
+    }
+
+    /// Whether no Read or Write is set up.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.ctxs.is_empty()
+    }
+
+    /// Send Queue entries the contexts post.
+    pub(crate) fn wrs(&self) -> u32 {
+        RwCtx::total_wrs(&self.ctxs)
+    }
+
+    /// Sets up an RDMA Read on `qp` of the peer's `len` bytes at `remote`
+    /// under `rkey` into byte `dest` of the pages held.
+    fn add_read(&mut self, qp: QpRef, dest: usize, len: usize, remote: u64, rkey: u32) -> Result {
+        self.segs.clear();
+        self.pages.segs(&mut self.segs, dest, len)?;
+        // SAFETY: The pages are this set's, which drops its contexts
+        // first; the QP outlives the set, whose endpoint destroys its
+        // contexts before the QP (`QpRef`).
+        let ctx = unsafe {
+            RwCtx::on_qp(
+                &mut self.spares,
+                qp.ptr,
+                qp.port,
+                &self.segs,
+                remote,
+                rkey,
+                RwOp::Read,
+            )
+        }?;
+        self.ctxs.push(ctx, GFP_KERNEL)?;
+        Ok(())
+    }
+
+    /// Sets up an RDMA Write on `qp` of `segs` to the peer's memory at
+    /// `remote` under `rkey`.
+    ///
+    /// # Safety
+    ///
+    /// The pages of `segs` must be in this set's pages, or moved into
+    /// them before the set is used again (or the contexts released
+    /// first), and not written by the CPU until the set is released.
+    unsafe fn add_write(&mut self, qp: QpRef, segs: &[PageSeg], remote: u64, rkey: u32) -> Result {
+        // SAFETY: The pages stay (the caller's promise); the QP outlives
+        // the set, as for `add_read`.
+        let ctx = unsafe {
+            RwCtx::on_qp(
+                &mut self.spares,
+                qp.ptr,
+                qp.port,
+                segs,
+                remote,
+                rkey,
+                RwOp::Write,
+            )
+        }?;
+        self.ctxs.push(ctx, GFP_KERNEL)?;
+        Ok(())
+    }
+
+    /// Send Queue entries of the contexts not posted yet.
+    pub(crate) fn wrs_left(&self) -> u32 {
+        RwCtx::total_wrs(self.ctxs.get(self.next..).unwrap_or(&[]))
+    }
+
+    /// The most Send Queue entries one context of the set takes: the
+    /// least room it can go in.
+    pub(crate) fn max_ctx_wrs(&self) -> u32 {
+        self.ctxs.iter().map(RwCtx::wr_count).max().unwrap_or(0)
+    }
+
+    /// The contexts of the next part: from the first not posted, as many
+    /// as fit in `room` entries (at least one). Marks them posted.
+    fn next_part(&mut self, room: u32) -> Result<&mut [RwCtx]> {
+        let start = self.next;
+        let mut end = start;
+        let mut wrs = 0u32;
+        for ctx in self.ctxs.get(start..).unwrap_or(&[]) {
+            let n = wrs.saturating_add(ctx.wr_count());
+            if n > room {
+                break;
+            }
+            wrs = n;
+            end += 1;
+        }
+        if end == start {
+            return Err(if start < self.ctxs.len() { E2BIG } else { EINVAL });
+        }
+        self.next = end;
+        self.ctxs.get_mut(start..end).ok_or(EINVAL)
+    }
+
+    /// Unmaps the pages, which makes the Reads' data visible to the CPU,
+    /// and keeps the contexts' memory for the next ones; the pages stay.
+    pub(crate) fn unmap(&mut self) {
+        self.next = 0;
+        self.spares.reclaim(&mut self.ctxs);
+    }
+
+    /// Unmaps and puts the pages.
+    pub(crate) fn release(&mut self) {
+        self.unmap();
+        self.pages.release();
+    }
+}
+
+/// The endpoint's QP, for the rdma_rw contexts of its slots.
+///
+/// # Invariants
+///
+/// A live QP that outlives every slot of the endpoint it came from.
+#[derive(Clone, Copy)]
+struct QpRef {
+    ptr: NonNull<sys::ib_qp>,
+    port: u32,
+}
+
+impl<O: EpOwner> EpCore<O> {
+    fn qp(&self) -> Result<QpRef> {
+        let id = self.id.as_ref().ok_or(ENOTCONN)?;
+        let qp = id.qp().ok_or(ENOTCONN)?;
+        // INVARIANT: the endpoint destroys its slots before the id, which
+        // destroys the QP.
+        Ok(QpRef {
+            ptr: qp.ptr,
+            port: id.port_num(),
+        })
+    }
+}
+
+/// A Receive buffer's slot.
+///
+/// # Invariants
+///
+/// `held` is accessed only by the holder of the slot's token (or by the
+/// completion handler that makes one, while the device gave it back), or
+/// by the endpoint's drop once the QP was drained. `core` points to the
+/// endpoint's core, which outlives the slot.
+struct RecvSlot<O: EpOwner> {
+    cqe: Opaque<sys::ib_cqe>,
+    read_cqe: Opaque<sys::ib_cqe>,
+    wr: Opaque<sys::ib_recv_wr>,
+    sge: Opaque<sys::ib_sge>,
+    core: NonNull<EpCore<O>>,
+    idx: u32,
+    held: UnsafeCell<RecvHeld<O>>,
+}
+
+struct RecvHeld<O: EpOwner> {
+    /// Declared first: its contexts go before the QP does.
+    rw: RwSet,
+    buf: DmaBuf,
+    len: usize,
+    state: O::RecvState,
+}
+
+impl<O: EpOwner> RecvSlot<O> {
+    fn core(&self) -> &EpCore<O> {
+        // SAFETY: `core` outlives the slot (type invariant).
+        unsafe { self.core.as_ref() }
+    }
+}
+
+/// A Send buffer's slot; as [`RecvSlot`].
+struct SendSlot<O: EpOwner> {
+    cqe: Opaque<sys::ib_cqe>,
+    /// Completes the Writes of a part posted ahead of the Send.
+    part_cqe: Opaque<sys::ib_cqe>,
+    part: Atomic<u32>,
+    core: NonNull<EpCore<O>>,
+    idx: u32,
+    held: UnsafeCell<SendHeld<O>>,
+}
+
+impl<O: EpOwner> SendSlot<O> {
+    fn core(&self) -> &EpCore<O> {
+        // SAFETY: `core` outlives the slot (type invariant).
+        unsafe { self.core.as_ref() }
+    }
+}
+
+struct SendHeld<O: EpOwner> {
+    rw: RwSet,
+    buf: DmaBuf,
+    state: O::SendState,
+}
+
+/// Sends posted and not yet completed, in posting order (the order the
+/// Send Queue completes them in).
+struct Posted {
+    ring: [u32; MAX_SENDS as usize],
+    head: usize,
+    len: usize,
+    /// Sends posted unsignalled since the last signalled one.
+    unsignalled: u32,
+}
+
+impl Posted {
+    fn push(&mut self, idx: u32) -> bool {
+        if self.len >= self.ring.len() {
+            return false;
+        }
+        self.ring[(self.head + self.len) % self.ring.len()] = idx;
+        self.len += 1;
+        true
+    }
+
+    fn contains(&self, idx: u32) -> bool {
+        (0..self.len).any(|i| self.ring[(self.head + i) % self.ring.len()] == idx)
+    }
+
+    fn pop(&mut self) -> Option<u32> {
+        if self.len == 0 {
+            return None;
+        }
+        let idx = self.ring[self.head];
+        self.head = (self.head + 1) % self.ring.len();
+        self.len -= 1;
+        Some(idx)
+    }
+}
+
+/// What the completion handlers reach: the owner, the CM id and QP, the
+/// order of posted Sends.
+///
+/// # Invariants
+///
+/// `owner` is set once, when the QP is created, to the CM id's handler,
+/// which outlives the id and so every completion of the QP. `closing` is
+/// set before the QP is drained, and from then on no handler is called.
+#[pin_data]
+struct EpCore<O: EpOwner> {
+    owner: Atomic<*const O>,
+    closing: Atomic<bool>,
+    drained: Atomic<bool>,
+    gen: u32,
+    nsends: u32,
+    lkey: u32,
+    dev: Device,
+    pd: Arc<Pd>,
+    send_cq: Arc<Cq>,
+    recv_cq: Arc<Cq>,
+    caps: QpCaps,
+    id: SetOnce<CmId<O>>,
+    #[pin]
+    posted: SpinLock<Posted>,
+    /// Where threads wait for a part of a Reply's Writes.
+    #[pin]
+    part_lock: SpinLock<()>,
+    #[pin]
+    part_cv: CondVar,
+}
+
+/// States of a Send slot's part of Writes.
+const PART_OK: u32 = 0;
+const PART_POSTED: u32 = 1;
+const PART_FAILED: u32 = 2;
+
+/// The sizes of an [`Endpoint`].
+#[derive(Clone, Copy)]
+pub(crate) struct EpSizes {
+    /// Receive buffers, and their size.
+    pub(crate) recvs: u32,
+    pub(crate) recv_len: usize,
+    /// Send buffers (at most [`MAX_SENDS`]), and their size.
+    pub(crate) sends: u32,
+    pub(crate) send_len: usize,
+    /// Send Queue entries beside the Sends (unsignalled Writes of each
+    /// Send, say); room for the drain's is added.
+    pub(crate) send_extra: u32,
+    /// rdma_rw contexts posted at once, and SGEs per work request.
+    pub(crate) rw_ctxs: u32,
+    pub(crate) send_sge: u32,
+}
+
+/// A connection's buffers and, once [`Endpoint::accept`] created it, its
+/// QP on the CM id it owns.
+///
+/// # Invariants
+///
+/// `slots` are posted only on the QP of `core.id`. The slots are dropped
+/// after the QP was drained and before it is destroyed ([`Drop`]), so no
+/// work request refers to freed memory and every rdma_rw context is
+/// destroyed on a live QP.
+pub(crate) struct Endpoint<O: EpOwner> {
+    recvs: KVec<RecvSlot<O>>,
+    sends: KVec<SendSlot<O>>,
+    core: Pin<KBox<EpCore<O>>>,
+}
+
+// SAFETY: The slots' `held` parts are only reached through the unique
+// token of each (type invariant of the slots), from whichever thread holds
+// it; everything else is atomic, locked, or read-only.
+unsafe impl<O: EpOwner> Send for Endpoint<O> {}
+// SAFETY: As above.
+unsafe impl<O: EpOwner> Sync for Endpoint<O> {}
+
+impl<O: EpOwner> Endpoint<O>
+where
+    O::RecvState: Default,
+    O::SendState: Default,
+{
+    /// Allocates a PD, two CQs and the buffers on `dev`, sized by `sizes`
+    /// and clamped to what the device allows: the sizes used, and the
+    /// tokens of the Send buffers. The Receives are posted by
+    /// [`Endpoint::accept`].
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn new(
+        dev: &Device,
+        sizes: EpSizes,
+    ) -> Result<(Self, EpSizes, KVec<Parked<SendKind>>)> {
+        let mut sizes = sizes;
+        // Room for the drain's work request on each queue, within the
+        // device's limits (svcrdma: `+ 1 /* drain */`).
+        let max_wr = dev.max_qp_wr();
+        sizes.recvs = sizes.recvs.min(max_wr.saturating_sub(1)).max(1);
+        sizes.sends = sizes.sends.clamp(1, MAX_SENDS);
+        let send_wr = (sizes.sends + sizes.send_extra + 1).min(max_wr);
+        let pd = Pd::new(dev)?;
+        let recv_cq = Cq::new(dev, (sizes.recvs + 1).min(dev.max_cqe()))?;
+        let send_cq = Cq::new(dev, (send_wr + sizes.rw_ctxs).min(dev.max_cqe()))?;
+        let caps = QpCaps {
+            send_wr: send_wr - 1,
+            recv_wr: sizes.recvs + 1,
+            send_sge: sizes.send_sge,
+            rdma_ctxs: sizes.rw_ctxs,
+        };
+        let gen = gen_of(NEXT_GEN.fetch_add(1, Relaxed));
+        let lkey = pd.local_dma_lkey();
+        let core = KBox::pin_init(
+            try_pin_init!(EpCore {
+                owner: Atomic::new(core::ptr::null()),
+                closing: Atomic::new(false),
+                drained: Atomic::new(false),
+                gen,
+                nsends: sizes.sends,
+                lkey,
+                dev: dev.clone(),
+                pd,
+                send_cq,
+                recv_cq,
+                caps,
+                id: SetOnce::new(),
+                posted <- new_spinlock!(
+                    Posted {
+                        ring: [0; MAX_SENDS as usize],
+                        head: 0,
+                        len: 0,
+                        unsignalled: 0,
+                    },
+                    "rpcrdma_rs_ep_posted"
+                ),
+                part_lock <- new_spinlock!((), "rpcrdma_rs_ep_part"),
+                part_cv <- new_condvar!("rpcrdma_rs_ep_part"),
+            }? Error),
+            GFP_KERNEL,
+        )?;
+        let core_ptr = NonNull::from(&*core);
+        let mut recvs = KVec::with_capacity(sizes.recvs as usize, GFP_KERNEL)?;
+        for idx in 0..sizes.recvs {
+            let buf = DmaBuf::new(dev, sizes.recv_len, DmaDir::FromDevice)?;
+            let sge = sys::ib_sge {
+                addr: buf.addr,
+                length: buf.len_u32(),
+                lkey,
+            };
+            recvs.push(
+                RecvSlot {
+                    cqe: Opaque::new(sys::ib_cqe {
+                        done: Some(recv_done::<O>),
+                    }),
+                    read_cqe: Opaque::new(sys::ib_cqe {
+                        done: Some(reads_done::<O>),
+                    }),
+                    wr: Opaque::new(sys::ib_recv_wr {
+                        num_sge: 1,
+                        ..Default::default()
+                    }),
+                    sge: Opaque::new(sge),
+                    core: core_ptr,
+                    idx,
+                    held: UnsafeCell::new(RecvHeld {
+                        rw: RwSet::new()?,
+                        buf,
+                        len: 0,
+                        state: Default::default(),
+                    }),
+                },
+                GFP_KERNEL,
+            )?;
+        }
+        let mut sends = KVec::with_capacity(sizes.sends as usize, GFP_KERNEL)?;
+        let mut initial = KVec::with_capacity(sizes.sends as usize, GFP_KERNEL)?;
+        for idx in 0..sizes.sends {
+            let buf = DmaBuf::new(dev, sizes.send_len, DmaDir::ToDevice)?;
+            sends.push(
+                SendSlot {
+                    cqe: Opaque::new(sys::ib_cqe {
+                        done: Some(send_done::<O>),
+                    }),
+                    part_cqe: Opaque::new(sys::ib_cqe {
+                        done: Some(part_done::<O>),
+                    }),
+                    part: Atomic::new(PART_OK),
+                    core: core_ptr,
+                    idx,
+                    held: UnsafeCell::new(SendHeld {
+                        rw: RwSet::new()?,
+                        buf,
+                        state: Default::default(),
+                    }),
+                },
+                GFP_KERNEL,
+            )?;
+            // INVARIANT: the one token of each Send buffer.
+            initial.push(Parked::new(gen, idx), GFP_KERNEL)?;
+        }
+        // INVARIANT: no token exists yet but these; the QP does not.
+        let ep = Self { recvs, sends, core };
+        Ok((ep, sizes, initial))
+    }
+}
+
+impl<O: EpOwner> Endpoint<O> {
+    /// Accepts `req` for `owner`, with the endpoint it holds: creates the QP,
+    /// posts every Receive and sends `param` (with our private data) to
+    /// the peer. From now on the id's events go to `owner`, and so do the
+    /// completions. On error the QP is drained at once: nothing stays
+    /// posted, and the endpoint is only waiting to be dropped.
+    pub(crate) fn accept(
+        owner: &O,
+        req: super::PendingConn,
+        param: &mut super::ConnParam<'_>,
+    ) -> Result {
+        let this = owner.endpoint().as_ref().ok_or(EINVAL)?;
+        let core = &*this.core;
+        if core.id.as_ref().is_some() {
+            return Err(EBUSY);
+        }
+        // INVARIANT: `owner` becomes the id's handler below, and owns this
+        // endpoint, which owns the id.
+        core.owner.store(owner, Release);
+        let caps = core.caps;
+        // SAFETY: `owner` owns this endpoint, which owns the id: it
+        // outlives the id.
+        let (id, res) = unsafe {
+            req.accept(
+                owner,
+                |id| {
+                    id.create_qp(&core.pd, &core.send_cq, &core.recv_cq, &caps)?;
+                    this.post_all_recvs(id)
+                },
+                param,
+            )
+        };
+        if let Some(id) = id {
+            // Cannot fail: checked above, and `accept` runs once per
+            // pending request, which only nfsd's accept takes.
+            let _ = core.id.populate(id);
+        }
+        if res.is_err() {
+            this.shutdown();
+        }
+        res
+    }
+
+    /// Posts every Receive, before the peer can Send.
+    fn post_all_recvs(&self, id: &CmId<O>) -> Result {
+        let qp = id.qp().ok_or(ENOTCONN)?;
+        // INVARIANT: the one token of each Receive buffer, posted at once.
+        let bufs = self.recvs.iter().map(|slot| RecvBuf { slot });
+        post_recvs(qp.as_ptr(), bufs)
+    }
+
+    /// The CM id, once accepted.
+    pub(crate) fn id(&self) -> Option<&CmId<O>> {
+        self.core.id.as_ref()
+    }
+
+    /// The device.
+    pub(crate) fn device(&self) -> &Device {
+        &self.core.dev
+    }
+
+    /// Turns a parked Receive token of this endpoint back into a token.
+    pub(crate) fn recv(&self, p: Parked<RecvKind>) -> Option<RecvBuf<'_, O>> {
+        let slot = self.recv_slot(p.gen(), p.idx())?;
+        // INVARIANT: `p`, the buffer's ownership, is consumed.
+        Some(RecvBuf { slot })
+    }
+
+    /// The Receive buffer a request context holds, borrowed with it.
+    pub(crate) fn recv_in<'a>(&'a self, ctxt: &'a mut Ctxt) -> Option<Recv<'a, O>> {
+        // Not consumed: `ctxt` still holds the buffer, and stays borrowed
+        // as long as the view.
+        let (gen, idx) = split(ctxt.raw().get());
+        let slot = self.recv_slot(gen, idx)?;
+        Some(Recv { slot })
+    }
+
+    /// Takes back the Receive buffer a request context held.
+    pub(crate) fn recv_from(&self, ctxt: Ctxt) -> Option<RecvBuf<'_, O>> {
+        self.recv(Parked {
+            raw: ctxt.into_raw(),
+            _kind: PhantomData,
+        })
+    }
+
+    fn recv_slot(&self, gen: u32, idx: u32) -> Option<&RecvSlot<O>> {
+        if gen != self.core.gen {
+            return None;
+        }
+        self.recvs.get(idx as usize)
+    }
+
+    /// Turns a parked Send token of this endpoint back into a token.
+    pub(crate) fn send(&self, p: Parked<SendKind>) -> Option<SendBuf<'_, O>> {
+        if p.gen() != self.core.gen {
+            return None;
+        }
+        let slot = self.sends.get(p.idx() as usize)?;
+        // INVARIANT: `p` is consumed.
+        Some(SendBuf {
+            slot,
+            _ep: PhantomData,
+        })
+    }
+
+    /// Posts the Receives of `bufs` in one call. On failure those not
+    /// posted stay with the endpoint until it is dropped: the connection
+    /// has to close.
+    pub(crate) fn post_recvs<'a>(&'a self, bufs: impl Iterator<Item = RecvBuf<'a, O>>) -> Result {
+        let qp = self.id().and_then(|id| id.qp()).ok_or(ENOTCONN)?;
+        post_recvs(qp.as_ptr(), bufs)
+    }
+
+    /// Posts the RDMA Reads set up in `buf`'s [`RwSet`], which took `wrs`
+    /// Send Queue entries; their completion hands `buf` to
+    /// [`EpOwner::reads_done`]. With no Read set up, `buf` comes back. On
+    /// a failed post (some Reads may be posted) the buffer stays with the
+    /// endpoint: the connection has to close.
+    ///
+    /// At most `room` Send Queue entries are posted at once: a longer set
+    /// goes in parts, each posted once the one before completed (the
+    /// owner calls this again from [`EpOwner::reads_done`] while
+    /// [`Recv::reads_left`]).
+    pub(crate) fn post_reads<'a>(
+        &'a self,
+        buf: RecvBuf<'a, O>,
+        room: u32,
+    ) -> Result<(), PostError<RecvBuf<'a, O>>> {
+        let Some(qp) = self.id().and_then(|id| id.qp()) else {
+            return Err(PostError::NotPosted(ENOTCONN, buf));
+        };
+        let slot = buf.slot;
+        // SAFETY: We hold the token: `held` is ours until the post.
+        let held = unsafe { &mut *slot.held.get() };
+        let part = match held.rw.next_part(room) {
+            Ok(part) => part,
+            Err(e) => return Err(PostError::NotPosted(e, buf)),
+        };
+        // SAFETY: The contexts are on this QP (type invariant of
+        // `RwSet`); they and the slot stay, unchanged, until the
+        // completion on `read_cqe` hands the token back or the QP is
+        // drained: the token is consumed here.
+        let res = unsafe { RwCtx::chain_raw(part, slot.read_cqe.get(), qp.as_ptr()) };
+        buf.consume();
+        res.map_err(PostError::Lost)
+    }
+
+    /// Posts the RDMA Writes set up in `buf`'s [`RwSet`], then a Send of
+    /// its first `len` bytes (With Invalidate of `invalidate` if given),
+    /// in one call. `signal` decides whether the Send is signalled, from
+    /// the count of Sends posted unsignalled since the last signalled one.
+    /// The completion of this Send, or of a later one, hands the buffer to
+    /// [`EpOwner::sent`]. A Send without Writes that fails to post comes
+    /// back; with Writes, some may be posted, and the buffer stays with
+    /// the endpoint: the connection has to close.
+    pub(crate) fn post_send<'a>(
+        &'a self,
+        buf: SendBuf<'a, O>,
+        len: usize,
+        invalidate: Option<u32>,
+        signal: impl FnOnce(u32) -> bool,
+    ) -> Result<(), PostError<SendBuf<'a, O>>> {
+        let Some(qp) = self.id().and_then(|id| id.qp()) else {
+            return Err(PostError::NotPosted(ENOTCONN, buf));
+        };
+        let slot = buf.slot;
+        // SAFETY: We hold the token: `held` is ours until the post.
+        let held = unsafe { &mut *slot.held.get() };
+        held.buf.sync_for_device(len);
+        let mut sge = [held.buf.sge(0, len, self.core.lkey)];
+        let start = held.rw.next.min(held.rw.ctxs.len());
+        let has_writes = start < held.rw.ctxs.len();
+        let writes: *mut [RwCtx] = &mut held.rw.ctxs[start..];
+        // Held across the post: the ring's order is the Send Queue's.
+        let mut posted = self.core.posted.lock();
+        let signalled = signal(posted.unsignalled);
+        // SAFETY: The slot's memory and its Writes stay, unchanged, until
+        // the completion of this Send or of a later one hands the token
+        // back (`send_done`, in Send Queue order), or the QP is drained:
+        // the token is consumed below once anything may be posted.
+        let res = unsafe {
+            qp.post_send_after_rw(slot.cqe.get(), &mut sge, writes, invalidate, signalled)
+        };
+        match res {
+            Ok(()) => {
+                // Cannot overflow: one entry per Send buffer.
+                posted.push(slot.idx);
+                posted.unsignalled = if signalled { 0 } else { posted.unsignalled + 1 };
+                buf.consume();
+                Ok(())
+            }
+            Err(e) if !has_writes => Err(PostError::NotPosted(e, buf)),
+            Err(e) => {
+                buf.consume();
+                Err(PostError::Lost(e))
+            }
+        }
+    }
+
+    /// Posts the next Writes of `buf`'s set that fit in `room` Send Queue
+    /// entries, ahead of its Send, and waits for them to complete: for a
+    /// Reply whose Writes need more room than the connection has. Call it
+    /// while [`SendBuf::writes`]' `wrs_left` is above `room`; the rest go
+    /// with the Send.
+    pub(crate) fn post_writes_part(&self, buf: &mut SendBuf<'_, O>, room: u32) -> Result {
+        let qp = self.id().and_then(|id| id.qp()).ok_or(ENOTCONN)?;
+        let slot = buf.slot;
+        slot.part.store(PART_POSTED, Relaxed);
+        let held = buf.held();
+        let part = held.rw.next_part(room)?;
+        // SAFETY: The contexts are on this QP (type invariant of
+        // `RwSet`); they stay, unchanged, until the completion on
+        // `part_cqe`, which this waits for below while it holds the token
+        // (mutably borrowed): nothing else reaches them meanwhile. If the
+        // post fails part way, the completion of a posted Write, flushed
+        // or not, still comes, or the QP is drained.
+        let res = unsafe { RwCtx::chain_raw(part, slot.part_cqe.get(), qp.as_ptr()) };
+        if let Err(e) = res {
+            // Some Writes may be posted, whose completion may never be
+            // signalled: drain, so that none is in use when the caller
+            // releases them. The connection is done for.
+            self.shutdown();
+            return Err(e);
+        }
+        let core = &*self.core;
+        let mut guard = core.part_lock.lock();
+        while slot.part.load(Acquire) == PART_POSTED {
+            core.part_cv.wait(&mut guard);
+        }
+        drop(guard);
+        if slot.part.load(Acquire) == PART_OK {
+            Ok(())
+        } else {
+            Err(EIO)
+        }
+    }
+
+    /// Stops calling the owner's handlers and drains the QP, if it exists:
+    /// every posted work request completes (flushed), and nothing is
+    /// posted afterwards. Idempotent.
+    pub(crate) fn shutdown(&self) {
+        self.core.closing.store(true, Release);
+        if let Some(id) = self.id() {
+            if !self.core.drained.xchg(true, Relaxed) {
+                id.drain_qp();
+            }
+        }
+    }
+}
+
+impl<O: EpOwner> Drop for Endpoint<O> {
+    fn drop(&mut self) {
+        // INVARIANT: drained before the slots go; the slots go (their
+        // rdma_rw contexts destroyed) before `core`, and with it the id
+        // and its QP.
+        self.shutdown();
+        self.recvs.clear();
+        self.sends.clear();
+    }
+}
+
+/// Why a post did not take a token.
+pub(crate) enum PostError<T> {
+    /// Nothing was posted: the token comes back.
+    NotPosted(Error, T),
+    /// Some work may be posted: the buffer stays with the endpoint.
+    Lost(Error),
+}
+
+/// Links and posts the Receives of `bufs`.
+fn post_recvs<'a, O: EpOwner>(
+    qp: *mut sys::ib_qp,
+    bufs: impl Iterator<Item = RecvBuf<'a, O>>,
+) -> Result {
+    let mut first: *mut sys::ib_recv_wr = core::ptr::null_mut();
+    let mut last: *mut sys::ib_recv_wr = core::ptr::null_mut();
+    for buf in bufs {
+        let slot = buf.slot;
+        let wr = slot.wr.get();
+        // SAFETY: We hold the token, so the slot's work request is ours to
+        // write; it stays at its address (the slot's) until posted.
+        unsafe {
+            (*wr).sg_list = slot.sge.get();
+            (*wr).next = core::ptr::null_mut();
+            (*wr).__bindgen_anon_1.wr_cqe = slot.cqe.get();
+            if last.is_null() {
+                first = wr;
+            } else {
+                (*last).next = wr;
+            }
+        }
+        last = wr;
+        // Given to the device below; on failure it stays with the
+        // endpoint.
+        buf.consume();
+    }
+    if first.is_null() {
+        return Ok(());
+    }
+    let mut bad = core::ptr::null();
+    // SAFETY: `qp` is live (the endpoint's); the chain is of slots whose
+    // tokens were consumed: their buffers stay mapped and untouched until
+    // each Receive completes and `recv_done` hands it back, or the QP is
+    // drained.
+    to_result(unsafe { sys::rpcrdma_rs_post_recv(qp, first, &mut bad) })
+}
+
+/// A Receive buffer, owned: see the module documentation.
+///
+/// # Invariants
+///
+/// The one token of its slot: while it exists, nothing else reaches the
+/// slot's `held` part, and the device does not own the buffer.
+#[repr(transparent)]
+pub(crate) struct RecvBuf<'a, O: EpOwner> {
+    slot: &'a RecvSlot<O>,
+}
+
+/// A Receive buffer borrowed: from its token, or with the request context
+/// that holds it.
+#[repr(transparent)]
+pub(crate) struct Recv<'a, O: EpOwner> {
+    slot: &'a RecvSlot<O>,
+}
+
+impl<'a, O: EpOwner> RecvBuf<'a, O> {
+    /// The token is given up: the buffer is the device's now, or stays
+    /// with the endpoint until it is dropped.
+    fn consume(self) {}
+
+    /// Puts the token away.
+    pub(crate) fn park(self) -> Parked<RecvKind> {
+        let gen = self.slot.core().gen;
+        Parked::new(gen, self.slot.idx)
+    }
+}
+
+impl<O: EpOwner> Recv<'_, O> {
+    fn held(&self) -> &RecvHeld<O> {
+        // SAFETY: The view borrows the slot's token (or the request
+        // context holding it), so nothing else reaches `held`.
+        unsafe { &*self.slot.held.get() }
+    }
+
+    fn held_mut(&mut self) -> &mut RecvHeld<O> {
+        // SAFETY: As for `held`; `&mut self` makes the borrow unique.
+        unsafe { &mut *self.slot.held.get() }
+    }
+
+    /// The bytes the device received.
+    pub(crate) fn bytes(&self) -> &[u8] {
+        let held = self.held();
+        &held.buf.as_slice()[..held.len.min(held.buf.len())]
+    }
+
+    /// The owner's state.
+    pub(crate) fn state(&mut self) -> &mut O::RecvState {
+        &mut self.held_mut().state
+    }
+
+    /// Sets up an RDMA Read of the peer's `len` bytes at `remote` under
+    /// `rkey` into byte `dest` of the pages of [`Recv::parts`]'s set.
+    pub(crate) fn add_read(&mut self, dest: usize, len: usize, remote: u64, rkey: u32) -> Result {
+        let qp = self.slot.core().qp()?;
+        self.held_mut().rw.add_read(qp, dest, len, remote, rkey)
+    }
+
+    /// Whether Reads set up are not posted yet.
+    pub(crate) fn reads_left(&self) -> bool {
+        self.held().rw.wrs_left() > 0
+    }
+
+    /// The received bytes, the state and the Reads, together.
+    pub(crate) fn parts(&mut self) -> (&[u8], &mut O::RecvState, &mut RwSet) {
+        let held = self.held_mut();
+        let len = held.len.min(held.buf.len());
+        (&held.buf.as_slice()[..len], &mut held.state, &mut held.rw)
+    }
+}
+
+impl<'a, O: EpOwner> core::ops::Deref for RecvBuf<'a, O> {
+    type Target = Recv<'a, O>;
+
+    fn deref(&self) -> &Recv<'a, O> {
+        let this: *const Self = self;
+        // SAFETY: Both are `repr(transparent)` over the same reference to
+        // the slot; the view borrows the token.
+        unsafe { &*this.cast::<Recv<'a, O>>() }
+    }
+}
+
+impl<'a, O: EpOwner> core::ops::DerefMut for RecvBuf<'a, O> {
+    fn deref_mut(&mut self) -> &mut Recv<'a, O> {
+        let this: *mut Self = self;
+        // SAFETY: As for `deref`; the mutable borrow of the token makes
+        // the view unique.
+        unsafe { &mut *this.cast::<Recv<'a, O>>() }
+    }
+}
+
+// SAFETY: The token is unique; while it, or the context it turns into,
+// is held, the buffer is not posted and nothing writes its bytes (no
+// method gives them mutably), so they stay.
+unsafe impl<O: EpOwner> HeldBytes for RecvBuf<'_, O> {
+    fn bytes(&self) -> &[u8] {
+        Recv::bytes(self)
+    }
+
+    fn into_ctxt(self) -> Ctxt {
+        self.park().into()
+    }
+}
+
+/// A Send buffer, owned; as [`RecvBuf`].
+pub(crate) struct SendBuf<'a, O: EpOwner> {
+    slot: &'a SendSlot<O>,
+    _ep: PhantomData<&'a Endpoint<O>>,
+}
+
+impl<O: EpOwner> SendBuf<'_, O> {
+    /// As [`RecvBuf::consume`].
+    fn consume(self) {}
+
+    fn held(&mut self) -> &mut SendHeld<O> {
+        // SAFETY: The token is unique (type invariant); `&mut self` makes
+        // the borrow unique.
+        unsafe { &mut *self.slot.held.get() }
+    }
+
+    /// Puts the token away.
+    pub(crate) fn park(self) -> Parked<SendKind> {
+        let gen = self.slot.core().gen;
+        Parked::new(gen, self.slot.idx)
+    }
+
+    /// The buffer, for the CPU to fill.
+    pub(crate) fn buf(&mut self) -> &mut [u8] {
+        self.held().buf.as_mut_slice()
+    }
+
+    /// The owner's state.
+    pub(crate) fn state(&mut self) -> &mut O::SendState {
+        &mut self.held().state
+    }
+
+    /// The Writes to post with the Send.
+    pub(crate) fn writes(&mut self) -> &mut RwSet {
+        &mut self.held().rw
+    }
+
+    /// Sets up in [`SendBuf::writes`] an RDMA Write of each
+    /// `(src, len, remote, rkey)` of `writes`: `len` bytes at byte `src`
+    /// of `rqst`'s Reply to the peer's memory at `remote`. The Reply's
+    /// pages then move into the set, which holds them until the Writes are
+    /// released; the Reply is left empty. The bytes written.
+    pub(crate) fn add_reply_writes(
+        &mut self,
+        rqst: &mut SvcRqst<'_>,
+        writes: impl Iterator<Item = (u32, u32, u64, u32)>,
+    ) -> Result<u64> {
+        let qp = self.slot.core().qp()?;
+        let rw = &mut self.held().rw;
+        let mut segs = core::mem::take(&mut rw.segs);
+        let mut bytes = 0u64;
+        let mut res = Ok(());
+        for (src, len, remote, rkey) in writes {
+            res = rqst.res().page_segs(&mut segs, src, len).and_then(|()| {
+                // SAFETY: The pieces lie in the Reply's pages, which move
+                // into the set below before it is used again, or, on an
+                // error, the contexts are released first.
+                unsafe { rw.add_write(qp, &segs, remote, rkey) }
+            });
+            if res.is_err() {
+                break;
+            }
+            bytes += u64::from(len);
+        }
+        rw.segs = segs;
+        if res.is_ok() && !rw.is_empty() {
+            res = rqst.take_reply_pages(&mut rw.pages);
+        }
+        if let Err(e) = res {
+            rw.unmap();
+            return Err(e);
+        }
+        Ok(bytes)
+    }
+}
+
+/// The Send buffers a completion hands back, in posting order.
+pub(crate) struct Retired<'a, O: EpOwner> {
+    sends: &'a [SendSlot<O>],
+    idxs: [u32; MAX_SENDS as usize],
+    len: usize,
+    next: usize,
+}
+
+impl<'a, O: EpOwner> Iterator for Retired<'a, O> {
+    type Item = SendBuf<'a, O>;
+
+    fn next(&mut self) -> Option<SendBuf<'a, O>> {
+        while self.next < self.len {
+            let idx = self.idxs[self.next];
+            self.next += 1;
+            if let Some(slot) = self.sends.get(idx as usize) {
+                // INVARIANT: taken off the posted ring once, by the
+                // completion that covers it.
+                return Some(SendBuf {
+                    slot,
+                    _ep: PhantomData,
+                });
+            }
+        }
+        None
+    }
+}
+
+/// The owner of an endpoint's completions, unless it is closing.
+fn owner_of<O: EpOwner>(core: &EpCore<O>) -> Option<&O> {
+    if core.closing.load(Acquire) {
+        return None;
+    }
+    // SAFETY: Set when the QP was created to the id's handler, which
+    // outlives the id and so this completion of its QP (type invariant of
+    // `EpCore`).
+    unsafe { core.owner.load(Acquire).as_ref() }
+}
+
+/// `ib_cqe.done` of a Receive.
+///
+/// # Safety
+///
+/// Called by ib_core with the completion of a Receive posted by
+/// [`post_recvs`] on an endpoint's QP, which still exists (it is drained
+/// before its endpoint is dropped).
+unsafe extern "C" fn recv_done<O: EpOwner>(_cq: *mut sys::ib_cq, wc: *mut sys::ib_wc) {
+    // SAFETY: ib_core passes a completion valid for this call.
+    let wc = unsafe { Wc::from_raw(wc) };
+    // SAFETY: The work request was posted with the `cqe` of a live slot.
+    let slot = unsafe {
+        &*kernel::container_of!(wc.cqe().cast::<Opaque<sys::ib_cqe>>(), RecvSlot<O>, cqe)
+    };
+    // INVARIANT: the completion of the post that took the token: the
+    // buffer is the token's again.
+    let buf = RecvBuf { slot };
+    // SAFETY: We hold the token.
+    unsafe { (*slot.held.get()).len = if wc.ok() { wc.byte_len() } else { 0 } };
+    if wc.ok() {
+        // SAFETY: As above.
+        let held = unsafe { &*slot.held.get() };
+        held.buf.sync_for_cpu(held.len);
+    }
+    if let Some(owner) = owner_of(slot.core()) {
+        owner.received(buf, &wc);
+    }
+}
+
+/// `ib_cqe.done` of the last RDMA Read of a Receive buffer's Call.
+///
+/// # Safety
+///
+/// As for [`recv_done`], for a chain posted by [`Endpoint::post_reads`].
+unsafe extern "C" fn reads_done<O: EpOwner>(_cq: *mut sys::ib_cq, wc: *mut sys::ib_wc) {
+    // SAFETY: ib_core passes a completion valid for this call.
+    let wc = unsafe { Wc::from_raw(wc) };
+    // SAFETY: The chain was posted with the `read_cqe` of a live slot.
+    let slot = unsafe {
+        &*kernel::container_of!(
+            wc.cqe().cast::<Opaque<sys::ib_cqe>>(),
+            RecvSlot<O>,
+            read_cqe
+        )
+    };
+    // INVARIANT: the signalled last Read completed, and every Read before
+    // it: the buffer is the token's again.
+    let buf = RecvBuf { slot };
+    if let Some(owner) = owner_of(slot.core()) {
+        owner.reads_done(buf, &wc);
+    }
+}
+
+/// `ib_cqe.done` of a Send.
+///
+/// # Safety
+///
+/// As for [`recv_done`], for a Send posted by [`Endpoint::post_send`].
+unsafe extern "C" fn send_done<O: EpOwner>(_cq: *mut sys::ib_cq, wc: *mut sys::ib_wc) {
+    // SAFETY: ib_core passes a completion valid for this call.
+    let wc = unsafe { Wc::from_raw(wc) };
+    // SAFETY: The Send was posted with the `cqe` of a live slot.
+    let slot = unsafe {
+        &*kernel::container_of!(wc.cqe().cast::<Opaque<sys::ib_cqe>>(), SendSlot<O>, cqe)
+    };
+    let core = slot.core();
+    let mut idxs = [0u32; MAX_SENDS as usize];
+    let mut len = 0;
+    {
+        let mut posted = core.posted.lock();
+        // Every posted Send is on the ring until a completion covers it.
+        if !posted.contains(slot.idx) {
+            return;
+        }
+        // The Send Queue completes in order: this Send completed, and so
+        // did every Send posted before it.
+        while let Some(idx) = posted.pop() {
+            if let Some(s) = idxs.get_mut(len) {
+                *s = idx;
+                len += 1;
+            }
+            if idx == slot.idx {
+                break;
+            }
+        }
+    }
+    let Some(owner) = owner_of(core) else {
+        return;
+    };
+    // The slot lies in a vector of slots; find its start from this one.
+    // SAFETY: `slot` is element `idx` of the endpoint's `sends`.
+    let first = unsafe { core::ptr::from_ref(slot).sub(slot.idx as usize) };
+    // SAFETY: `first` starts the endpoint's Send slots, `nsends` of them
+    // (never resized after the endpoint was built).
+    let sends = unsafe { core::slice::from_raw_parts(first, core.nsends as usize) };
+    owner.sent(
+        Retired {
+            sends,
+            idxs,
+            len,
+            next: 0,
+        },
+        &wc,
+    );
+}
+
+/// `ib_cqe.done` of the last Write of a part posted ahead of a Send.
+///
+/// # Safety
+///
+/// As for [`recv_done`], for a chain posted by
+/// [`Endpoint::post_writes_part`].
+unsafe extern "C" fn part_done<O: EpOwner>(_cq: *mut sys::ib_cq, wc: *mut sys::ib_wc) {
+    // SAFETY: ib_core passes a completion valid for this call.
+    let wc = unsafe { Wc::from_raw(wc) };
+    // SAFETY: The chain was posted with the `part_cqe` of a live slot.
+    let slot = unsafe { &*kernel::container_of!(wc.cqe().cast::<Opaque<sys::ib_cqe>>(), SendSlot<O>, part_cqe) };
+    let core = slot.core();
+    let status = if wc.ok() { PART_OK } else { PART_FAILED };
+    // Under the lock the waiter checks it under: no wake-up is lost.
+    let _guard = core.part_lock.lock();
+    slot.part.store(status, Release);
+    core.part_cv.notify_all();
+}
