@@ -58,7 +58,8 @@
 #                     and closes the connection
 #   read-unordered    Read chunks listed by descending position: RFC 8166
 #                     does not order them, rpcrdma.ko sorts them
-#                     (svc_rdma_pcl.c), and rs takes them by position
+#                     (svc_rdma_pcl.c) but WARNs in svc_process (C_SKIP:
+#                     not run against it), and rs takes them by position
 #   write-huge        nothing to write for a NULL: rpcrdma.ko replies; rs
 #                     may reject a chunk longer than any payload it allows
 #   nomsg-nochunk, xid-mismatch  rpcrdma.ko serves the inline Call *
@@ -154,6 +155,13 @@ abandon-connect     reply                 reply
 '
 # Cases without an XID to echo.
 NO_XID="short-2 empty"
+# Cases not run against rpcrdma.ko (rr.server=c) unless rr.cases names
+# them: read-unordered (two Read chunks, the one at 48 listed before the
+# one at 40) makes rpcrdma.ko hand nfsd an rq_arg whose len is not the
+# sum of its parts: WARNING at include/linux/sunrpc/svc.h:539
+# (svcxdr_init_decode) from svc_process, which fails the scenario's
+# kernel log check (seen with 7.3.4; the peer's answer was a Reply).
+C_SKIP="read-unordered"
 
 svc=$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^rr\.server=//p')
 svc=${svc:-c}
@@ -421,6 +429,10 @@ check client_net net_up 192.0.2.2 2001:db8::2 &&
     check mount nfs_mount &&
     check transport_in_use transport_in_use &&
     check io_loop_started bg_start || finish
+if [ -z "$cases" ] && [ "$svc" = c ]; then
+    cases=$(rpcrdma-peer -c $SERVER4 -l | cut -f1 | grep -vxF "$(echo $C_SKIP | tr ' ' '\n')" | tr '\n' ' ')
+    note "not run against rpcrdma.ko: $C_SKIP"
+fi
 before=$(bg_rounds)
 t0=$(cut -d' ' -f1 /proc/uptime)
 check hostile_client_ran run_peer
