@@ -283,9 +283,10 @@ counts_snapshot() {
 # abandoned): until the RDMA counts equal the baseline's, no kmalloc
 # cache holds 3N/4 objects more than then (a leak of one object a
 # connect shows as N; rpcrdma.ko's server kept up to 60 for 200 when
-# tried, rpcrdma_rs at 5d2d7f1 360 in kmalloc-16), and MemFree is down by less than N x 32 KiB (one
-# connection's buffers are over a MiB); 180 s at most for connections to
-# settle, ok=0 after that. The answer is appended as one "done" line.
+# tried, rpcrdma_rs at 5d2d7f1 360 in kmalloc-16), and MemFree is down
+# by less than N x 32 KiB (one connection's buffers are over a MiB);
+# 180 s at most for connections to settle, ok=0 after that. The answer
+# is appended as one "done" line.
 counts_req() {
     set -- $1
     case $1 in
