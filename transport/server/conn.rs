@@ -233,7 +233,7 @@ pub(crate) struct SvcConn {
     /// Receive buffers released and not yet posted again (svcrdma posts
     /// in batches too).
     #[pin]
-    reposts: SpinLock<KVec<Parked<RecvKind>>>,
+    reposts: SpinLock<[Option<Parked<RecvKind>>; RECV_BATCH]>,
     /// At most this many Sends in a row go unsignalled; fewer than the
     /// Send buffers, so that those they hold never starve a Reply.
     signal_every: u32,
@@ -529,7 +529,7 @@ impl SvcConn {
                     sq_cv <- new_condvar!("rpcrdma_rs_svc_sq"),
                     sq_waiters: Atomic::new(0),
                     reposts <- new_spinlock!(
-                        KVec::with_capacity(RECV_BATCH, GFP_KERNEL)?,
+                        [const { None }; RECV_BATCH],
                         "rpcrdma_rs_svc_reposts"
                     ),
                     signal_every: lazy,
@@ -652,22 +652,17 @@ impl SvcConn {
         }
         let batch = {
             let mut pending = self.reposts.lock();
-            if pending.push_within_capacity(buf.park()).is_err() || pending.len() < RECV_BATCH {
+            let Some(free) = pending.iter_mut().find(|p| p.is_none()) else {
+                // Cannot happen: a full batch is taken at once below.
+                return;
+            };
+            *free = Some(buf.park());
+            if pending.iter().any(Option::is_none) {
                 return;
             }
-            core::mem::replace(&mut *pending, KVec::new())
+            core::mem::replace(&mut *pending, [const { None }; RECV_BATCH])
         };
-        let mut batch = batch;
-        let res = ep.post_recvs(batch.drain_all().filter_map(|p| ep.recv(p)));
-        // Keep the room for the next batch.
-        let mut pending = self.reposts.lock();
-        if pending.capacity() < RECV_BATCH && batch.capacity() >= RECV_BATCH {
-            core::mem::swap(&mut *pending, &mut batch);
-            for p in batch.drain_all() {
-                let _ = pending.push_within_capacity(p);
-            }
-        }
-        drop(pending);
+        let res = ep.post_recvs(batch.into_iter().flatten().filter_map(|p| ep.recv(p)));
         if let Err(e) = res {
             rdebug!("server: cannot repost Receives: {:?}\n", e);
             self.close();
