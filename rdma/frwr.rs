@@ -86,6 +86,9 @@ pub(crate) struct FrwrPool<O: FrwrOwner> {
     slots: KVec<Slot<O>>,
     next: Atomic<usize>,
     depth: u32,
+    /// The owner, for a pool made by [`FrwrPool::new_shared`]; dropped
+    /// after the slots, which point to it.
+    owner: Option<Arc<O>>,
 }
 
 impl<O: FrwrOwner> FrwrPool<O> {
@@ -123,7 +126,24 @@ impl<O: FrwrOwner> FrwrPool<O> {
             slots,
             next: Atomic::new(0),
             depth,
+            owner: None,
         })
+    }
+
+    /// `count` MRs of `depth` pages on `pd`, reporting failures to
+    /// `owner`, which the pool keeps.
+    pub(crate) fn new_shared(
+        owner: Arc<O>,
+        pd: &Arc<Pd>,
+        dev: &Device,
+        depth: u32,
+        count: usize,
+    ) -> Result<Self> {
+        // SAFETY: The pool holds `owner` (below) and drops it after its
+        // slots, the only users of the pointer `new` keeps.
+        let mut pool = unsafe { Self::new(&*owner, pd, dev, depth, count)? };
+        pool.owner = Some(owner);
+        Ok(pool)
     }
 
     /// Pages per MR.

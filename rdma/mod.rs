@@ -10,6 +10,7 @@
 //! [`CqEntry`] embedded in the handler's own context. Together with the sunrpc wrappers in
 //! `transport/`, this is the only place for `unsafe` above `sys`.
 
+mod cell;
 mod cm;
 mod cq;
 mod device;
@@ -22,8 +23,9 @@ mod rw;
 #[cfg(CONFIG_KUNIT = "y")]
 pub(crate) mod selftest;
 
+pub(crate) use cell::ExclusiveCell;
 pub(crate) use cm::{
-    CmEvent, CmHandler, CmId, ConnParam, LingeringIds, QpCaps, RESOLVE_TIMEOUT_MS,
+    CmEvent, CmHandler, CmId, ConnParam, LingeringIds, NetNs, QpCaps, RESOLVE_TIMEOUT_MS,
 };
 pub(crate) use cq::{Cq, CqEntry, CqHandler, HasCqEntry, Wc};
 pub(crate) use device::{Device, Pd};

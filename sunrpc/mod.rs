@@ -12,6 +12,7 @@
 mod addr;
 mod backchannel;
 mod class;
+mod client;
 mod debugfs;
 mod rqst;
 mod slots;
@@ -19,12 +20,13 @@ mod svc;
 mod wait;
 mod xprt;
 
-pub(crate) use addr::{addr_port, format_addresses, format_port, free_addresses};
+pub(crate) use addr::{format_addresses, free_addresses};
 pub(crate) use backchannel::{BcPool, BC_BUF};
 pub(crate) use class::XprtClass;
+pub(crate) use client::{ClassCell, ClientClass, ClientTransport, ClientXprt, Timeouts, XprtRef};
 pub(crate) use debugfs::DebugDir;
 pub(crate) use rqst::{PinnedRqst, SendRqst, XdrBuf};
-pub(crate) use slots::{alloc_slot, buf_alloc, buf_free, free_slot, Slot, SlotOwner, SlotPool};
+pub(crate) use slots::SlotPool;
 pub(crate) use svc::{
     discard, new_object, Ctxt, Net, PageRefs, Serv, SockAddr, SvcClass, SvcObject, SvcRqst,
     SvcTransport, SvcXprt, XptFlag,

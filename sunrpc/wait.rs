@@ -22,6 +22,12 @@ use crate::sys;
 #[repr(transparent)]
 pub(crate) struct WaitQueue(Opaque<sys::wait_queue_head>);
 
+// SAFETY: A wait queue head is made for concurrent use: every operation
+// takes its own lock; it may be used and freed from any thread.
+unsafe impl Send for WaitQueue {}
+// SAFETY: As above.
+unsafe impl Sync for WaitQueue {}
+
 impl WaitQueue {
     /// Initialises the wait queue in place.
     pub(crate) fn new() -> impl PinInit<Self> {

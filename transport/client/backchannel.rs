@@ -26,7 +26,7 @@
 //! may be answered on the next, or its Reply dropped by sunrpc when none
 //! comes in time.
 
-use core::ffi::{c_int, c_uint};
+use core::ffi::c_int;
 
 use kernel::prelude::*;
 use kernel::sync::atomic::{Acquire, Atomic, Relaxed, Release};
@@ -37,13 +37,11 @@ use super::xprt::RdmaXprt;
 use crate::proto::backchannel::{self, CallDropped, CLIENT_SLOTS};
 use crate::proto::pvt::InlineThresholds;
 use crate::proto::v1;
-use crate::sunrpc::{BcPool, SendRqst, XprtLocked, BC_BUF};
-use crate::sys;
+use crate::sunrpc::{SendRqst, XprtLocked, BC_BUF};
 
-/// The backchannel of a transport. Valid when zeroed.
+/// The backchannel of a transport; its requests are the transport's
+/// [`crate::sunrpc::BcPool`].
 pub(crate) struct Backchannel {
-    /// The requests that carry backward Calls to the callback service.
-    pub(super) pool: BcPool,
     /// Negotiated inline thresholds of the last connection, for
     /// `bc_maxpayload`; zero before the first.
     inline_send: Atomic<u32>,
@@ -53,6 +51,14 @@ pub(crate) struct Backchannel {
 }
 
 impl Backchannel {
+    pub(super) fn new() -> Self {
+        Self {
+            inline_send: Atomic::new(0),
+            inline_recv: Atomic::new(0),
+            published: Atomic::new(false),
+        }
+    }
+
     /// Records the inline thresholds a new connection negotiated.
     pub(super) fn connected(&self, inline: InlineThresholds) {
         self.inline_send.store(inline.send, Release);
@@ -63,7 +69,7 @@ impl Backchannel {
 impl RdmaXprt {
     /// Largest backward-direction RPC message, both ways: what the last
     /// connection negotiated, or before one, what we would offer.
-    fn bc_max_payload(&self) -> u32 {
+    pub(super) fn bc_max_payload(&self) -> u32 {
         let (send, recv) = (
             self.bc.inline_send.load(Acquire),
             self.bc.inline_recv.load(Acquire),
@@ -91,7 +97,7 @@ impl RdmaXprt {
                     Err(CallDropped::NoService)
                 }
             })
-            .and_then(|()| self.bc.pool.claim().ok_or(CallDropped::NoSlot));
+            .and_then(|()| self.bc_pool().claim().ok_or(CallDropped::NoSlot));
         match claimed {
             Ok(slot) => {
                 if let Err(err) = slot.deliver(self.xprt(), call.payload) {
@@ -113,6 +119,9 @@ impl RdmaXprt {
     /// `XPRT_LOCKED`): inline, RDMA_MSG, the backchannel's credits. Never
     /// closes the connection: a failed post leaves that to autoclose.
     pub(super) fn send_bc_reply(&self, rqst: &SendRqst<'_>, locked: &XprtLocked<'_>) -> c_int {
+        if !self.bc_pool().is_reply(rqst) {
+            return EINVAL.to_errno();
+        }
         if !self.connected() {
             return ENOTCONN.to_errno();
         }
@@ -157,19 +166,9 @@ impl RdmaXprt {
     }
 }
 
-/// `bc_setup`: the NFS client sets the backchannel up (process context,
-/// once per session). Allocates the backchannel requests, and publishes
-/// the counters in the transport's debugfs directory.
-///
-/// # Safety
-///
-/// Called by sunrpc with a live transport of ours.
-pub(super) unsafe extern "C" fn op_bc_setup(xprt: *mut sys::rpc_xprt, _min_reqs: c_uint) -> c_int {
-    // SAFETY: sunrpc passes a live transport of ours.
-    let rx = unsafe { RdmaXprt::from_raw(xprt) };
-    if let Err(err) = rx.bc.pool.setup() {
-        return err.to_errno();
-    }
+/// `bc_setup`, once the requests are allocated: publishes the counters
+/// in the transport's debugfs directory, once.
+pub(super) fn publish(rx: &RdmaXprt) {
     if !rx.bc.published.xchg(true, Relaxed) {
         let s = &rx.stats;
         for (name, counter) in [
@@ -177,54 +176,7 @@ pub(super) unsafe extern "C" fn op_bc_setup(xprt: *mut sys::rpc_xprt, _min_reqs:
             (c"rdma_bc_replies_sent", &s.bcall_replied),
             (c"rdma_bc_calls_dropped", &s.bcall_dropped),
         ] {
-            // SAFETY: The counters live in the transport, freed by
-            // `destroy`, which sunrpc calls after removing the directory.
-            unsafe { rx.xprt().debugfs_u64(name, counter.as_ptr()) };
+            rx.debugfs_u64(name, counter.atomic());
         }
     }
-    0
 }
-
-/// `bc_maxpayload`: the largest backward Call and Reply, one inline
-/// buffer of at most a page, less the smallest transport header.
-///
-/// # Safety
-///
-/// Called by sunrpc with a live transport of ours.
-pub(super) unsafe extern "C" fn op_bc_maxpayload(xprt: *mut sys::rpc_xprt) -> usize {
-    // SAFETY: sunrpc passes a live transport of ours.
-    let rx = unsafe { RdmaXprt::from_raw(xprt) };
-    rx.bc_max_payload() as usize
-}
-
-/// `bc_num_slots`: the backward Calls the server may have outstanding,
-/// for which every connection keeps Receives and Send buffers.
-///
-/// # Safety
-///
-/// Called by sunrpc with a live transport.
-pub(super) unsafe extern "C" fn op_bc_num_slots(_xprt: *mut sys::rpc_xprt) -> c_uint {
-    CLIENT_SLOTS
-}
-
-/// `bc_free_rqst`: sunrpc is done with a backchannel request (its Reply
-/// sent or dropped, or no service took it). Back to the pool, and the
-/// transport reference `xprt_enqueue_bc_request` took is dropped.
-///
-/// # Safety
-///
-/// Called by sunrpc with a backchannel request of one of our transports,
-/// which nobody uses any more.
-pub(super) unsafe extern "C" fn op_bc_free_rqst(rqst: *mut sys::rpc_rqst) {
-    // SAFETY: A backchannel request given back by sunrpc; its transport
-    // is ours and lives (the request holds a reference to it).
-    unsafe { BcPool::free_rqst(rqst, |xprt| &RdmaXprt::from_raw(xprt).bc.pool) };
-}
-
-/// `bc_destroy`: a session's backchannel goes. The requests stay with the
-/// transport (one in use may come back later), which frees them.
-///
-/// # Safety
-///
-/// Called by sunrpc with a live transport.
-pub(super) unsafe extern "C" fn op_bc_destroy(_xprt: *mut sys::rpc_xprt, _max_reqs: c_uint) {}

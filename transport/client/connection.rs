@@ -10,9 +10,6 @@
 //! [`SendCtx`], whose mutable state is atomic or handed over by
 //! completion ordering.
 
-use core::cell::UnsafeCell;
-use core::ptr::NonNull;
-
 use kernel::error::to_result;
 use kernel::prelude::*;
 use kernel::sync::atomic::{Acquire, Atomic, Full, Relaxed, Release};
@@ -20,7 +17,7 @@ use kernel::sync::{new_condvar, new_spinlock, Arc, CondVar, CondVarTimeoutResult
 
 use super::receive::RecvCtx;
 use super::send::SendCtx;
-use super::xprt::RdmaXprt;
+use super::xprt::{RdmaXprt, XprtState};
 use super::Config;
 use crate::params;
 use crate::proto::backchannel;
@@ -28,9 +25,10 @@ use crate::proto::plan::DeviceLimits;
 use crate::proto::pvt::{self, InlineThresholds, PrivateData};
 use crate::proto::queue::{self, SendSignals};
 use crate::rdma::{
-    CmEvent, CmHandler, CmId, ConnParam, Cq, FrwrMr, FrwrOwner, FrwrPool, PageSeg, Pd, Qp, QpCaps,
-    Registered, SendChain, MAX_MAPPED_PAGES,
+    CmEvent, CmHandler, CmId, ConnParam, Cq, ExclusiveCell, FrwrMr, FrwrOwner, FrwrPool, PageSeg,
+    Pd, Qp, QpCaps, Registered, SendChain, MAX_MAPPED_PAGES,
 };
+use crate::sunrpc::XprtRef;
 use crate::sys;
 
 /// Receive buffers: one per credit we ask for, one per backchannel slot
@@ -68,14 +66,10 @@ const PENDING: i32 = 0;
 const ESTABLISHED: i32 = 1;
 
 /// What the CM and completion handlers share with the connection owner.
-///
-/// # Invariants
-///
-/// `xprt` is the transport that owns this connection; it outlives the
-/// connection, which is torn down before the transport is freed.
 #[pin_data]
 pub(crate) struct Shared {
-    xprt: *const RdmaXprt,
+    /// The transport that owns this connection.
+    xprt: XprtRef<XprtState>,
     /// CM events seen, for the connect worker to wait on.
     #[pin]
     events: SpinLock<u64>,
@@ -102,8 +96,6 @@ pub(crate) struct Shared {
     /// Negotiated inline thresholds.
     inline_send: Atomic<u32>,
     inline_recv: Atomic<u32>,
-    /// The MR pool, once allocated; freed after the CQs.
-    pub(super) pool: Atomic<*mut MrPool>,
     /// This connection's number (see [`GENERATION`]).
     pub(crate) gen: u64,
     /// Number of the last Send known complete (successfully or flushed):
@@ -120,14 +112,6 @@ pub(crate) struct Shared {
     ours: InlineThresholds,
 }
 
-// SAFETY: All mutable state is atomic or behind a lock; `xprt` is only
-// used for `&RdmaXprt`, which is `Sync`.
-unsafe impl Send for Shared {}
-
-// SAFETY: Shared use is through atomics, the spinlock-protected event
-// count, and `&RdmaXprt`, which is `Sync`.
-unsafe impl Sync for Shared {}
-
 /// The connection's FRWR MRs; their failures close the connection.
 pub(crate) type MrPool = FrwrPool<Shared>;
 
@@ -139,54 +123,10 @@ impl FrwrOwner for Shared {
 }
 
 impl Shared {
-    /// The MR pool; present once the connection is up.
-    pub(crate) fn pool(&self) -> Option<&MrPool> {
-        // SAFETY: The pool is published before the first Send and freed
-        // only after the CQs, i.e. after every handler that can see it.
-        unsafe { self.pool.load(Acquire).as_ref() }
-    }
-}
-
-/// How a completion context reaches its connection's [`Shared`].
-///
-/// # Invariants
-///
-/// Points to a pinned `Shared` that outlives every context holding it:
-/// [`Ep`] drops its contexts and pool (after the QP is drained and the CQs
-/// freed) before the `Shared`.
-#[derive(Clone, Copy)]
-pub(crate) struct SharedRef(NonNull<Shared>);
-
-// SAFETY: Only gives `&Shared`, which is `Sync`.
-unsafe impl Send for SharedRef {}
-// SAFETY: Shared use only reads the pointer, to give `&Shared`.
-unsafe impl Sync for SharedRef {}
-
-impl SharedRef {
-    /// # Safety
-    ///
-    /// `shared` outlives every use of the returned reference and of its
-    /// copies.
-    unsafe fn new(shared: &Shared) -> Self {
-        // INVARIANT: the caller's promise.
-        Self(NonNull::from(shared))
-    }
-}
-
-impl core::ops::Deref for SharedRef {
-    type Target = Shared;
-
-    fn deref(&self) -> &Shared {
-        // SAFETY: Alive by the type invariant.
-        unsafe { self.0.as_ref() }
-    }
-}
-
-impl Shared {
-    fn new(xprt: &RdmaXprt, cfg: &Config) -> Result<Pin<KBox<Self>>> {
-        KBox::pin_init(
+    fn new(xprt: &RdmaXprt, cfg: &Config) -> Result<Arc<Self>> {
+        Arc::pin_init(
             pin_init!(Self {
-                xprt,
+                xprt: xprt.new_ref(),
                 events <- new_spinlock!(0, "rpcrdma_rs_cm_events"),
                 event_cv <- new_condvar!("rpcrdma_rs_cm_event"),
                 async_rc: Atomic::new(0),
@@ -200,7 +140,6 @@ impl Shared {
                 recv_posting: Atomic::new(false),
                 inline_send: Atomic::new(pvt::MIN_SIZE),
                 inline_recv: Atomic::new(pvt::MIN_SIZE),
-                pool: Atomic::new(core::ptr::null_mut()),
                 gen: GENERATION.fetch_add(1, Relaxed),
                 sends_done: Atomic::new(0),
                 rx: Atomic::new(core::ptr::null_mut()),
@@ -216,8 +155,7 @@ impl Shared {
     }
 
     pub(crate) fn xprt(&self) -> &RdmaXprt {
-        // SAFETY: By the type invariant `xprt` outlives us.
-        unsafe { &*self.xprt }
+        &self.xprt
     }
 
     /// The number of CM events so far: [`Shared::wait`] for the next.
@@ -331,12 +269,12 @@ pub(crate) struct Ep {
     rx: KVec<RecvCtx>,
     pub(super) tx: KVec<SendCtx>,
     /// Which Sends are signalled; the sender's (`XPRT_LOCKED`).
-    pub(super) signals: UnsafeCell<SendSignals>,
+    pub(super) signals: ExclusiveCell<SendSignals>,
     /// The page list of the memory a Call registers or maps, rebuilt for
     /// each region; the sender's (`XPRT_LOCKED`). Sized at connect for the
     /// largest payload, so that marshalling allocates nothing.
-    pub(super) page_list: UnsafeCell<KVec<PageSeg>>,
-    pub(super) pool: Option<KBox<MrPool>>,
+    pub(super) page_list: ExclusiveCell<KVec<PageSeg>>,
+    pub(super) pool: Option<Arc<MrPool>>,
     pd: Option<Arc<Pd>>,
     pub(super) id: Option<CmId<Shared>>,
     /// The device's registration limits.
@@ -350,9 +288,7 @@ pub(crate) struct Ep {
     pub(super) sends_posted: Atomic<u64>,
     /// The device, for mapping the pages of large inline Calls.
     pub(super) dev: Option<crate::rdma::Device>,
-    pub(super) shared: Pin<KBox<Shared>>,
-    /// `shared`, for the contexts.
-    pub(super) sref: SharedRef,
+    pub(super) shared: Arc<Shared>,
 }
 
 impl Ep {
@@ -360,17 +296,14 @@ impl Ep {
     /// worker.
     pub(crate) fn connect(xprt: &RdmaXprt, cfg: &Config) -> Result<KBox<Ep>> {
         let shared = Shared::new(xprt, cfg)?;
-        // SAFETY: `shared` is pinned in its box, which the `Ep` drops last,
-        // after every context and the pool (field order of `Ep`).
-        let sref = unsafe { SharedRef::new(&shared) };
         let mut ep = KBox::new(
             Ep {
                 send_cq: None,
                 recv_cq: None,
                 rx: KVec::new(),
                 tx: KVec::new(),
-                signals: UnsafeCell::new(SendSignals::new(1, 1)),
-                page_list: UnsafeCell::new(KVec::new()),
+                signals: ExclusiveCell::new(SendSignals::new(1, 1)),
+                page_list: ExclusiveCell::new(KVec::new()),
                 pool: None,
                 pd: None,
                 id: None,
@@ -385,22 +318,17 @@ impl Ep {
                 write_pad: None,
                 pad_buf: None,
                 shared,
-                sref,
             },
             GFP_KERNEL,
         )?;
         let ep_ref: &mut Ep = &mut ep;
-        let shared: *const Shared = &*ep_ref.shared;
-        let sref = ep_ref.sref;
-        // SAFETY: The net is the transport's, which outlives it; `shared`
-        // is boxed and dropped after the id (field order of `Ep`).
-        let id = unsafe { CmId::new(xprt.net(), shared)? };
+        let sref = ep_ref.shared.clone();
+        let id = CmId::new_shared(xprt.xprt().net_ns().ok_or(EINVAL)?, sref.clone())?;
         let id = &*ep_ref.id.insert(id);
         let timeout = xprt.resolve_timeout();
 
         let seen = ep_ref.shared.events_seen();
-        // SAFETY: The transport's address is a valid sockaddr.
-        unsafe { id.resolve_addr(xprt.dst_addr())? };
+        id.resolve(&xprt.xprt().dst_sockaddr())?;
         ep_ref.shared.wait(seen, timeout)?;
         to_result(ep_ref.shared.async_rc.load(Acquire))?;
 
@@ -428,7 +356,7 @@ impl Ep {
         let nmrs = (cfg.slots.saturating_mul(segs.saturating_add(2))).min(4096);
         // A chunk's pages, plus the head and tail pages around them.
         let list = segs.saturating_mul(limits.max_fr_depth()).saturating_add(4);
-        ep_ref.page_list = UnsafeCell::new(KVec::with_capacity(list as usize, GFP_KERNEL)?);
+        *ep_ref.page_list.get_mut() = KVec::with_capacity(list as usize, GFP_KERNEL)?;
         let max_wr = dev.max_qp_wr().min(dev.max_cqe());
         // Send queue: every Send may come with a REG_MR per MR, and a
         // LOCAL_INV per MR follows its Reply. One extra each for ib_drain_qp.
@@ -443,8 +371,7 @@ impl Ep {
         let send_cq = ep_ref.send_cq.insert(Cq::new(&dev, send_wr)?).clone();
         let recv_cq = ep_ref.recv_cq.insert(Cq::new(&dev, recv_wr)?).clone();
         // A quarter of the Send Queue may wait for a signalled completion.
-        ep_ref.signals =
-            UnsafeCell::new(SendSignals::new(queue::send_batch(cfg.slots), send_wr / 4));
+        *ep_ref.signals.get_mut() = SendSignals::new(queue::send_batch(cfg.slots), send_wr / 4);
         ep_ref.dev = Some(dev.clone());
         let lkey = pd.local_dma_lkey();
         let id = ep_ref.id.as_mut().ok_or(ENOTCONN)?;
@@ -460,14 +387,16 @@ impl Ep {
             rdebug!("fault injection: failing MR pool allocation\n");
             return Err(ENOMEM);
         }
-        // SAFETY: `shared` outlives the pool (field order of `Ep`).
-        let pool = unsafe { MrPool::new(&sref, &pd, &dev, limits.max_fr_depth(), nmrs as usize)? };
-        let pool = ep_ref.pool.insert(KBox::new(pool, GFP_KERNEL)?);
+        let pool = MrPool::new_shared(
+            sref.clone(),
+            &pd,
+            &dev,
+            limits.max_fr_depth(),
+            nmrs as usize,
+        )?;
+        let pool = ep_ref.pool.insert(Arc::new(pool, GFP_KERNEL)?);
         xprt.stats().mrs_allocated.add(u64::from(nmrs));
-        ep_ref
-            .shared
-            .pool
-            .store(core::ptr::from_ref::<MrPool>(&**pool).cast_mut(), Release);
+        let pool = pool.clone();
 
         // Buffers: the vectors are sized once and never grow afterwards, so
         // the contexts' addresses are stable while work requests use them.
@@ -476,14 +405,20 @@ impl Ep {
         let mut rx = KVec::with_capacity(nrecv, GFP_KERNEL)?;
         for _ in 0..nrecv {
             rx.push(
-                RecvCtx::new(sref, &dev, cfg.inline_read as usize, lkey)?,
+                RecvCtx::new(
+                    sref.clone(),
+                    pool.clone(),
+                    &dev,
+                    cfg.inline_read as usize,
+                    lkey,
+                )?,
                 GFP_KERNEL,
             )?;
         }
         let mut tx = KVec::with_capacity(nsend, GFP_KERNEL)?;
         for _ in 0..nsend {
             tx.push(
-                SendCtx::new(sref, &dev, cfg.inline_write as usize)?,
+                SendCtx::new(sref.clone(), &dev, cfg.inline_write as usize)?,
                 GFP_KERNEL,
             )?;
         }
@@ -600,7 +535,6 @@ impl Drop for Ep {
         self.shared.rx.store(core::ptr::null_mut(), Release);
         drop(core::mem::take(&mut self.rx));
         drop(core::mem::take(&mut self.tx));
-        self.shared.pool.store(core::ptr::null_mut(), Release);
         if let Some(pool) = self.pool.take() {
             if let Some((mr, _)) = self.write_pad.take() {
                 pool.release(mr, true);

@@ -5,7 +5,6 @@
 //! header, and chunks registered over the request's own pages.
 
 use core::ffi::c_int;
-use core::ptr::NonNull;
 
 use kernel::prelude::*;
 use kernel::sync::atomic::Relaxed;
@@ -22,33 +21,21 @@ use crate::rdma::{FrwrList, PageSeg, SendChain};
 use crate::sunrpc::{SendRqst, XdrBuf, XprtLocked};
 use crate::sys;
 
-/// Entry point called by C.
-///
-/// # Safety
-///
-/// Only called by the C side, with the arguments its contract promises.
-pub(super) unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_int {
-    // SAFETY: sunrpc passes a live request with buffers from our
-    // `buf_alloc`, with XPRT_LOCKED held.
-    let rqst = unsafe { SendRqst::from_raw(rqst) };
-    // SAFETY: The request is on one of our transports.
-    let rx = unsafe { RdmaXprt::from_raw(rqst.xprt().as_ptr()) };
-    // A backchannel Reply first: none of what follows (congestion slot,
-    // retransmission check, chunks, Reply expected) applies to it.
-    if rx.bc.pool.is_reply(&rqst) {
-        // SAFETY: sunrpc sends with XPRT_LOCKED held.
-        let locked = unsafe { XprtLocked::assume(rx.xprt()) };
-        return rx.send_bc_reply(&rqst, &locked);
-    }
+/// `send_request` of a forward Call, whose slot state is `st`, with
+/// `XPRT_LOCKED` held.
+pub(super) fn send_request(
+    rx: &RdmaXprt,
+    rqst: &SendRqst<'_>,
+    st: &ReqState,
+    locked: &mut XprtLocked<'_>,
+) -> c_int {
     if !rx.connected() {
         return ENOTCONN.to_errno();
     }
     if !rqst.get_cong() {
         return EBADSLT.to_errno();
     }
-    // SAFETY: sunrpc sends with XPRT_LOCKED held.
-    let locked = unsafe { XprtLocked::assume(rx.xprt()) };
-    let Some(ep) = rx.ep(&locked) else {
+    let Some(ep) = rx.ep(locked) else {
         return ENOTCONN.to_errno();
     };
     let (xid, cookie, snd, rcv) = (
@@ -60,7 +47,7 @@ pub(super) unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_i
     // A retransmission on the same connection would upset the credit
     // accounting: reconnect instead, as rpcrdma.ko does.
     if cookie == locked.connect_cookie() {
-        rx.close(&locked);
+        rx.close(locked);
         return ENOTCONN.to_errno();
     }
     let snd_len = snd.len() as usize;
@@ -68,13 +55,11 @@ pub(super) unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_i
     let Some(pool) = ep.pool() else {
         return ENOTCONN.to_errno();
     };
-    // SAFETY: A forward request of our transport.
-    let st = unsafe { ReqState::of(NonNull::from(&*rqst.as_ptr())) };
     // MRs from an earlier connection went with it.
     st.forget_mrs();
     st.offered_write.store(u32::MAX, Relaxed);
     st.offered_reply.store(u32::MAX, Relaxed);
-    let (rpc, call_buf, reply_buf) = rpc_shape(&rqst);
+    let (rpc, call_buf, reply_buf) = rpc_shape(rqst);
     let mut conn = plan::Connection::new(ep.inline(), &ep.limits);
     // A Call within the inline threshold always fits the Send buffer, so
     // the SGE limit only decides whether its pages are mapped or copied
@@ -92,9 +77,11 @@ pub(super) unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_i
     let mut segs = [Segment::default(); 16];
     let (mut nreads, mut nwrites, mut nreply) = (0usize, 0usize, 0usize);
     let stats = &rx.stats;
-    // SAFETY: We hold XPRT_LOCKED, and this is the only reference to the
-    // list while we do.
-    let page_list = unsafe { ep.page_list() };
+    // The sender's, under XPRT_LOCKED.
+    let Some(mut page_guard) = ep.page_list.try_borrow_mut() else {
+        return EIO.to_errno();
+    };
+    let page_list: &mut KVec<PageSeg> = &mut page_guard;
     let mut register = |buf: &XdrBuf, range: plan::Range, writing, out: &mut [Segment]| {
         buf.page_segs(page_list, range.offset, range.len)?;
         // SAFETY: The buffers are the request's and stay until it is
@@ -172,6 +159,7 @@ pub(super) unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_i
         // request's memory goes.
         unsafe { ep.map_pages(page_list, &st.send_busy) }.ok()
     });
+    drop(page_guard);
     if layout.mapped.is_some() && mapped.is_none() {
         // Could not map: copy it all, which always fits.
         layout = plan::send_layout(chosen.call, &call_buf, 0, PAGE as u32);
@@ -236,7 +224,7 @@ pub(super) unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_i
             return EMSGSIZE.to_errno();
         }
         Err(SendError::Post) => {
-            rx.close(&locked);
+            rx.close(locked);
             return ENOTCONN.to_errno();
         }
     }
@@ -250,7 +238,7 @@ pub(super) unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_i
     rqst.add_bytes_sent(snd_len);
     // A Call without Reply throws off the credit accounting.
     if !rqst.reply_expected() {
-        rx.close(&locked);
+        rx.close(locked);
         return ENOTCONN.to_errno();
     }
     0

@@ -4,21 +4,21 @@
 //! to its request, credit grants, invalidating the request's MRs before
 //! it completes, and reposting the buffers in batches.
 
-use core::cell::UnsafeCell;
-
 use kernel::prelude::*;
 use kernel::sync::atomic::{Acquire, Atomic, Full, Relaxed, Release};
 use kernel::sync::barrier::{smp_mb, Full as Barrier};
+use kernel::sync::Arc;
 
 use super::classify_received;
-use super::connection::{MrPool, Shared, SharedRef, MAX_RPC_MRS};
+use super::connection::{MrPool, Shared, MAX_RPC_MRS};
 use super::placement::Checked;
-use super::request::ReqState;
 use super::xprt::RdmaXprt;
 use crate::params;
 use crate::proto::plan;
 use crate::proto::reply::{Inbound, ReplyBody};
-use crate::rdma::{CqEntry, CqHandler, DmaBuf, DmaDir, FrwrList, Qp, RecvWr, SendChain, Wc};
+use crate::rdma::{
+    CqEntry, CqHandler, DmaBuf, DmaDir, ExclusiveCell, FrwrList, Qp, RecvWr, SendChain, Wc,
+};
 use crate::sunrpc::PinnedRqst;
 
 impl RdmaXprt {
@@ -49,14 +49,12 @@ impl RdmaXprt {
         };
         // `rq_xid` holds the XID as it is on the wire.
         let xid = xid.to_be();
-        let Some(rqst) = self.xprt().lookup_pinned(xid) else {
+        let Some((rqst, st)) = self.lookup(xid) else {
             rdebug!("reply for unknown xid {:#x}\n", u32::from_be(xid));
             return Handled::Done;
         };
         // Only a message that matched a waiting RPC may move the window.
         self.update_cwnd(credits);
-        // SAFETY: A forward request of ours, pinned, so its state stays.
-        let st = unsafe { ReqState::of(rqst.as_ptr()) };
         let reply = body
             .ok()
             .and_then(|body: ReplyBody<'_>| self.check_reply(msg, body, st));
@@ -76,8 +74,8 @@ impl RdmaXprt {
             Err(pending)
         };
         let mut mrs = st.take_mrs(shared.gen);
-        let pool = shared.pool();
-        if let (Some(pool), Some(rkey), false) = (pool, invalidated, mrs.is_empty()) {
+        let pool = ctx.pool();
+        if let (Some(rkey), false) = (invalidated, mrs.is_empty()) {
             let mut keys = [0u32; MAX_RPC_MRS];
             for (k, mr) in keys.iter_mut().zip(mrs.as_slice()) {
                 *k = pool.rkey(mr);
@@ -114,12 +112,6 @@ impl RdmaXprt {
                 }
             };
         }
-        let Some(pool) = pool else {
-            // No pool to invalidate with: leave the MRs to the teardown.
-            self.force_disconnect();
-            st.hold_mrs(mrs);
-            return Handled::Done;
-        };
         let n = mrs.len();
         match invalidate(shared, pool, ctx, Pending { mrs, ..pending }) {
             Ok(()) => {
@@ -141,15 +133,14 @@ impl RdmaXprt {
 
     /// Finishes a Reply whose RPC's MRs are now invalidated (`ok`) or
     /// flushed.
-    pub(super) fn finish_reply(&self, shared: &Shared, ctx: &RecvCtx, pending: Pending, ok: bool) {
+    pub(super) fn finish_reply(&self, ctx: &RecvCtx, pending: Pending, ok: bool) {
         let mut pending = pending;
         if !ok {
             self.stats.mrs_recycled.add(pending.mrs.len() as u64);
         }
-        if let Some(pool) = shared.pool() {
-            while let Some(mr) = pending.mrs.pop() {
-                pool.release(mr, !ok);
-            }
+        let pool = ctx.pool();
+        while let Some(mr) = pending.mrs.pop() {
+            pool.release(mr, !ok);
         }
         self.complete(pending.rqst, pending.reply, ctx.buffer());
     }
@@ -238,27 +229,31 @@ pub(crate) struct Pending {
 ///
 /// # Invariants
 ///
-/// `pending` is only accessed by the Receive completion of this buffer
-/// and, after it posted LOCAL_INVs on `linv_cqe`, by their completion, or
-/// after it published `wait_seq`, by whoever resets `wait_seq` to zero;
-/// the buffer is marked `idle` only after that, and whoever clears `idle`
-/// owns the buffer and `wr` until it posts them.
+/// `pending` is filled by the Receive completion of this buffer and
+/// emptied, after it posted LOCAL_INVs on `linv_cqe`, by their completion,
+/// or after it published `wait_seq`, by whoever resets `wait_seq` to zero
+/// (its cell checks that they take turns); the buffer is marked `idle`
+/// only after that, and whoever clears `idle` owns the buffer and `wr`
+/// until it posts them.
 pub(crate) struct RecvCtx {
     cqe: CqEntry<RecvCtx, RECV>,
     pub(super) linv_cqe: CqEntry<RecvCtx, LINV>,
     buf: DmaBuf,
     wr: RecvWr,
-    pub(super) pending: UnsafeCell<Option<Pending>>,
+    pub(super) pending: ExclusiveCell<Option<Pending>>,
     /// Number of the Send this buffer's Reply waits for; 0 for none.
     pub(super) wait_seq: Atomic<u64>,
     /// Done with, waiting for the next batch of Receives.
     idle: Atomic<bool>,
-    shared: SharedRef,
+    shared: Arc<Shared>,
+    /// The connection's MRs, for invalidating a Reply's.
+    pool: Arc<MrPool>,
 }
 
 impl RecvCtx {
     pub(super) fn new(
-        shared: SharedRef,
+        shared: Arc<Shared>,
+        pool: Arc<MrPool>,
         dev: &crate::rdma::Device,
         size: usize,
         lkey: u32,
@@ -269,11 +264,12 @@ impl RecvCtx {
             linv_cqe: CqEntry::new(),
             wr: RecvWr::new(&buf, lkey),
             buf,
-            pending: UnsafeCell::new(None),
+            pending: ExclusiveCell::new(None),
             wait_seq: Atomic::new(0),
             // Not posted yet: the connect worker posts every idle buffer.
             idle: Atomic::new(true),
             shared,
+            pool,
         })
     }
 
@@ -307,11 +303,6 @@ pub(crate) enum Handled {
     Deferred,
 }
 
-// SAFETY: `pending`, the buffer and its work request are used by one
-// thread at a time (type invariant); the rest is atomic or set before the
-// context is shared; `shared` is only used as `&Shared`, which is `Sync`.
-unsafe impl Sync for RecvCtx {}
-
 /// [`CqEntry`] ids of a [`RecvCtx`].
 const RECV: u64 = 0;
 
@@ -324,6 +315,11 @@ crate::impl_has_cq_entry!(RecvCtx, 1, linv_cqe);
 impl RecvCtx {
     fn shared(&self) -> &Shared {
         &self.shared
+    }
+
+    /// The connection's MRs.
+    pub(super) fn pool(&self) -> &MrPool {
+        &self.pool
     }
 }
 
@@ -351,15 +347,14 @@ impl CqHandler<RECV> for RecvCtx {
 impl CqHandler<LINV> for RecvCtx {
     fn done(&self, wc: &Wc<'_>) {
         let shared = self.shared();
-        // SAFETY: By the type invariant, the Receive completion handed the
-        // pending Reply to us.
-        let pending = unsafe { (*self.pending.get()).take() };
+        // The Receive completion handed the pending Reply to us.
+        let pending = self.pending.take();
         if !wc.ok() && !wc.flushed() {
             rwarn!("local invalidate failed, status {}\n", wc.status());
             shared.xprt().force_disconnect();
         }
         if let Some(pending) = pending {
-            shared.xprt().finish_reply(shared, self, pending, wc.ok());
+            shared.xprt().finish_reply(self, pending, wc.ok());
         }
         self.repost(shared);
     }
@@ -391,13 +386,13 @@ fn invalidate(
     let Some(qp) = (unsafe { Qp::from_ptr(shared.qp.load(Acquire)) }) else {
         return Err(pending);
     };
-    // SAFETY: The Receive completion owns `pending` until it posts.
-    unsafe { *ctx.pending.get() = Some(pending) };
+    // Handed to the LOCAL_INV completion.
+    ctx.pending.put(pending)?;
     // SAFETY: The chain's work requests live in the pool, and `linv_cqe`
     // in `ctx`, until the QP is drained.
     if unsafe { qp.post_send_chain(&chain) }.is_err() {
-        // SAFETY: Nothing was posted, so the Reply is still ours.
-        if let Some(pending) = unsafe { (*ctx.pending.get()).take() } {
+        // Nothing was posted, so the Reply is still ours.
+        if let Some(pending) = ctx.pending.take() {
             return Err(pending);
         }
     }

@@ -4,16 +4,16 @@
 //! gathers, and the completion ordering that tells when a buffer (and a
 //! Reply waiting for its Call's Send) is free.
 
-use core::cell::UnsafeCell;
-
 use kernel::prelude::*;
 use kernel::sync::atomic::{Acquire, Atomic, Full, Relaxed, Release};
 use kernel::sync::barrier::{smp_mb, Full as Barrier};
+use kernel::sync::Arc;
 
-use super::connection::{Ep, Shared, SharedRef, BC_SENDS};
+use super::connection::{Ep, Shared, BC_SENDS};
 use super::receive::{Pending, RecvCtx};
 use crate::rdma::{
-    CqEntry, CqHandler, DmaBuf, DmaDir, MappedPages, PageSeg, SendChain, Wc, MAX_MAPPED_PAGES,
+    CqEntry, CqHandler, DmaBuf, DmaDir, ExclusiveCell, MappedPages, PageSeg, SendChain, Wc,
+    MAX_MAPPED_PAGES,
 };
 use crate::sys;
 
@@ -44,17 +44,16 @@ impl Shared {
         seq: u64,
         pending: Pending,
     ) -> core::result::Result<(), Pending> {
-        // SAFETY: The Receive completion owns `pending` (type invariant of
-        // `RecvCtx`) until it publishes `wait_seq`.
-        unsafe { *ctx.pending.get() = Some(pending) };
+        // Ours (the Receive completion's) until we publish `wait_seq`.
+        ctx.pending.put(pending)?;
         self.waiters.fetch_add(1, Full);
         // Release: whoever reads `seq` here also sees `pending`.
         ctx.wait_seq.store(seq, Release);
         smp_mb(Barrier);
         if self.sends_done.load(Relaxed) >= seq && ctx.wait_seq.cmpxchg(seq, 0, Full).is_ok() {
             self.waiters.fetch_sub(1, Full);
-            // SAFETY: Winning the exchange kept the Reply ours.
-            if let Some(pending) = unsafe { (*ctx.pending.get()).take() } {
+            // Winning the exchange kept the Reply ours.
+            if let Some(pending) = ctx.pending.take() {
                 return Err(pending);
             }
         }
@@ -85,9 +84,9 @@ impl Shared {
             }
             if ctx.wait_seq.cmpxchg(w, 0, Full).is_ok() {
                 self.waiters.fetch_sub(1, Full);
-                // SAFETY: Winning the exchange hands us the pending Reply.
-                if let Some(pending) = unsafe { (*ctx.pending.get()).take() } {
-                    self.xprt().finish_reply(self, ctx, pending, true);
+                // Winning the exchange hands us the pending Reply.
+                if let Some(pending) = ctx.pending.take() {
+                    self.xprt().finish_reply(ctx, pending, true);
                 }
                 ctx.repost(self);
             }
@@ -97,28 +96,27 @@ impl Shared {
 
 /// A Send buffer of the ring.
 ///
-/// # Invariants
-///
 /// The context carrying Send number `seq` is free again once
 /// [`Shared::sends_completed`] reaches `seq`. Until then `buf` belongs to
 /// the device, and `mapped` to this context's completion handler, which
 /// runs (if at all) before that number is published. While free, both
-/// belong to the sender, which holds `XPRT_LOCKED`.
+/// belong to the sender, which holds `XPRT_LOCKED`; their cells check
+/// the hand-overs.
 pub(crate) struct SendCtx {
     cqe: CqEntry<SendCtx>,
-    buf: UnsafeCell<DmaBuf>,
+    buf: ExclusiveCell<DmaBuf>,
     /// RPC pages this Send gathers; unmapped when it completes.
-    mapped: UnsafeCell<Option<MappedCall>>,
+    mapped: ExclusiveCell<Option<MappedCall>>,
     seq: Atomic<u64>,
-    shared: SharedRef,
+    shared: Arc<Shared>,
 }
 
 impl SendCtx {
-    pub(super) fn new(shared: SharedRef, dev: &crate::rdma::Device, size: usize) -> Result<Self> {
+    pub(super) fn new(shared: Arc<Shared>, dev: &crate::rdma::Device, size: usize) -> Result<Self> {
         Ok(Self {
             cqe: CqEntry::new(),
-            buf: UnsafeCell::new(DmaBuf::new(dev, size, DmaDir::ToDevice)?),
-            mapped: UnsafeCell::new(None),
+            buf: ExclusiveCell::new(DmaBuf::new(dev, size, DmaDir::ToDevice)?),
+            mapped: ExclusiveCell::new(None),
             seq: Atomic::new(0),
             shared,
         })
@@ -137,7 +135,7 @@ impl SendCtx {
 pub(crate) struct MappedCall {
     pages: MappedPages,
     busy: *const Atomic<u32>,
-    shared: SharedRef,
+    shared: Arc<Shared>,
 }
 
 // SAFETY: The mapping is plain numbers; the mark is atomic; `SharedRef`
@@ -154,21 +152,15 @@ impl Drop for MappedCall {
     }
 }
 
-// SAFETY: `buf` and `mapped` have one owner at a time, as the type
-// invariant says; `seq` is atomic; `shared` is only used as `&Shared`,
-// which is `Sync`.
-unsafe impl Sync for SendCtx {}
-
 crate::impl_has_cq_entry!(SendCtx, 0, cqe);
 
 /// A signalled Send completed, or any Send failed.
 impl CqHandler for SendCtx {
     fn done(&self, wc: &Wc<'_>) {
         let shared = &self.shared;
-        // SAFETY: The Send completed, and its number is not yet published,
-        // so the mapping is ours (type invariant); the device is done with
-        // it.
-        drop(unsafe { (*self.mapped.get()).take() });
+        // The Send completed, and its number is not yet published, so the
+        // mapping is ours; the device is done with it.
+        drop(self.mapped.take());
         if !wc.ok() && !wc.flushed() {
             rwarn!("send failed, status {}\n", wc.status());
             shared.xprt().force_disconnect();
@@ -189,21 +181,6 @@ pub(crate) enum SendError {
 }
 
 impl Ep {
-    /// The sender's page-list scratch (see `page_list`).
-    ///
-    /// # Safety
-    ///
-    /// The caller holds `XPRT_LOCKED` and keeps no other reference from
-    /// this function alive.
-    // The list is the sender's, as `XPRT_LOCKED` is: a lock the type
-    // system cannot see, hence `&self` in and `&mut` out.
-    #[allow(clippy::mut_from_ref)]
-    pub(crate) unsafe fn page_list(&self) -> &mut KVec<PageSeg> {
-        // SAFETY: Only the sender uses the list, and it is serialised by
-        // `XPRT_LOCKED` (the caller's promise).
-        unsafe { &mut *self.page_list.get() }
-    }
-
     /// Number the next Send gets; see [`Shared::send_completed`].
     pub(crate) fn next_send_seq(&self) -> u64 {
         self.sends_posted.load(Relaxed).wrapping_add(1)
@@ -231,7 +208,7 @@ impl Ep {
         Ok(MappedCall {
             pages,
             busy,
-            shared: self.sref,
+            shared: self.shared.clone(),
         })
     }
 
@@ -281,10 +258,11 @@ impl Ep {
         let seq = posted.wrapping_add(1);
         let idx = usize::try_from(posted % n).map_err(|_| SendError::Post)?;
         let ctx = self.tx.get(idx).ok_or(SendError::Post)?;
-        // SAFETY: Send `seq - n`, the last one in this context, has
-        // completed: by the type invariant of `SendCtx` the sender (us,
-        // under XPRT_LOCKED) owns the buffer and the mapping slot.
-        let buf = unsafe { &mut *ctx.buf.get() };
+        // Send `seq - n`, the last one in this context, has completed: the
+        // sender (us, under XPRT_LOCKED) owns the buffer and the mapping.
+        let Some(mut buf) = ctx.buf.try_borrow_mut() else {
+            return Err(SendError::Post);
+        };
         let Some((split, len)) = fill(buf.as_mut_slice()) else {
             return Err(SendError::TooBig);
         };
@@ -308,13 +286,26 @@ impl Ep {
             k += 1;
         }
         let awaited = mapped.is_some();
-        // SAFETY: The policy is the sender's, and we hold XPRT_LOCKED.
-        let signalled = unsafe { (*self.signals.get()).next(chained, awaited) };
+        // The policy is the sender's, and we hold XPRT_LOCKED.
+        let Some(mut signals) = self.signals.try_borrow_mut() else {
+            return Err(SendError::Post);
+        };
+        let signalled = signals.next(chained, awaited);
+        drop(signals);
         ctx.seq.store(seq, Release);
-        // SAFETY: The context's previous Send completed (checked against
+        // The context's previous Send completed (checked against
         // `sends_completed` above), so its mapping slot is the sender's
-        // until this Send is posted (`SendCtx` invariant).
-        unsafe { *ctx.mapped.get() = mapped };
+        // until this Send is posted; a mapping left in it is of a Send
+        // that completed.
+        drop(ctx.mapped.take());
+        if let Some(mapped) = mapped {
+            if ctx.mapped.put(mapped).is_err() {
+                return Err(SendError::Post);
+            }
+        }
+        // The CPU is done with the buffer; the device reads it until the
+        // Send completes.
+        drop(buf);
         // SAFETY: Context, buffer and mapped pages stay until the Send
         // completes (`SendCtx` invariant, `map_pages` contract); the
         // chain's WRs belong to the caller's MRs.
@@ -327,8 +318,8 @@ impl Ep {
             )
         };
         if posted.is_err() {
-            // SAFETY: Nothing was posted: the slot is still ours.
-            drop(unsafe { (*ctx.mapped.get()).take() });
+            // Nothing was posted: the slot is still ours.
+            drop(ctx.mapped.take());
             return Err(SendError::Post);
         }
         self.sends_posted.store(seq, Relaxed);

@@ -5,20 +5,16 @@
 //! memory until the peer can no longer reach it, and the connection
 //! lifecycle entry points (connect worker, close, destroy, timer, stats).
 
-use core::ffi::c_ulong;
+use core::ffi::{c_int, c_ulong};
 
 use kernel::prelude::*;
-use kernel::sync::atomic::{Acquire, Atomic, Full, Relaxed, Release};
-use kernel::types::Opaque;
+use kernel::seq_file::SeqFile;
+use kernel::sync::atomic::{Acquire, Atomic, Relaxed, Release};
 
 use super::backchannel::Backchannel;
-use super::class::this_module;
 use super::connection::Ep;
-use super::request::ReqState;
 use super::{Config, Stats};
-use crate::sunrpc::{
-    free_addresses, hz, jiffies, DelayedWork, HasDelayedWork, SlotPool, WaitQueue, Xprt, XprtLocked,
-};
+use crate::sunrpc::{hz, jiffies, ClientXprt, WaitQueue, XprtLocked};
 use crate::sys;
 
 /// Longest wait for the outcome of one connection attempt, in seconds.
@@ -29,22 +25,10 @@ const CONNECT_WAIT_CAP_SECS: c_ulong = 180;
 /// timeout, which each wake-up resets).
 const FENCE_WARN_SECS: c_ulong = 30;
 
-/// Our transport, allocated by `xprt_alloc` (zeroed) with `struct
-/// rpc_xprt` first.
-///
-/// # Invariants
-///
-/// `xprt` is a live `rpc_xprt` whose `ops` are ours. `ep` is only read or
-/// changed with `XPRT_LOCKED` held (connect worker, `send_request`,
-/// `close`, `destroy`), which [`XprtLocked`] proves; every other field is
-/// valid when zeroed, but for `connect_work`, `fence_wq` and `slots`,
-/// which `setup` initialises.
-#[repr(C)]
-pub(crate) struct RdmaXprt {
-    xprt: Xprt,
-    pub(super) connect_work: DelayedWork<RdmaXprt>,
-    pub(super) timeout: Opaque<sys::rpc_timeout>,
-    ep: Atomic<*mut Ep>,
+/// What the transport keeps across connections, behind its `rpc_xprt`
+/// in a [`ClientXprt`] (see [`RdmaXprt`]).
+#[pin_data]
+pub(crate) struct XprtState {
     /// A connection attempt failed or a connection was lost: back off.
     backoff: Atomic<bool>,
     /// A Reply arrived since the last connect: reset the backoff.
@@ -58,44 +42,38 @@ pub(crate) struct RdmaXprt {
     /// so the peer can reach none of its MRs any more.
     gone_gen: Atomic<u64>,
     /// Woken when `gone_gen` moves, and when a Send that gathered an
-    /// RPC's own pages completes. Initialised in `setup`.
+    /// RPC's own pages completes.
+    #[pin]
     pub(super) fence_wq: WaitQueue,
-    /// The request slots, with their buffers. Initialised in `setup`.
-    pub(super) slots: SlotPool<ReqState>,
-    /// The backchannel (valid when zeroed).
+    /// The backchannel's negotiated thresholds and debugfs state.
     pub(super) bc: Backchannel,
 }
 
+/// Our transport: sunrpc's `rpc_xprt` with [`XprtState`] behind it; its
+/// current connection is an [`Ep`], its per-request state a
+/// [`ReqState`](super::request::ReqState).
+pub(crate) type RdmaXprt = ClientXprt<XprtState>;
+
+impl XprtState {
+    /// A transport's state with settings `cfg`.
+    pub(super) fn new(cfg: Config) -> impl PinInit<Self> {
+        pin_init!(Self {
+            backoff: Atomic::new(false),
+            had_reply: Atomic::new(false),
+            granted: Atomic::new(0),
+            stats: Stats::default(),
+            cfg,
+            gone_gen: Atomic::new(0),
+            fence_wq <- WaitQueue::new(),
+            bc: Backchannel::new(),
+        })
+    }
+}
+
 impl RdmaXprt {
-    /// # Safety
-    ///
-    /// `xprt` must be a live transport created by our `setup`.
-    pub(super) unsafe fn from_raw<'a>(xprt: *mut sys::rpc_xprt) -> &'a Self {
-        // SAFETY: `RdmaXprt` is `repr(C)` with the `rpc_xprt` first, and
-        // `xprt_alloc` gave us `size_of::<RdmaXprt>()` zeroed bytes.
-        unsafe { &*xprt.cast::<Self>() }
-    }
-
-    pub(super) fn raw(&self) -> *mut sys::rpc_xprt {
-        self.xprt.as_ptr()
-    }
-
-    /// The sunrpc transport.
-    pub(super) fn xprt(&self) -> &Xprt {
-        &self.xprt
-    }
-
     /// The counters.
     pub(super) fn stats(&self) -> &Stats {
         &self.stats
-    }
-
-    pub(super) fn net(&self) -> *mut sys::net {
-        self.xprt.net()
-    }
-
-    pub(super) fn dst_addr(&self) -> *const sys::sockaddr {
-        self.xprt.dst_addr()
     }
 
     pub(super) fn resolve_timeout(&self) -> c_ulong {
@@ -112,47 +90,34 @@ impl RdmaXprt {
     /// over with a fresh REQ loses that, so like rpcrdma.ko we wait for the
     /// verdict; the cap only guards against a verdict that never comes.
     pub(super) fn connect_timeout(&self) -> c_ulong {
-        self.xprt
+        self.xprt()
             .connect_timeout()
             .max(CONNECT_WAIT_CAP_SECS * hz())
     }
 
     /// The server address as printed in mountstats, for log messages.
     pub(super) fn peer(&self) -> &str {
-        self.xprt.display_addr()
+        self.xprt().display_addr()
     }
 
     /// Asks sunrpc to close the connection (through its autoclose work).
     pub(super) fn force_disconnect(&self) {
-        self.xprt.force_disconnect();
+        self.xprt().force_disconnect();
     }
 
     pub(super) fn connected(&self) -> bool {
-        self.xprt.connected()
+        self.xprt().connected()
     }
 
     /// The current connection, which only the `XPRT_LOCKED` holder may
     /// use or replace.
     pub(super) fn ep<'a>(&'a self, locked: &'a XprtLocked<'_>) -> Option<&'a Ep> {
-        if !core::ptr::eq(locked.xprt(), &self.xprt) {
-            return None;
-        }
-        // SAFETY: With `XPRT_LOCKED` held (the proof is for our
-        // transport) nobody else frees or replaces the connection.
-        unsafe { self.ep.load(Acquire).as_ref() }
+        self.conn(locked)
     }
 
     /// Tears down the current connection, if any.
-    fn teardown(&self, locked: &XprtLocked<'_>) {
-        if !core::ptr::eq(locked.xprt(), &self.xprt) {
-            return;
-        }
-        let ep = self.ep.xchg(core::ptr::null_mut(), Full);
-        if !ep.is_null() {
-            // SAFETY: `ep` came from `KBox::into_raw` in the connect
-            // worker and was just unpublished, by the `XPRT_LOCKED` holder
-            // (nobody else uses it).
-            let ep = unsafe { KBox::from_raw(ep) };
+    fn teardown(&self, locked: &mut XprtLocked<'_>) {
+        if let Some(ep) = self.replace_conn(locked, None) {
             let gen = ep.shared().gen;
             drop(ep);
             // Generations only grow, and only the XPRT_LOCKED holder
@@ -164,7 +129,7 @@ impl RdmaXprt {
 
     /// Closes the connection: `close`, and the sender when the connection
     /// cannot carry a Call.
-    pub(super) fn close(&self, locked: &XprtLocked<'_>) {
+    pub(super) fn close(&self, locked: &mut XprtLocked<'_>) {
         rdebug!("close\n");
         if self.ep(locked).is_some() {
             rdebug!("connection to {} closed\n", self.peer());
@@ -227,7 +192,7 @@ impl RdmaXprt {
             return;
         }
         let cwnd = c_ulong::from(grant) << sys::RPC_CWNDSHIFT;
-        let mut lock = self.xprt.lock_transport();
+        let mut lock = self.xprt().lock_transport();
         if lock.cwnd() != cwnd {
             rdebug!("credits now {}\n", grant);
             lock.set_cwnd(cwnd);
@@ -240,7 +205,7 @@ impl RdmaXprt {
     /// zeroing it would make that underflow and leave the transport
     /// congested for good.
     fn reset_cwnd(&self) {
-        self.xprt
+        self.xprt()
             .lock_transport()
             .set_cwnd(c_ulong::from(1u32) << sys::RPC_CWNDSHIFT);
         self.granted.store(0, Relaxed);
@@ -253,21 +218,9 @@ fn init_reestablish() -> c_ulong {
     3 * hz()
 }
 
-/// Entry point called by C.
-///
-/// # Safety
-///
-/// Only called by the C side, with the arguments its contract promises.
-pub(super) unsafe extern "C" fn op_connect(xprt: *mut sys::rpc_xprt, task: *mut sys::rpc_task) {
-    // SAFETY: sunrpc passes a live transport of ours.
-    let rx = unsafe { RdmaXprt::from_raw(xprt) };
-    // SAFETY: The task holds XPRT_LOCKED; the connect worker inherits it.
-    let locked = unsafe { sys::xprt_lock_connect(xprt, task, xprt.cast()) };
-    if !locked {
-        pr_warn!("connect without the transport lock\n");
-    }
-    // SAFETY: The task holds XPRT_LOCKED.
-    let locked = unsafe { XprtLocked::assume(rx.xprt()) };
+/// `connect` (the task holds `XPRT_LOCKED`, which goes to the connect
+/// worker): the delay before the worker runs.
+pub(super) fn connect(rx: &RdmaXprt, locked: &XprtLocked<'_>) -> c_ulong {
     if rx.had_reply.xchg(false, Relaxed) {
         locked.reset_backoff();
     }
@@ -276,184 +229,87 @@ pub(super) unsafe extern "C" fn op_connect(xprt: *mut sys::rpc_xprt, task: *mut 
         delay = locked.backoff(init_reestablish());
     }
     rdebug!("connect in {} jiffies\n", delay);
-    rx.connect_work.queue(delay);
+    delay
 }
 
-// SAFETY: `connect_work` is a `DelayedWork<Self>` field; `destroy`
-// cancels it synchronously before the transport is freed.
-unsafe impl HasDelayedWork for RdmaXprt {
-    const OFFSET: usize = core::mem::offset_of!(RdmaXprt, connect_work);
-
-    /// The connect worker: `connect` handed it `XPRT_LOCKED`.
-    fn run(&self) {
-        connect_worker(self);
-    }
-}
-
-fn connect_worker(rx: &RdmaXprt) {
-    let xprt = rx.raw();
-    let status = {
-        // SAFETY: `op_connect` handed us XPRT_LOCKED, ours until unlocked
-        // below.
-        let locked = unsafe { XprtLocked::assume(rx.xprt()) };
-        rx.teardown(&locked);
-        locked.clear_connected();
-        rx.reset_cwnd();
-        let start = jiffies();
-        // A connect that `op_connect` delayed (our backoff) holds
-        // XPRT_LOCKED until it runs. When the RPC that asked for it gives
-        // up meanwhile (past its major timeout) and its client is shut
-        // down, `xprt_destroy` waits for that lock: connecting now would
-        // set up a connection nothing is ever sent on, torn down by
-        // `destroy` as soon as we unlock (issue 11, defect 5).
-        let dying = locked.dying();
-        let result = if dying {
-            Err(ENOTCONN)
-        } else {
-            Ep::connect(rx, &rx.cfg)
-        };
-        let took_ms = jiffies().wrapping_sub(start).saturating_mul(1000) / hz().max(1);
-        locked.clear_connecting();
-        match result {
-            Err(_) if dying => {
-                rdebug!("transport being destroyed: no connect\n");
-                ENOTCONN.to_errno()
-            }
-            Ok(ep) => {
-                let ep_inline = ep.inline();
-                rx.ep.store(KBox::into_raw(ep), Release);
-                rx.backoff.store(false, Relaxed);
-                locked.connected();
-                rdebug!(
-                    "connected to {} (inline send {} recv {}) in {} ms\n",
-                    rx.peer(),
-                    ep_inline.send,
-                    ep_inline.recv,
-                    took_ms
-                );
-                EAGAIN.to_errno()
-            }
-            Err(err) => {
-                rinfo!(
-                    "connect to {} failed ({}) after {} ms\n",
-                    rx.peer(),
-                    err.to_errno(),
-                    took_ms
-                );
-                rx.backoff.store(true, Relaxed);
-                // Running out of memory is transient: ENOBUFS makes sunrpc
-                // retry the connect (after our backoff), where ENOMEM
-                // would fail the RPC that asked for it.
-                if err == ENOMEM {
-                    ENOBUFS.to_errno()
-                } else {
-                    err.to_errno()
-                }
+/// The connect worker, with the `XPRT_LOCKED` that `connect` handed it;
+/// the status for the tasks waiting for the connection.
+pub(super) fn connect_worker(rx: &RdmaXprt, locked: &mut XprtLocked<'_>) -> c_int {
+    rx.teardown(locked);
+    locked.clear_connected();
+    rx.reset_cwnd();
+    let start = jiffies();
+    // A connect that `op_connect` delayed (our backoff) holds
+    // XPRT_LOCKED until it runs. When the RPC that asked for it gives
+    // up meanwhile (past its major timeout) and its client is shut
+    // down, `xprt_destroy` waits for that lock: connecting now would
+    // set up a connection nothing is ever sent on, torn down by
+    // `destroy` as soon as we unlock (issue 11, defect 5).
+    let dying = locked.dying();
+    let result = if dying {
+        Err(ENOTCONN)
+    } else {
+        Ep::connect(rx, &rx.cfg)
+    };
+    let took_ms = jiffies().wrapping_sub(start).saturating_mul(1000) / hz().max(1);
+    locked.clear_connecting();
+    match result {
+        Err(_) if dying => {
+            rdebug!("transport being destroyed: no connect\n");
+            ENOTCONN.to_errno()
+        }
+        Ok(ep) => {
+            let ep_inline = ep.inline();
+            drop(rx.replace_conn(locked, Some(ep)));
+            rx.backoff.store(false, Relaxed);
+            locked.connected();
+            rdebug!(
+                "connected to {} (inline send {} recv {}) in {} ms\n",
+                rx.peer(),
+                ep_inline.send,
+                ep_inline.recv,
+                took_ms
+            );
+            EAGAIN.to_errno()
+        }
+        Err(err) => {
+            rinfo!(
+                "connect to {} failed ({}) after {} ms\n",
+                rx.peer(),
+                err.to_errno(),
+                took_ms
+            );
+            rx.backoff.store(true, Relaxed);
+            // Running out of memory is transient: ENOBUFS makes sunrpc
+            // retry the connect (after our backoff), where ENOMEM
+            // would fail the RPC that asked for it.
+            if err == ENOMEM {
+                ENOBUFS.to_errno()
+            } else {
+                err.to_errno()
             }
         }
-    };
-    // SAFETY: Releases the lock taken in `op_connect`; the proof above
-    // is gone.
-    unsafe { sys::xprt_unlock_connect(xprt, xprt.cast()) };
-    rx.xprt().wake_pending_tasks(status);
-}
-
-/// Entry point called by C.
-///
-/// # Safety
-///
-/// Only called by the C side, with the arguments its contract promises.
-pub(super) unsafe extern "C" fn op_timer(xprt: *mut sys::rpc_xprt, _task: *mut sys::rpc_task) {
-    // SAFETY: sunrpc passes a live transport.
-    unsafe { Xprt::from_raw(xprt) }.force_disconnect();
-}
-
-/// Entry point called by C.
-///
-/// # Safety
-///
-/// Only called by the C side, with the arguments its contract promises.
-pub(super) unsafe extern "C" fn op_close(xprt: *mut sys::rpc_xprt) {
-    // SAFETY: sunrpc passes a live transport of ours and holds XPRT_LOCKED.
-    let rx = unsafe { RdmaXprt::from_raw(xprt) };
-    // SAFETY: sunrpc calls `close` with XPRT_LOCKED held.
-    rx.close(&unsafe { XprtLocked::assume(rx.xprt()) });
-}
-
-/// Entry point called by C.
-///
-/// # Safety
-///
-/// Only called by the C side, with the arguments its contract promises.
-pub(super) unsafe extern "C" fn op_destroy(xprt: *mut sys::rpc_xprt) {
-    // SAFETY: sunrpc passes a live transport of ours; nothing else uses it.
-    let rx = unsafe { RdmaXprt::from_raw(xprt) };
-    rdebug!("destroy\n");
-    rx.connect_work.cancel_sync();
-    {
-        // SAFETY: With the connect worker gone and sunrpc destroying the
-        // transport, nothing else can reach it.
-        let locked = unsafe { XprtLocked::assume(rx.xprt()) };
-        rx.teardown(&locked);
-    }
-    // Every request is released by now (each held a reference).
-    rx.slots.free_all();
-    // SAFETY: So is every backchannel request (each sunrpc owned held a
-    // reference), and nothing else uses the transport any more.
-    unsafe { rx.bc.pool.free_all() };
-    // SAFETY: After the connection is torn down, nothing refers to the
-    // transport.
-    unsafe {
-        free_addresses(xprt);
-        sys::xprt_free(xprt);
-        sys::rpcrdma_rs_module_put(this_module());
     }
 }
 
-/// Entry point called by C.
-///
-/// # Safety
-///
-/// Only called by the C side, with the arguments its contract promises.
-pub(super) unsafe extern "C" fn op_set_connect_timeout(
-    xprt: *mut sys::rpc_xprt,
+/// `destroy`: the connection goes; the glue frees the rest.
+pub(super) fn destroy(rx: &RdmaXprt, locked: &mut XprtLocked<'_>) {
+    rx.teardown(locked);
+}
+
+/// `set_connect_timeout`.
+pub(super) fn set_connect_timeout(
+    rx: &RdmaXprt,
     connect_timeout: c_ulong,
     reconnect_timeout: c_ulong,
 ) {
-    // SAFETY: sunrpc passes a live transport of ours.
-    let rx = unsafe { RdmaXprt::from_raw(xprt) };
     let initval = connect_timeout.max(init_reestablish() << 1);
-    let mut lock = rx.xprt().lock_transport();
-    // SAFETY: `timeout` is part of the transport.
-    unsafe { lock.lower_timeouts(&rx.timeout, initval, connect_timeout, reconnect_timeout) };
+    rx.lower_timeouts(initval, connect_timeout, reconnect_timeout);
 }
 
-/// Entry point called by C.
-///
-/// # Safety
-///
-/// Only called by the C side, with the arguments its contract promises.
-pub(super) unsafe extern "C" fn op_inject_disconnect(xprt: *mut sys::rpc_xprt) {
-    // Through autoclose, which disconnects the QP with XPRT_LOCKED held, so
-    // the connection cannot vanish under us.
-    // SAFETY: sunrpc passes a live transport.
-    unsafe { Xprt::from_raw(xprt) }.force_disconnect();
-}
-
-/// Entry point called by C.
-///
-/// # Safety
-///
-/// Only called by the C side, with the arguments its contract promises.
-pub(super) unsafe extern "C" fn op_print_stats(xprt: *mut sys::rpc_xprt, seq: *mut sys::seq_file) {
-    // SAFETY: sunrpc passes a live transport of ours and a seq_file owned by
-    // this thread.
-    let (rx, m) = unsafe {
-        (
-            RdmaXprt::from_raw(xprt),
-            kernel::seq_file::SeqFile::from_raw(seq.cast()),
-        )
-    };
+/// `print_stats`: the `xprt: rdma` line of mountstats, in rpcrdma.ko's
+/// column order.
+pub(super) fn print_stats(rx: &RdmaXprt, m: &SeqFile) {
     let stat = rx.xprt().stat();
     let last_used = rx.xprt().last_used();
     let hz = hz().max(1);
