@@ -12,7 +12,8 @@ use kernel::seq_file::SeqFile;
 
 use super::connection::Ep;
 use super::request::{self, ReqState};
-use super::xprt::{self, RdmaXprt, XprtState};
+use super::state::{RdmaXprt, XprtState};
+use super::xprt;
 use super::{backchannel, marshal, Config, MAX_PAYLOAD};
 use crate::sunrpc::{hz, ClassCell, ClientClass, ClientTransport, SendRqst, Timeouts, XprtLocked};
 

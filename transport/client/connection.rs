@@ -1,23 +1,27 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! One RDMA connection of a client transport: CM id, PD, CQs, QP, the
-//! posted Receive buffers and the pool of Send buffers.
+//! Receive buffers ([`RecvCtx`]) and the ring of Send buffers
+//! ([`SendCtx`]), reposting the Receives, and the transport's hold on its
+//! current connection (install, tear down, close). What the buffers'
+//! completions do is `receive`'s and `send`'s.
 //!
 //! A connection is built by the connect worker and torn down by `close` or
 //! `destroy`, all of which run with `XPRT_LOCKED` held, so at most one
 //! thread owns an [`Ep`]. Completion and CM handlers see only the parts
 //! they need through shared references: [`Shared`], [`RecvCtx`] and
-//! [`SendCtx`], whose mutable state is atomic or handed over by
-//! completion ordering.
+//! [`SendCtx`], whose mutable state is atomic, or handed over by
+//! completion ordering in an [`ExclusiveCell`] that checks the hand-over.
 
 use kernel::error::to_result;
 use kernel::prelude::*;
 use kernel::sync::atomic::{Acquire, Atomic, Full, Relaxed, Release};
+use kernel::sync::barrier::{smp_mb, Full as Barrier};
 use kernel::sync::{new_condvar, new_spinlock, Arc, CondVar, CondVarTimeoutResult, SpinLock};
 
-use super::receive::RecvCtx;
-use super::send::SendCtx;
-use super::xprt::{RdmaXprt, XprtState};
+use super::placement::Checked;
+use super::request::MAX_RPC_MRS;
+use super::state::{RdmaXprt, XprtState};
 use super::Config;
 use crate::params;
 use crate::proto::backchannel;
@@ -25,10 +29,11 @@ use crate::proto::plan::DeviceLimits;
 use crate::proto::pvt::{self, InlineThresholds, PrivateData};
 use crate::proto::queue::{self, SendSignals};
 use crate::rdma::{
-    CmEvent, CmHandler, CmId, ConnParam, Cq, ExclusiveCell, FrwrMr, FrwrOwner, FrwrPool, PageSeg,
-    Pd, Qp, QpCaps, Registered, SendChain, MAX_MAPPED_PAGES,
+    CmEvent, CmHandler, CmId, ConnParam, Cq, CqEntry, DmaBuf, DmaDir, ExclusiveCell, FrwrList,
+    FrwrMr, FrwrOwner, FrwrPool, MappedPages, PageSeg, Pd, Qp, QpCaps, RecvWr, Registered,
+    SendChain, MAX_MAPPED_PAGES,
 };
-use crate::sunrpc::XprtRef;
+use crate::sunrpc::{PinnedRqst, XprtLocked, XprtRef};
 use crate::sys;
 
 /// Receive buffers: one per credit we ask for, one per backchannel slot
@@ -51,10 +56,6 @@ pub(super) fn sends(cfg: &Config) -> u32 {
 
 /// Send buffers only backchannel Replies may take: one per slot.
 pub(super) const BC_SENDS: u32 = backchannel::CLIENT_SLOTS;
-
-/// Most MRs one RPC holds: a Read, a Write and a Reply chunk of at most
-/// `RPCRDMA_MAX_HDR_SEGS` segments each.
-pub(crate) const MAX_RPC_MRS: usize = 48;
 
 /// Unique number of each connection, so that a request can tell whether
 /// the MRs it remembers belong to the current one.
@@ -552,5 +553,266 @@ impl Drop for Ep {
             id.linger(|shared| shared.cm_up.load(Acquire));
         }
         rdebug!("connection torn down\n");
+    }
+}
+
+/// A Reply held between its Receive completion and the completion of the
+/// LOCAL_INVs of its RPC's MRs (or of its Call's Send).
+pub(crate) struct Pending {
+    /// The request, pinned.
+    pub(crate) rqst: PinnedRqst,
+    /// The MRs being invalidated.
+    pub(crate) mrs: FrwrList<MAX_RPC_MRS>,
+    /// The Reply as checked on arrival; `None` fails the RPC.
+    pub(crate) reply: Option<Checked>,
+}
+
+/// A Receive buffer.
+///
+/// # Invariants
+///
+/// `pending` is filled by the Receive completion of this buffer and
+/// emptied, after it posted LOCAL_INVs on `linv_cqe`, by their completion,
+/// or after it published `wait_seq`, by whoever resets `wait_seq` to zero
+/// (its cell checks that they take turns); the buffer is marked `idle`
+/// only after that, and whoever clears `idle` owns the buffer and `wr`
+/// until it posts them.
+pub(crate) struct RecvCtx {
+    cqe: CqEntry<RecvCtx, RECV>,
+    pub(super) linv_cqe: CqEntry<RecvCtx, LINV>,
+    pub(super) buf: DmaBuf,
+    wr: RecvWr,
+    pub(super) pending: ExclusiveCell<Option<Pending>>,
+    /// Number of the Send this buffer's Reply waits for; 0 for none.
+    pub(super) wait_seq: Atomic<u64>,
+    /// Done with, waiting for the next batch of Receives.
+    idle: Atomic<bool>,
+    shared: Arc<Shared>,
+    /// The connection's MRs, for invalidating a Reply's.
+    pool: Arc<MrPool>,
+}
+
+impl RecvCtx {
+    pub(super) fn new(
+        shared: Arc<Shared>,
+        pool: Arc<MrPool>,
+        dev: &crate::rdma::Device,
+        size: usize,
+        lkey: u32,
+    ) -> Result<Self> {
+        let buf = DmaBuf::new(dev, size, DmaDir::FromDevice)?;
+        Ok(Self {
+            cqe: CqEntry::new(),
+            linv_cqe: CqEntry::new(),
+            wr: RecvWr::new(&buf, lkey),
+            buf,
+            pending: ExclusiveCell::new(None),
+            wait_seq: Atomic::new(0),
+            // Not posted yet: the connect worker posts every idle buffer.
+            idle: Atomic::new(true),
+            shared,
+            pool,
+        })
+    }
+
+    /// The first `len` bytes received.
+    pub(crate) fn msg(&self, len: usize) -> &[u8] {
+        self.buf.as_slice().get(..len).unwrap_or(&[])
+    }
+
+    /// The whole buffer, for a Reply placed by its [`Checked`] offsets.
+    pub(super) fn buffer(&self) -> &[u8] {
+        self.buf.as_slice()
+    }
+
+    /// Gives the buffer back: it is reposted with the next batch.
+    pub(super) fn repost(&self, shared: &Shared) {
+        // Counted before it is marked, so the count never falls below
+        // the number of marked buffers.
+        let idle = shared.recv_idle.fetch_add(1, Full) + 1;
+        self.idle.store(true, Release);
+        if idle >= shared.recv_batch && shared.post_idle_recvs().is_err() {
+            shared.xprt().force_disconnect();
+        }
+    }
+}
+
+/// [`CqEntry`] ids of a [`RecvCtx`].
+pub(super) const RECV: u64 = 0;
+
+pub(super) const LINV: u64 = 1;
+
+crate::impl_has_cq_entry!(RecvCtx, 0, cqe);
+
+crate::impl_has_cq_entry!(RecvCtx, 1, linv_cqe);
+
+impl RecvCtx {
+    pub(super) fn shared(&self) -> &Shared {
+        &self.shared
+    }
+
+    /// The connection's MRs.
+    pub(super) fn pool(&self) -> &MrPool {
+        &self.pool
+    }
+}
+
+impl Shared {
+    /// The connection's Receive contexts; empty before they exist and
+    /// after teardown began.
+    pub(super) fn rx_contexts(&self) -> &[RecvCtx] {
+        let rx = self.rx.load(Acquire);
+        let n = self.rx_len.load(Acquire);
+        if rx.is_null() {
+            return &[];
+        }
+        // SAFETY: `rx` points to the connection's Receive contexts, a
+        // vector that is never resized and is freed only after the CQs,
+        // i.e. after every handler, and after `Ep::drop` cleared `rx`.
+        unsafe { core::slice::from_raw_parts(rx.cast_const(), n) }
+    }
+
+    /// Hands the idle Receive buffers back to the device, in one chain
+    /// per pass. Whoever finds another thread at it leaves the work to
+    /// that thread, which looks again before it stops.
+    pub(super) fn post_idle_recvs(&self) -> Result {
+        loop {
+            if self.draining.load(Acquire) || self.recv_posting.xchg(true, Full) {
+                return Ok(());
+            }
+            // SAFETY: The QP pointer is set before any Receive is posted
+            // and the QP is destroyed only after draining, i.e. after every
+            // completion handler returned.
+            let qp = unsafe { Qp::from_ptr(self.qp.load(Acquire)) };
+            let mut head = core::ptr::null_mut();
+            let mut n = 0u32;
+            // Stop at the buffers counted so far: one counted but not yet
+            // marked is posted by its own thread or the next pass.
+            let want = self.recv_idle.load(Acquire);
+            for ctx in self.rx_contexts() {
+                if n >= want {
+                    break;
+                }
+                // A plain load first: most buffers are posted, and a
+                // failing compare-exchange still costs a locked operation.
+                if ctx.idle.load(Relaxed) && ctx.idle.cmpxchg(true, false, Full).is_ok() {
+                    ctx.buf.sync_for_device(ctx.buf.len());
+                    // SAFETY: Clearing `idle` made the buffer ours until it
+                    // is posted; contexts never move.
+                    head = unsafe { ctx.wr.link(ctx.cqe.as_ptr(), head) };
+                    n += 1;
+                }
+            }
+            self.recv_idle.fetch_sub(n, Full);
+            let posted = match (qp, n) {
+                (_, 0) => Ok(()),
+                // SAFETY: A chain of Receives whose buffers and cqes live
+                // until the QP is drained.
+                (Some(qp), _) => unsafe { qp.post_recv_chain(head) },
+                (None, _) => Err(ENOTCONN),
+            };
+            self.recv_posting.store(false, Release);
+            posted?;
+            // A buffer marked idle while we held `recv_posting` was left
+            // to us (its thread saw the flag set): between our release of
+            // the flag and our look at the count, and its increment of the
+            // count and its look at the flag, one of us sees the other.
+            smp_mb(Barrier);
+            if n == 0 || self.recv_idle.load(Relaxed) < self.recv_batch {
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// A Send buffer of the ring.
+///
+/// The context carrying Send number `seq` is free again once
+/// [`Shared::sends_completed`] reaches `seq`. Until then `buf` belongs to
+/// the device, and `mapped` to this context's completion handler, which
+/// runs (if at all) before that number is published. While free, both
+/// belong to the sender, which holds `XPRT_LOCKED`; their cells check
+/// the hand-overs.
+pub(crate) struct SendCtx {
+    pub(super) cqe: CqEntry<SendCtx>,
+    pub(super) buf: ExclusiveCell<DmaBuf>,
+    /// RPC pages this Send gathers; unmapped when it completes.
+    pub(super) mapped: ExclusiveCell<Option<MappedCall>>,
+    pub(super) seq: Atomic<u64>,
+    pub(super) shared: Arc<Shared>,
+}
+
+impl SendCtx {
+    pub(super) fn new(shared: Arc<Shared>, dev: &crate::rdma::Device, size: usize) -> Result<Self> {
+        Ok(Self {
+            cqe: CqEntry::new(),
+            buf: ExclusiveCell::new(DmaBuf::new(dev, size, DmaDir::ToDevice)?),
+            mapped: ExclusiveCell::new(None),
+            seq: Atomic::new(0),
+            shared,
+        })
+    }
+}
+
+/// An RPC's pages mapped for one Send, and the request's mark that a Send
+/// still reads them: the request is not freed while the mark is set (see
+/// `buffers_released`). Dropping it, once the Send completed or was never
+/// posted, unmaps the pages, clears the mark and wakes whoever waits.
+///
+/// # Invariants
+///
+/// `busy` points into the request's state, which stays allocated while
+/// `*busy` is non-zero; `shared` outlives every Send of its connection.
+pub(crate) struct MappedCall {
+    pub(super) pages: MappedPages,
+    pub(super) busy: *const Atomic<u32>,
+    pub(super) shared: Arc<Shared>,
+}
+
+// SAFETY: The mapping is plain numbers; the mark is atomic; `SharedRef`
+// is `Send`.
+unsafe impl Send for MappedCall {}
+
+impl Drop for MappedCall {
+    fn drop(&mut self) {
+        // Unmap first: the mark promises the pages are no longer in use.
+        drop(core::mem::replace(&mut self.pages, MappedPages::empty()));
+        // SAFETY: `busy` is valid while it is non-zero (type invariant).
+        unsafe { (*self.busy).store(0, Release) };
+        self.shared.xprt().wake_fence();
+    }
+}
+
+crate::impl_has_cq_entry!(SendCtx, 0, cqe);
+
+impl RdmaXprt {
+    /// The current connection, which only the `XPRT_LOCKED` holder may
+    /// use or replace.
+    pub(super) fn ep<'a>(&'a self, locked: &'a XprtLocked<'_>) -> Option<&'a Ep> {
+        self.conn(locked)
+    }
+
+    /// Tears down the current connection, if any.
+    pub(super) fn teardown(&self, locked: &mut XprtLocked<'_>) {
+        if let Some(ep) = self.replace_conn(locked, None) {
+            let gen = ep.shared().gen;
+            drop(ep);
+            // Generations only grow, and only the XPRT_LOCKED holder
+            // tears down: a plain store is the maximum.
+            self.gone_gen.store(gen, Release);
+            self.wake_fence();
+        }
+    }
+
+    /// Closes the connection: `close`, and the sender when the connection
+    /// cannot carry a Call.
+    pub(super) fn close(&self, locked: &mut XprtLocked<'_>) {
+        rdebug!("close\n");
+        if self.ep(locked).is_some() {
+            rdebug!("connection to {} closed\n", self.peer());
+            self.backoff.store(true, Relaxed);
+        }
+        self.teardown(locked);
+        locked.disconnect_done();
     }
 }

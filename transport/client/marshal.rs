@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Marshalling a Call: the planner's decisions ([`crate::proto::plan`])
-//! applied to the request's `xdr_buf`: inline copy behind the transport
-//! header, and chunks registered over the request's own pages.
+//! `send_request`: marshalling a Call, the planner's decisions
+//! ([`crate::proto::plan`]) applied to the request's `xdr_buf` (inline
+//! copy behind the transport header, and chunks registered over the
+//! request's own pages), and sending a backchannel Reply.
 
 use core::ffi::c_int;
 
@@ -10,11 +11,11 @@ use kernel::prelude::*;
 use kernel::sync::atomic::Relaxed;
 
 use super::connection::MrPool;
-use super::connection::MAX_RPC_MRS;
 use super::encode_call_header;
-use super::request::ReqState;
+use super::request::{ReqState, MAX_RPC_MRS};
 use super::send::SendError;
-use super::xprt::RdmaXprt;
+use super::state::RdmaXprt;
+use crate::proto::backchannel::{self, CLIENT_SLOTS};
 use crate::proto::chunk::{ChunkSlices, ReadSegment, Segment};
 use crate::proto::plan::{self, CallPlan};
 use crate::rdma::{FrwrList, PageSeg, SendChain};
@@ -316,4 +317,56 @@ unsafe fn register_pages(
         rest = later;
     }
     Ok((n, bytes))
+}
+
+impl RdmaXprt {
+    /// Sends the Reply of a backchannel request (`send_request`, with
+    /// `XPRT_LOCKED`): inline, RDMA_MSG, the backchannel's credits. Never
+    /// closes the connection: a failed post leaves that to autoclose.
+    pub(super) fn send_bc_reply(&self, rqst: &SendRqst<'_>, locked: &XprtLocked<'_>) -> c_int {
+        if !self.bc_pool().is_reply(rqst) {
+            return EINVAL.to_errno();
+        }
+        if !self.connected() {
+            return ENOTCONN.to_errno();
+        }
+        let Some(ep) = self.ep(locked) else {
+            return ENOTCONN.to_errno();
+        };
+        let snd = rqst.snd_buf();
+        let len = snd.len() as usize;
+        let xid = u32::from_be(rqst.xid());
+        let inline_send = ep.inline().send as usize;
+        let sent = ep.send_backward(|buf| {
+            let hdr = backchannel::encode_backward_v1(buf, xid, CLIENT_SLOTS).ok()?;
+            let end = hdr.checked_add(len)?;
+            if end > inline_send {
+                return None;
+            }
+            snd.read(0, buf.get_mut(hdr..end)?).ok()?;
+            Some((end, end))
+        });
+        match sent {
+            Ok(()) => {
+                rqst.add_bytes_sent(len);
+                self.stats.bcall_replied.add(1);
+                0
+            }
+            Err(SendError::NoBuffer) => {
+                self.stats.empty_sendctx_q.add(1);
+                ENOBUFS.to_errno()
+            }
+            Err(SendError::TooBig) => {
+                rwarn!(
+                    "backward reply of {} bytes exceeds the inline threshold\n",
+                    len
+                );
+                EMSGSIZE.to_errno()
+            }
+            Err(SendError::Post) => {
+                self.force_disconnect();
+                ENOTCONN.to_errno()
+            }
+        }
+    }
 }

@@ -15,12 +15,30 @@
 //! callbacks) go to the callback service, and their Replies back inline
 //! (`backchannel`).
 //!
-//! Files are named for their jobs: `class` (registration, setup, the ops
-//! table), `xprt` (the transport and its connection lifecycle), `request`,
-//! `marshal`, `send`, `receive`, `placement` (of a Reply), `connection`
-//! (one RDMA connection), `frwr` (its MRs) and `backchannel` (NFSv4.1
-//! callbacks). The protocol decisions are safe code calling
-//! [`crate::proto`].
+//! Files are named for their jobs, and each uses only the ones before it
+//! (and this root, which holds [`Config`], [`Stats`] and the protocol
+//! helpers):
+//!
+//! 1. `state`: what the transport keeps across connections, and what
+//!    every layer asks of it (counters, forced disconnect, congestion
+//!    window, the fence on a request's memory).
+//! 2. `request`: per-request state in the request's slot.
+//! 3. `placement`: checking a Reply against what its RPC offered, and
+//!    placing it.
+//! 4. `connection`: one RDMA connection, its Receive and Send buffers, and
+//!    the transport's hold on it.
+//! 5. `backchannel`: NFSv4.1 callbacks received.
+//! 6. `receive`: the Receive completion, up to the RPC's completion.
+//! 7. `send`: posting Sends and their completion.
+//! 8. `marshal`: `send_request`, of a Call or a backchannel Reply.
+//! 9. `xprt`: connect, the connect worker, destroy, stats.
+//! 10. `class`: registration, and the [`crate::sunrpc::ClientTransport`]
+//!     behaviour that sunrpc's entry points call.
+//!
+//! Nothing here holds `unsafe` code: the C entry points, the
+//! `container_of` from `rpc_xprt` and the raw objects live in
+//! [`crate::sunrpc`] and [`crate::rdma`]. The protocol decisions are safe
+//! code calling [`crate::proto`].
 
 mod backchannel;
 mod class;
@@ -30,6 +48,7 @@ mod placement;
 mod receive;
 mod request;
 mod send;
+mod state;
 mod xprt;
 
 use kernel::prelude::*;

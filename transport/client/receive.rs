@@ -1,25 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Receiving: the Receive buffers and their completion, matching a Reply
-//! to its request, credit grants, invalidating the request's MRs before
-//! it completes, and reposting the buffers in batches.
+//! Receiving: the Receive completion, matching a Reply to its request,
+//! credit grants, invalidating the request's MRs before it completes, and
+//! holding a Reply until its Call's Send completed.
 
-use kernel::prelude::*;
-use kernel::sync::atomic::{Acquire, Atomic, Full, Relaxed, Release};
+use kernel::sync::atomic::{Acquire, Full, Relaxed, Release};
 use kernel::sync::barrier::{smp_mb, Full as Barrier};
-use kernel::sync::Arc;
 
 use super::classify_received;
-use super::connection::{MrPool, Shared, MAX_RPC_MRS};
-use super::placement::Checked;
-use super::xprt::RdmaXprt;
+use super::connection::{MrPool, Pending, RecvCtx, Shared, LINV, RECV};
+use super::request::MAX_RPC_MRS;
+use super::state::RdmaXprt;
 use crate::params;
 use crate::proto::plan;
 use crate::proto::reply::{Inbound, ReplyBody};
-use crate::rdma::{
-    CqEntry, CqHandler, DmaBuf, DmaDir, ExclusiveCell, FrwrList, Qp, RecvWr, SendChain, Wc,
-};
-use crate::sunrpc::PinnedRqst;
+use crate::rdma::{CqHandler, FrwrList, Qp, SendChain, Wc};
 
 impl RdmaXprt {
     /// Handles one received message (Receive completion, process context):
@@ -146,181 +141,12 @@ impl RdmaXprt {
     }
 }
 
-impl Shared {
-    /// The connection's Receive contexts; empty before they exist and
-    /// after teardown began.
-    pub(super) fn rx_contexts(&self) -> &[RecvCtx] {
-        let rx = self.rx.load(Acquire);
-        let n = self.rx_len.load(Acquire);
-        if rx.is_null() {
-            return &[];
-        }
-        // SAFETY: `rx` points to the connection's Receive contexts, a
-        // vector that is never resized and is freed only after the CQs,
-        // i.e. after every handler, and after `Ep::drop` cleared `rx`.
-        unsafe { core::slice::from_raw_parts(rx.cast_const(), n) }
-    }
-
-    /// Hands the idle Receive buffers back to the device, in one chain
-    /// per pass. Whoever finds another thread at it leaves the work to
-    /// that thread, which looks again before it stops.
-    pub(super) fn post_idle_recvs(&self) -> Result {
-        loop {
-            if self.draining.load(Acquire) || self.recv_posting.xchg(true, Full) {
-                return Ok(());
-            }
-            // SAFETY: The QP pointer is set before any Receive is posted
-            // and the QP is destroyed only after draining, i.e. after every
-            // completion handler returned.
-            let qp = unsafe { Qp::from_ptr(self.qp.load(Acquire)) };
-            let mut head = core::ptr::null_mut();
-            let mut n = 0u32;
-            // Stop at the buffers counted so far: one counted but not yet
-            // marked is posted by its own thread or the next pass.
-            let want = self.recv_idle.load(Acquire);
-            for ctx in self.rx_contexts() {
-                if n >= want {
-                    break;
-                }
-                // A plain load first: most buffers are posted, and a
-                // failing compare-exchange still costs a locked operation.
-                if ctx.idle.load(Relaxed) && ctx.idle.cmpxchg(true, false, Full).is_ok() {
-                    ctx.buf.sync_for_device(ctx.buf.len());
-                    // SAFETY: Clearing `idle` made the buffer ours until it
-                    // is posted; contexts never move.
-                    head = unsafe { ctx.wr.link(ctx.cqe.as_ptr(), head) };
-                    n += 1;
-                }
-            }
-            self.recv_idle.fetch_sub(n, Full);
-            let posted = match (qp, n) {
-                (_, 0) => Ok(()),
-                // SAFETY: A chain of Receives whose buffers and cqes live
-                // until the QP is drained.
-                (Some(qp), _) => unsafe { qp.post_recv_chain(head) },
-                (None, _) => Err(ENOTCONN),
-            };
-            self.recv_posting.store(false, Release);
-            posted?;
-            // A buffer marked idle while we held `recv_posting` was left
-            // to us (its thread saw the flag set): between our release of
-            // the flag and our look at the count, and its increment of the
-            // count and its look at the flag, one of us sees the other.
-            smp_mb(Barrier);
-            if n == 0 || self.recv_idle.load(Relaxed) < self.recv_batch {
-                return Ok(());
-            }
-        }
-    }
-}
-
-/// A Reply held between its Receive completion and the completion of the
-/// LOCAL_INVs of its RPC's MRs (or of its Call's Send).
-pub(crate) struct Pending {
-    /// The request, pinned.
-    pub(crate) rqst: PinnedRqst,
-    /// The MRs being invalidated.
-    pub(crate) mrs: FrwrList<MAX_RPC_MRS>,
-    /// The Reply as checked on arrival; `None` fails the RPC.
-    pub(crate) reply: Option<Checked>,
-}
-
-/// A Receive buffer.
-///
-/// # Invariants
-///
-/// `pending` is filled by the Receive completion of this buffer and
-/// emptied, after it posted LOCAL_INVs on `linv_cqe`, by their completion,
-/// or after it published `wait_seq`, by whoever resets `wait_seq` to zero
-/// (its cell checks that they take turns); the buffer is marked `idle`
-/// only after that, and whoever clears `idle` owns the buffer and `wr`
-/// until it posts them.
-pub(crate) struct RecvCtx {
-    cqe: CqEntry<RecvCtx, RECV>,
-    pub(super) linv_cqe: CqEntry<RecvCtx, LINV>,
-    buf: DmaBuf,
-    wr: RecvWr,
-    pub(super) pending: ExclusiveCell<Option<Pending>>,
-    /// Number of the Send this buffer's Reply waits for; 0 for none.
-    pub(super) wait_seq: Atomic<u64>,
-    /// Done with, waiting for the next batch of Receives.
-    idle: Atomic<bool>,
-    shared: Arc<Shared>,
-    /// The connection's MRs, for invalidating a Reply's.
-    pool: Arc<MrPool>,
-}
-
-impl RecvCtx {
-    pub(super) fn new(
-        shared: Arc<Shared>,
-        pool: Arc<MrPool>,
-        dev: &crate::rdma::Device,
-        size: usize,
-        lkey: u32,
-    ) -> Result<Self> {
-        let buf = DmaBuf::new(dev, size, DmaDir::FromDevice)?;
-        Ok(Self {
-            cqe: CqEntry::new(),
-            linv_cqe: CqEntry::new(),
-            wr: RecvWr::new(&buf, lkey),
-            buf,
-            pending: ExclusiveCell::new(None),
-            wait_seq: Atomic::new(0),
-            // Not posted yet: the connect worker posts every idle buffer.
-            idle: Atomic::new(true),
-            shared,
-            pool,
-        })
-    }
-
-    /// The first `len` bytes received.
-    pub(crate) fn msg(&self, len: usize) -> &[u8] {
-        self.buf.as_slice().get(..len).unwrap_or(&[])
-    }
-
-    /// The whole buffer, for a Reply placed by its [`Checked`] offsets.
-    fn buffer(&self) -> &[u8] {
-        self.buf.as_slice()
-    }
-
-    /// Gives the buffer back: it is reposted with the next batch.
-    pub(super) fn repost(&self, shared: &Shared) {
-        // Counted before it is marked, so the count never falls below
-        // the number of marked buffers.
-        let idle = shared.recv_idle.fetch_add(1, Full) + 1;
-        self.idle.store(true, Release);
-        if idle >= shared.recv_batch && shared.post_idle_recvs().is_err() {
-            shared.xprt().force_disconnect();
-        }
-    }
-}
-
 /// What the transport did with a received message.
 pub(crate) enum Handled {
     /// Done: repost the buffer.
     Done,
     /// LOCAL_INVs were posted; [`linv_done`] finishes the Reply.
     Deferred,
-}
-
-/// [`CqEntry`] ids of a [`RecvCtx`].
-const RECV: u64 = 0;
-
-const LINV: u64 = 1;
-
-crate::impl_has_cq_entry!(RecvCtx, 0, cqe);
-
-crate::impl_has_cq_entry!(RecvCtx, 1, linv_cqe);
-
-impl RecvCtx {
-    fn shared(&self) -> &Shared {
-        &self.shared
-    }
-
-    /// The connection's MRs.
-    pub(super) fn pool(&self) -> &MrPool {
-        &self.pool
-    }
 }
 
 /// A Receive completed.
@@ -397,4 +223,81 @@ fn invalidate(
         }
     }
     Ok(())
+}
+
+impl Shared {
+    /// Sends completed so far: on an RC QP they complete in order, so
+    /// the Send numbered `n` (see [`Ep::next_send_seq`]) has completed
+    /// when this is at least `n`.
+    pub(crate) fn sends_completed(&self) -> u64 {
+        self.sends_done.load(Acquire)
+    }
+
+    /// Holds the Reply in `ctx` until the Send numbered `seq` completed,
+    /// like rpcrdma.ko's `reply_waits_for_send`: an RPC completes only
+    /// after its Call's Send did. Gives `pending` back when the Send
+    /// completed in the meantime and the caller is to go on with the Reply
+    /// itself.
+    ///
+    /// This and [`Shared::sends_completed_to`] are the two sides of a
+    /// store-buffering pattern: each stores its own word, then reads the
+    /// other's. With a full barrier between the store and the load on both
+    /// sides, the kernel memory model forbids both from reading the old
+    /// value, so either this side sees the Send done, or the completion
+    /// side sees the waiting Reply; the exchange on `wait_seq` then picks
+    /// exactly one of them to finish it.
+    pub(crate) fn defer_until_sent(
+        &self,
+        ctx: &RecvCtx,
+        seq: u64,
+        pending: Pending,
+    ) -> core::result::Result<(), Pending> {
+        // Ours (the Receive completion's) until we publish `wait_seq`.
+        ctx.pending.put(pending)?;
+        self.waiters.fetch_add(1, Full);
+        // Release: whoever reads `seq` here also sees `pending`.
+        ctx.wait_seq.store(seq, Release);
+        smp_mb(Barrier);
+        if self.sends_done.load(Relaxed) >= seq && ctx.wait_seq.cmpxchg(seq, 0, Full).is_ok() {
+            self.waiters.fetch_sub(1, Full);
+            // Winning the exchange kept the Reply ours.
+            if let Some(pending) = ctx.pending.take() {
+                return Err(pending);
+            }
+        }
+        Ok(())
+    }
+
+    /// Records that every Send up to number `seq` completed (Sends
+    /// complete in order), then finishes the Replies that waited for one
+    /// of them; see [`Shared::defer_until_sent`] for the ordering.
+    pub(super) fn sends_completed_to(&self, seq: u64) {
+        let mut done = self.sends_done.load(Relaxed);
+        while done < seq {
+            match self.sends_done.cmpxchg(done, seq, Full) {
+                Ok(_) => break,
+                Err(now) => done = now,
+            }
+        }
+        smp_mb(Barrier);
+        if self.waiters.load(Relaxed) == 0 {
+            return;
+        }
+        let done = self.sends_done.load(Relaxed);
+        for ctx in self.rx_contexts() {
+            // Acquire: pairs with the release store of `wait_seq`.
+            let w = ctx.wait_seq.load(Acquire);
+            if w == 0 || w > done {
+                continue;
+            }
+            if ctx.wait_seq.cmpxchg(w, 0, Full).is_ok() {
+                self.waiters.fetch_sub(1, Full);
+                // Winning the exchange hands us the pending Reply.
+                if let Some(pending) = ctx.pending.take() {
+                    self.xprt().finish_reply(ctx, pending, true);
+                }
+                ctx.repost(self);
+            }
+        }
+    }
 }

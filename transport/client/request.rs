@@ -6,10 +6,13 @@
 
 use kernel::sync::atomic::{Acquire, Atomic, Relaxed, Release};
 
-use super::connection::MAX_RPC_MRS;
-use super::xprt::RdmaXprt;
+use super::state::RdmaXprt;
 use crate::proto::plan::Offered;
 use crate::rdma::{ExclusiveCell, FrwrList};
+
+/// Most MRs one RPC holds: a Read, a Write and a Reply chunk of at most
+/// `RPCRDMA_MAX_HDR_SEGS` segments each.
+pub(crate) const MAX_RPC_MRS: usize = 48;
 
 /// Transport state of one request, kept in its slot (see
 /// [`crate::sunrpc::SlotPool`]).
