@@ -42,8 +42,9 @@ pub(crate) struct FrwrMr {
 /// # Invariants
 ///
 /// Whoever moved `state` from `FREE` to `BUSY` (and so holds the slot's
-/// [`FrwrMr`]) owns `mr`, `reg_wr` and `inv_wr` until it stores `FREE`
-/// again. `owner` outlives the pool.
+/// [`FrwrMr`]) owns `mr`, `reg_wr`, `inv_wr` and `kept` until it stores
+/// `FREE` again. `owner` outlives the pool. `kept`, when set, holds the
+/// memory `mr` was last registered over, and is dropped after `mr`.
 struct Slot<O: FrwrOwner> {
     mr: UnsafeCell<Mr>,
     reg_wr: UnsafeCell<sys::ib_reg_wr>,
@@ -52,6 +53,8 @@ struct Slot<O: FrwrOwner> {
     state: Atomic<u32>,
     rkey: Atomic<u32>,
     owner: NonNull<O>,
+    /// Memory the pool keeps for [`FrwrPool::register_owned`].
+    kept: UnsafeCell<Option<KVec<u8>>>,
 }
 
 // SAFETY: `mr` and the work requests are used only by the owner of the
@@ -118,6 +121,7 @@ impl<O: FrwrOwner> FrwrPool<O> {
                     state: Atomic::new(FREE),
                     rkey: Atomic::new(rkey),
                     owner: NonNull::from(owner),
+                    kept: UnsafeCell::new(None),
                 },
                 GFP_KERNEL,
             )?;
@@ -191,10 +195,66 @@ impl<O: FrwrOwner> FrwrPool<O> {
         segs: &[PageSeg],
         writing: bool,
     ) -> Result<(FrwrMr, Registered)> {
+        // SAFETY: The caller's promise.
+        unsafe { self.register_keeping(segs, writing, None) }
+    }
+
+    /// Registers the first `len` bytes of `buf` on a free MR for
+    /// `writing`, as [`FrwrPool::register`] does. The pool keeps `buf`
+    /// until the MR is registered again (after [`FrwrPool::release`]) or
+    /// the pool is dropped, after the MR: its pages stay allocated as long
+    /// as the peer may use the key.
+    pub(crate) fn register_owned(
+        &self,
+        buf: KVec<u8>,
+        len: usize,
+        writing: bool,
+    ) -> Result<(FrwrMr, Registered)> {
+        const PAGE: usize = kernel::page::PAGE_SIZE;
+        let mut segs = KVec::new();
+        let mut at = buf.as_ptr() as usize;
+        let end = at + len.min(buf.len());
+        while at < end {
+            let offset = at & (PAGE - 1);
+            let n = (PAGE - offset).min(end - at);
+            // SAFETY: `at` lies in `buf`, kmalloc memory, which is in the
+            // kernel's direct map.
+            let page = unsafe { sys::rpcrdma_rs_virt_to_page(at as *const core::ffi::c_void) };
+            segs.push(
+                PageSeg {
+                    page,
+                    offset: offset as u32,
+                    len: n as u32,
+                },
+                GFP_KERNEL,
+            )?;
+            at += n;
+        }
+        // SAFETY: The pages are `buf`'s, which the slot keeps until the MR
+        // is registered again (after it was released) or dropped.
+        unsafe { self.register_keeping(&segs, writing, Some(buf)) }
+    }
+
+    /// [`FrwrPool::register`], keeping `keep` with the MR.
+    ///
+    /// # Safety
+    ///
+    /// As for [`FrwrPool::register`].
+    unsafe fn register_keeping(
+        &self,
+        segs: &[PageSeg],
+        writing: bool,
+        keep: Option<KVec<u8>>,
+    ) -> Result<(FrwrMr, Registered)> {
         let mr = self.get().ok_or(ENOBUFS)?;
         let slot = self.slot(&mr).ok_or(EINVAL)?;
-        // SAFETY: We moved the slot to BUSY, so we own it (type invariant).
-        let (m, wr) = unsafe { (&mut *slot.mr.get(), &mut *slot.reg_wr.get()) };
+        // SAFETY: We moved the slot to BUSY, so we own it (type invariant);
+        // its last registration was released, so the memory it kept may
+        // go.
+        let (m, wr) = unsafe {
+            *slot.kept.get() = keep;
+            (&mut *slot.mr.get(), &mut *slot.reg_wr.get())
+        };
         // SAFETY: The caller's promise.
         match unsafe { m.map(segs, writing) } {
             Ok(reg) => {

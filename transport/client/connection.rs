@@ -280,11 +280,10 @@ pub(crate) struct Ep {
     pub(super) id: Option<CmId<Shared>>,
     /// The device's registration limits.
     pub(crate) limits: DeviceLimits,
-    /// The Write chunk pad: an MR over `pad_buf` registered for the whole
+    /// The Write chunk pad: an MR over 64 bytes the pool keeps, registered for the whole
     /// connection, offered as the last segment of a Write chunk whose
     /// length is not a multiple of four (`re_write_pad_mr`).
     write_pad: Option<(FrwrMr, Registered)>,
-    pad_buf: Option<KBox<[u8; 64]>>,
     /// Sends posted on this connection.
     pub(super) sends_posted: Atomic<u64>,
     /// The device, for mapping the pages of large inline Calls.
@@ -317,7 +316,6 @@ impl Ep {
                 sends_posted: Atomic::new(0),
                 dev: None,
                 write_pad: None,
-                pad_buf: None,
                 shared,
             },
             GFP_KERNEL,
@@ -468,23 +466,9 @@ impl Ep {
     /// Registers the Write chunk pad (`frwr_wp_create`), once the QP can
     /// send.
     fn register_write_pad(&mut self, qp: &Qp) -> Result {
-        let buf = KBox::new([0u8; 64], GFP_KERNEL)?;
-        // SAFETY: `buf` is kmalloc memory.
-        let page = unsafe { sys::rpcrdma_rs_virt_to_page(buf.as_ptr().cast()) };
-        let offset = (buf.as_ptr() as usize & (kernel::page::PAGE_SIZE - 1)) as u32;
         let pool = self.pool.as_deref().ok_or(ENOTCONN)?;
-        // SAFETY: `buf` lives in `pad_buf` until after the pool is freed.
-        let (mr, reg) = unsafe {
-            pool.register(
-                &[PageSeg {
-                    page,
-                    offset,
-                    len: 4,
-                }],
-                true,
-            )?
-        };
-        self.pad_buf = Some(buf);
+        // The pool keeps the buffer as long as the MR may be used.
+        let (mr, reg) = pool.register_owned(KVec::from_elem(0u8, 64, GFP_KERNEL)?, 4, true)?;
         let mut chain = SendChain::new();
         pool.chain_reg(core::slice::from_ref(&mr), &mut chain);
         self.write_pad = Some((mr, reg));
