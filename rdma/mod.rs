@@ -7,8 +7,11 @@
 //! free it early: a QP holds its PD and CQs, an MR its PD, and a PD, CQ,
 //! MR or DMA mapping its [`Device`], which holds the device's
 //! registration. Completions are dispatched to [`CqHandler`]s through a
-//! [`CqEntry`] embedded in the handler's own context. Together with the sunrpc wrappers in
-//! `transport/`, this is the only place for `unsafe` above `sys`.
+//! [`CqEntry`] embedded in the handler's own context; state that such
+//! handlers hand to each other by completion order sits in an
+//! [`ExclusiveCell`], which checks the hand-over. Together with the
+//! sunrpc wrappers in `sunrpc/`, this is the only place for `unsafe` above
+//! `sys`.
 
 mod cell;
 mod cm;

@@ -134,7 +134,7 @@ impl ClassCell {
 
 /// A registered client transport class of `T`; unregistered on drop.
 pub(crate) struct ClientClass<T: ClientTransport> {
-    _class: XprtClass,
+    class: Option<XprtClass>,
     _t: PhantomData<T>,
 }
 
@@ -151,7 +151,7 @@ impl<T: ClientTransport> ClientClass<T> {
             T::class().0.store(class, Release)
         })?;
         Ok(Self {
-            _class: class,
+            class: Some(class),
             _t: PhantomData,
         })
     }
@@ -159,6 +159,9 @@ impl<T: ClientTransport> ClientClass<T> {
 
 impl<T: ClientTransport> Drop for ClientClass<T> {
     fn drop(&mut self) {
+        // Unregistered first: `setup` no longer runs.
+        drop(self.class.take());
+        // INVARIANT: the class is gone.
         T::class().0.store(core::ptr::null_mut(), Release);
     }
 }

@@ -6,7 +6,9 @@
 //! RAII guard) and the proof that the caller holds `XPRT_LOCKED`
 //! ([`XprtLocked`]), which the connection owner's state requires, and
 //! request slots kept for the transport's life ([`SlotPool`]), and the
-//! backchannel's requests ([`BcPool`]).
+//! backchannel's requests ([`BcPool`]), and the generic glue of a client
+//! transport class ([`ClientXprt`], [`ClientTransport`]): every C entry
+//! point of `rpc_xprt_ops`, so that the transport implements a safe trait.
 //! Like `rdma/`, this is where `unsafe` lives; `transport/` calls it.
 
 mod addr;

@@ -35,10 +35,12 @@
 //! 10. `class`: registration, and the [`crate::sunrpc::ClientTransport`]
 //!     behaviour that sunrpc's entry points call.
 //!
-//! Nothing here holds `unsafe` code: the C entry points, the
-//! `container_of` from `rpc_xprt` and the raw objects live in
-//! [`crate::sunrpc`] and [`crate::rdma`]. The protocol decisions are safe
-//! code calling [`crate::proto`].
+//! The C entry points, the `container_of` from `rpc_xprt` and the raw
+//! sunrpc objects live in [`crate::sunrpc`] ([`crate::sunrpc::ClientXprt`]),
+//! the RDMA objects in [`crate::rdma`]. The `unsafe` left here is posting
+//! on the QP and mapping or registering a request's pages, which wait for
+//! abstractions of their own (see `transport/mod.rs`). The protocol
+//! decisions are safe code calling [`crate::proto`].
 
 mod backchannel;
 mod class;
