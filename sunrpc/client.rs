@@ -31,6 +31,7 @@ use super::{
     BcPool, DelayedWork, HasDelayedWork, PinnedRqst, SendRqst, SlotPool, Xprt, XprtClass,
     XprtLocked,
 };
+use crate::rdma::{HeldPages, PageHold, PageSeg};
 use crate::sys;
 
 /// `IPPROTO_TCP`: `xprt->prot` names the address family's TCP for the
@@ -80,14 +81,16 @@ pub(crate) trait ClientTransport: Sized + Send + Sync + 'static {
     /// A request got its buffers, `grown` bytes of them new.
     fn buffers_ready(this: &ClientXprt<Self>, state: &Self::State, grown: usize);
     /// A request's buffers go back to its slot: wait until nothing can
-    /// reach them. Sleeps.
+    /// reach them. Sleeps. The glue then waits for the holds on its pages.
     fn buffers_released(this: &ClientXprt<Self>, state: &Self::State);
+    /// The holds on a released request's pages have not gone for a while:
+    /// make them go.
+    fn buffers_stuck(this: &ClientXprt<Self>, state: &Self::State);
 
-    /// `send_request` of a forward Call, whose slot state is `state`.
+    /// `send_request` of a forward Call.
     fn send_request(
         this: &ClientXprt<Self>,
-        rqst: &SendRqst<'_>,
-        state: &Self::State,
+        call: &ForwardCall<'_, Self::State>,
         locked: &mut XprtLocked<'_>,
     ) -> c_int;
     /// `send_request` of the Reply to a backward Call.
@@ -443,6 +446,83 @@ unsafe impl<T: ClientTransport> SlotOwner for ClientXprt<T> {
     fn buffers_released(&self, st: &T::State) {
         T::buffers_released(self, st)
     }
+
+    fn buffers_stuck(&self, st: &T::State) {
+        T::buffers_stuck(self, st)
+    }
+}
+
+/// A forward Call in `send_request`: the request, the transport's state
+/// for it, and a hold on its pages for as long as the call lasts, from
+/// which [`ForwardCall::pages`] gives pages that are safe to map and
+/// register.
+///
+/// # Invariants
+///
+/// `slot` is the slot of `rqst`, a forward request whose buffers are
+/// allocated; `hold` counts on the slot's holds.
+pub(crate) struct ForwardCall<'a, S> {
+    rqst: SendRqst<'a>,
+    slot: &'a Slot<S>,
+    hold: PageHold,
+}
+
+impl<'a, S> core::ops::Deref for ForwardCall<'a, S> {
+    type Target = SendRqst<'a>;
+
+    fn deref(&self) -> &SendRqst<'a> {
+        &self.rqst
+    }
+}
+
+/// Which buffer of a request.
+#[derive(Clone, Copy)]
+pub(crate) enum Buf {
+    /// The Call (`rq_snd_buf`).
+    Call,
+    /// Where the Reply goes (`rq_rcv_buf`).
+    Reply,
+}
+
+/// A list of pages filled by [`ForwardCall::pages`], kept to be refilled.
+pub(crate) struct PageList(KVec<PageSeg>);
+
+impl PageList {
+    /// An empty list with room for `n` pages.
+    pub(crate) fn with_capacity(n: usize) -> Result<Self> {
+        Ok(Self(KVec::with_capacity(n, GFP_KERNEL)?))
+    }
+}
+
+impl<'a, S> ForwardCall<'a, S> {
+    /// The transport's state for the request.
+    pub(crate) fn state(&self) -> &'a S {
+        self.slot.state()
+    }
+
+    /// The pages holding `len` bytes at `offset` of `buf`, filled into
+    /// `list`, under the call's hold.
+    pub(crate) fn pages<'b>(
+        &'b self,
+        buf: Buf,
+        offset: u32,
+        len: u32,
+        list: &'b mut PageList,
+    ) -> Result<HeldPages<'b>> {
+        let xdr = match buf {
+            Buf::Call => self.rqst.snd_buf(),
+            Buf::Reply => self.rqst.rcv_buf(),
+        };
+        xdr.page_segs(&mut list.0, offset, len)?;
+        // SAFETY: The pages are the request's: its head and tail in the
+        // slot's buffer, which goes only after `buf_free`, and its page
+        // array, which the RPC's owner keeps until the RPC is released,
+        // after `buf_free`; and `buf_free` waits until the slot's holds,
+        // on which `self.hold` counts (type invariant), are zero. The CPU
+        // does not write a Call being sent, nor a Reply buffer before the
+        // Reply, whose MRs are released before it is placed.
+        Ok(unsafe { HeldPages::new(&list.0, &self.hold) })
+    }
 }
 
 fn this_module() -> *mut sys::module {
@@ -608,11 +688,18 @@ unsafe extern "C" fn op_send_request<T: ClientTransport>(rqst: *mut sys::rpc_rqs
     if unsafe { sys::rpcrdma_rs_bc_prealloc(raw.as_ptr()) } {
         return T::send_backward(this, &rqst, &locked);
     }
+
     // SAFETY: Not a backchannel request, so a forward request of a
     // transport with our ops: a slot of its pool, which lives as long as
     // the transport.
     let slot = unsafe { Slot::<T::State>::of(raw) };
-    T::send_request(this, &rqst, slot.state(), &mut locked)
+    // SAFETY: The slot's holds live as long as the slot, which is not
+    // freed nor given up (`buf_free`) before they are zero, and the
+    // request's buffers stay until `buf_free` returns.
+    let hold = unsafe { PageHold::new(slot.holds()) };
+    // INVARIANT: the slot of `rqst`, with its buffers; `hold` counts on it.
+    let call = ForwardCall { rqst, slot, hold };
+    T::send_request(this, &call, &mut locked)
 }
 
 /// `timer`: a Reply timed out; the connection is reset, as rpcrdma.ko

@@ -25,10 +25,13 @@ mod xprt;
 pub(crate) use addr::{format_addresses, free_addresses};
 pub(crate) use backchannel::{BcPool, BC_BUF};
 pub(crate) use class::XprtClass;
-pub(crate) use client::{ClassCell, ClientClass, ClientTransport, ClientXprt, Timeouts, XprtRef};
+pub(crate) use client::{
+    Buf, ClassCell, ClientClass, ClientTransport, ClientXprt, ForwardCall, PageList, Timeouts,
+    XprtRef,
+};
 pub(crate) use debugfs::DebugDir;
-pub(crate) use rqst::{PinnedRqst, SendRqst, XdrBuf};
-pub(crate) use slots::SlotPool;
+pub(crate) use rqst::{PinnedRqst, SendRqst};
+pub(crate) use slots::{SlotPool, HOLD_WARN_SECS};
 pub(crate) use svc::{
     discard, new_object, Ctxt, Net, PageRefs, Serv, SockAddr, SvcClass, SvcObject, SvcRqst,
     SvcTransport, SvcXprt, XptFlag,

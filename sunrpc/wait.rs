@@ -59,15 +59,6 @@ impl WaitQueue {
             sys::rpcrdma_rs_wait_until_gone(self.0.get(), value.as_ptr(), at_least, timeout) != 0
         }
     }
-
-    /// Sleeps until `*flag == 0`, for `timeout` jiffies at most; false on
-    /// timeout.
-    pub(crate) fn wait_until_clear(&self, flag: &Atomic<u32>, timeout: c_ulong) -> bool {
-        // SAFETY: Initialised (type invariant); `flag` outlives the call.
-        unsafe {
-            sys::rpcrdma_rs_wait_until_clear(self.0.get(), flag.as_ptr().cast_const(), timeout) != 0
-        }
-    }
 }
 
 /// A `delayed_work` running `F::run` on the system workqueue.

@@ -10,14 +10,11 @@
 #![deny(unsafe_code)]
 
 // Until their raw accesses have moved into the abstractions. The client's
-// last ones need two of them that do not exist yet: posting on a QP from
-// completion handlers, with the QP and the posted work owned by a type that
-// drains before it frees (`Qp::from_ptr`, `RecvWr::link`,
-// `post_recv_chain`, `post_send_chain`, `post_send_after`, and the raw
-// list of Receive contexts the Send completion scans), and a hold on a
-// request's pages that `buf_free` itself waits for, so that mapping and
-// registering them is safe (`MappedPages::map`, `FrwrPool::register`, the
-// `send_busy` pointer of `MappedCall`).
+// last ones (9 blocks) need one that does not exist yet: posting on a QP
+// from completion handlers, with the QP and the posted work owned by a type
+// that drains before it frees (`Qp::from_ptr`, `RecvWr::link`,
+// `post_recv_chain`, `post_send_chain`, `post_send_after`, and the raw list
+// of Receive contexts the Send completion scans).
 #[allow(unsafe_code)]
 pub(crate) mod client;
 #[allow(unsafe_code)]

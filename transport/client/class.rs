@@ -15,7 +15,9 @@ use super::request::{self, ReqState};
 use super::state::{RdmaXprt, XprtState};
 use super::xprt;
 use super::{backchannel, marshal, Config, MAX_PAYLOAD};
-use crate::sunrpc::{hz, ClassCell, ClientClass, ClientTransport, SendRqst, Timeouts, XprtLocked};
+use crate::sunrpc::{
+    hz, ClassCell, ClientClass, ClientTransport, ForwardCall, SendRqst, Timeouts, XprtLocked,
+};
 
 /// `XPRT_TRANSPORT_RDMA`.
 pub(crate) const IDENT: i32 = 256;
@@ -77,13 +79,16 @@ impl ClientTransport for XprtState {
         request::buffers_released(this, state)
     }
 
+    fn buffers_stuck(this: &RdmaXprt, state: &ReqState) {
+        request::buffers_stuck(this, state)
+    }
+
     fn send_request(
         this: &RdmaXprt,
-        rqst: &SendRqst<'_>,
-        state: &ReqState,
+        call: &ForwardCall<'_, ReqState>,
         locked: &mut XprtLocked<'_>,
     ) -> c_int {
-        marshal::send_request(this, rqst, state, locked)
+        marshal::send_request(this, call, locked)
     }
 
     fn send_backward(this: &RdmaXprt, rqst: &SendRqst<'_>, locked: &XprtLocked<'_>) -> c_int {

@@ -30,10 +30,10 @@ use crate::proto::pvt::{self, InlineThresholds, PrivateData};
 use crate::proto::queue::{self, SendSignals};
 use crate::rdma::{
     CmEvent, CmHandler, CmId, ConnParam, Cq, CqEntry, DmaBuf, DmaDir, ExclusiveCell, FrwrList,
-    FrwrMr, FrwrOwner, FrwrPool, MappedPages, PageSeg, Pd, Qp, QpCaps, RecvWr, Registered,
-    SendChain, MAX_MAPPED_PAGES,
+    FrwrMr, FrwrOwner, FrwrPool, MappedPages, Pd, Qp, QpCaps, RecvWr, Registered, SendChain,
+    MAX_MAPPED_PAGES,
 };
-use crate::sunrpc::{PinnedRqst, XprtLocked, XprtRef};
+use crate::sunrpc::{PageList, PinnedRqst, XprtLocked, XprtRef};
 use crate::sys;
 
 /// Receive buffers: one per credit we ask for, one per backchannel slot
@@ -274,7 +274,7 @@ pub(crate) struct Ep {
     /// The page list of the memory a Call registers or maps, rebuilt for
     /// each region; the sender's (`XPRT_LOCKED`). Sized at connect for the
     /// largest payload, so that marshalling allocates nothing.
-    pub(super) page_list: ExclusiveCell<KVec<PageSeg>>,
+    pub(super) page_list: ExclusiveCell<PageList>,
     pub(super) pool: Option<Arc<MrPool>>,
     pd: Option<Arc<Pd>>,
     pub(super) id: Option<CmId<Shared>>,
@@ -303,7 +303,7 @@ impl Ep {
                 rx: KVec::new(),
                 tx: KVec::new(),
                 signals: ExclusiveCell::new(SendSignals::new(1, 1)),
-                page_list: ExclusiveCell::new(KVec::new()),
+                page_list: ExclusiveCell::new(PageList::with_capacity(0)?),
                 pool: None,
                 pd: None,
                 id: None,
@@ -355,7 +355,7 @@ impl Ep {
         let nmrs = (cfg.slots.saturating_mul(segs.saturating_add(2))).min(4096);
         // A chunk's pages, plus the head and tail pages around them.
         let list = segs.saturating_mul(limits.max_fr_depth()).saturating_add(4);
-        *ep_ref.page_list.get_mut() = KVec::with_capacity(list as usize, GFP_KERNEL)?;
+        *ep_ref.page_list.get_mut() = PageList::with_capacity(list as usize)?;
         let max_wr = dev.max_qp_wr().min(dev.max_cqe());
         // Send queue: every Send may come with a REG_MR per MR, and a
         // LOCAL_INV per MR follows its Reply. One extra each for ib_drain_qp.
@@ -721,7 +721,7 @@ pub(crate) struct SendCtx {
     pub(super) cqe: CqEntry<SendCtx>,
     pub(super) buf: ExclusiveCell<DmaBuf>,
     /// RPC pages this Send gathers; unmapped when it completes.
-    pub(super) mapped: ExclusiveCell<Option<MappedCall>>,
+    pub(super) mapped: ExclusiveCell<Option<MappedPages>>,
     pub(super) seq: Atomic<u64>,
     pub(super) shared: Arc<Shared>,
 }
@@ -735,35 +735,6 @@ impl SendCtx {
             seq: Atomic::new(0),
             shared,
         })
-    }
-}
-
-/// An RPC's pages mapped for one Send, and the request's mark that a Send
-/// still reads them: the request is not freed while the mark is set (see
-/// `buffers_released`). Dropping it, once the Send completed or was never
-/// posted, unmaps the pages, clears the mark and wakes whoever waits.
-///
-/// # Invariants
-///
-/// `busy` points into the request's state, which stays allocated while
-/// `*busy` is non-zero; `shared` outlives every Send of its connection.
-pub(crate) struct MappedCall {
-    pub(super) pages: MappedPages,
-    pub(super) busy: *const Atomic<u32>,
-    pub(super) shared: Arc<Shared>,
-}
-
-// SAFETY: The mapping is plain numbers; the mark is atomic; `SharedRef`
-// is `Send`.
-unsafe impl Send for MappedCall {}
-
-impl Drop for MappedCall {
-    fn drop(&mut self) {
-        // Unmap first: the mark promises the pages are no longer in use.
-        drop(core::mem::replace(&mut self.pages, MappedPages::empty()));
-        // SAFETY: `busy` is valid while it is non-zero (type invariant).
-        unsafe { (*self.busy).store(0, Release) };
-        self.shared.xprt().wake_fence();
     }
 }
 

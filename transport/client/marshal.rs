@@ -18,18 +18,18 @@ use super::state::RdmaXprt;
 use crate::proto::backchannel::{self, CLIENT_SLOTS};
 use crate::proto::chunk::{ChunkSlices, ReadSegment, Segment};
 use crate::proto::plan::{self, CallPlan};
-use crate::rdma::{FrwrList, PageSeg, SendChain};
-use crate::sunrpc::{SendRqst, XdrBuf, XprtLocked};
+use crate::rdma::{FrwrList, HeldPages, SendChain};
+use crate::sunrpc::{Buf, ForwardCall, PageList, SendRqst, XprtLocked};
 use crate::sys;
 
 /// `send_request` of a forward Call, whose slot state is `st`, with
 /// `XPRT_LOCKED` held.
 pub(super) fn send_request(
     rx: &RdmaXprt,
-    rqst: &SendRqst<'_>,
-    st: &ReqState,
+    call: &ForwardCall<'_, ReqState>,
     locked: &mut XprtLocked<'_>,
 ) -> c_int {
+    let (rqst, st): (&SendRqst<'_>, &ReqState) = (call, call.state());
     if !rx.connected() {
         return ENOTCONN.to_errno();
     }
@@ -39,12 +39,7 @@ pub(super) fn send_request(
     let Some(ep) = rx.ep(locked) else {
         return ENOTCONN.to_errno();
     };
-    let (xid, cookie, snd, rcv) = (
-        rqst.xid(),
-        rqst.connect_cookie(),
-        rqst.snd_buf(),
-        rqst.rcv_buf(),
-    );
+    let (xid, cookie, snd) = (rqst.xid(), rqst.connect_cookie(), rqst.snd_buf());
     // A retransmission on the same connection would upset the credit
     // accounting: reconnect instead, as rpcrdma.ko does.
     if cookie == locked.connect_cookie() {
@@ -82,17 +77,14 @@ pub(super) fn send_request(
     let Some(mut page_guard) = ep.page_list.try_borrow_mut() else {
         return EIO.to_errno();
     };
-    let page_list: &mut KVec<PageSeg> = &mut page_guard;
-    let mut register = |buf: &XdrBuf, range: plan::Range, writing, out: &mut [Segment]| {
-        buf.page_segs(page_list, range.offset, range.len)?;
-        // SAFETY: The buffers are the request's and stay until it is
-        // released, which waits for the Reply (and so for the
-        // invalidation) or a disconnect.
-        unsafe { register_pages(pool, page_list, writing, out, &mut held) }
+    let page_list: &mut PageList = &mut page_guard;
+    let mut register = |buf: Buf, range: plan::Range, writing, out: &mut [Segment]| {
+        let pages = call.pages(buf, range.offset, range.len, page_list)?;
+        register_pages(pool, pages, writing, out, &mut held)
     };
     let registered = (|| -> Result {
         if let Some((position, range)) = regs.read {
-            let (n, _) = register(snd, range, false, &mut segs)?;
+            let (n, _) = register(Buf::Call, range, false, &mut segs)?;
             for (r, seg) in reads.iter_mut().zip(segs.iter().take(n)) {
                 *r = ReadSegment {
                     position,
@@ -103,7 +95,7 @@ pub(super) fn send_request(
             stats.read_chunk_count.add(n as u64);
         }
         if let Some((range, pad)) = regs.write {
-            let (mut n, mut bytes) = register(rcv, range, true, &mut writes)?;
+            let (mut n, mut bytes) = register(Buf::Reply, range, true, &mut writes)?;
             // Some servers want room for the XDR pad.
             if pad {
                 let pad = ep.write_pad().ok_or(EIO)?;
@@ -123,7 +115,7 @@ pub(super) fn send_request(
             stats.write_chunk_count.add(n as u64);
         }
         if let Some(range) = regs.reply {
-            let (n, bytes) = register(rcv, range, true, &mut reply)?;
+            let (n, bytes) = register(Buf::Reply, range, true, &mut reply)?;
             nreply = n;
             stats.total_rdma_request.add(u64::from(bytes));
             st.offered_reply.store(bytes, Relaxed);
@@ -153,12 +145,9 @@ pub(super) fn send_request(
     }
     let mut layout = plan::send_layout(chosen.call, &call_buf, ep.limits.send_sges(), PAGE as u32);
     let mapped = layout.mapped.and_then(|r| {
-        snd.page_segs(page_list, r.offset, r.len).ok()?;
-        // SAFETY: The Call's pages stay until the request is released,
-        // which waits for its Reply, and the Reply waits for this Send;
-        // `buffers_released` waits for `send_busy` to clear before the
-        // request's memory goes.
-        unsafe { ep.map_pages(page_list, &st.send_busy) }.ok()
+        // The mapping holds the Call's pages until the Send completes.
+        let pages = call.pages(Buf::Call, r.offset, r.len, page_list).ok()?;
+        ep.map_pages(pages).ok()
     });
     drop(page_guard);
     if layout.mapped.is_some() && mapped.is_none() {
@@ -276,14 +265,11 @@ fn rpc_shape(rqst: &SendRqst<'_>) -> (plan::Rpc, plan::CallBuf, plan::ReplyBuf) 
 const PAGE: usize = kernel::page::PAGE_SIZE;
 
 /// Registers the memory of `pages` on as many MRs as needed, writing one
-/// segment each into `out`; returns the segments and bytes.
-///
-/// # Safety
-///
-/// The pages stay allocated until the MRs are released.
-unsafe fn register_pages(
+/// segment each into `out`; returns the segments and bytes. Each MR holds
+/// the pages until it is released.
+fn register_pages(
     pool: &MrPool,
-    pages: &[PageSeg],
+    pages: HeldPages<'_>,
     writing: bool,
     out: &mut [Segment],
     held: &mut FrwrList<MAX_RPC_MRS>,
@@ -291,18 +277,18 @@ unsafe fn register_pages(
     let mut rest = pages;
     let mut n = 0usize;
     let mut bytes = 0u32;
-    while !rest.is_empty() {
+    while !rest.segs().is_empty() {
+        let segs = rest.segs();
         let take = plan::mr_segments(
-            rest.iter().map(|p| (p.offset, p.len)),
+            segs.iter().map(|p| (p.offset, p.len)),
             pool.depth(),
             PAGE as u32,
         )
         .max(1)
-        .min(rest.len());
+        .min(segs.len());
         let (now, later) = rest.split_at(take);
         let slot = out.get_mut(n).ok_or(EMSGSIZE)?;
-        // SAFETY: The caller's promise.
-        let (mr, reg) = unsafe { pool.register(now, writing)? };
+        let (mr, reg) = pool.register_held(now, writing)?;
         if let Err(mr) = held.push(mr) {
             pool.release(mr, false);
             return Err(EMSGSIZE);

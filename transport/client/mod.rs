@@ -37,10 +37,12 @@
 //!
 //! The C entry points, the `container_of` from `rpc_xprt` and the raw
 //! sunrpc objects live in [`crate::sunrpc`] ([`crate::sunrpc::ClientXprt`]),
-//! the RDMA objects in [`crate::rdma`]. The `unsafe` left here is posting
-//! on the QP and mapping or registering a request's pages, which wait for
-//! abstractions of their own (see `transport/mod.rs`). The protocol
-//! decisions are safe code calling [`crate::proto`].
+//! the RDMA objects in [`crate::rdma`]; a request's pages are mapped and
+//! registered under a hold that `buf_free` waits for
+//! ([`crate::sunrpc::ForwardCall::pages`]). The `unsafe` left here is
+//! posting on the QP, which waits for an abstraction of its own (see
+//! `transport/mod.rs`). The protocol decisions are safe code calling
+//! [`crate::proto`].
 
 mod backchannel;
 mod class;

@@ -30,9 +30,6 @@ pub(crate) struct ReqState {
     pub(super) offered_write: Atomic<u32>,
     /// Reply chunk bytes registered, `u32::MAX` for none.
     pub(super) offered_reply: Atomic<u32>,
-    /// Non-zero while a Send gathers this request's own pages (see
-    /// `Ep::map_pages`): the request's memory must stay until it is clear.
-    pub(super) send_busy: Atomic<u32>,
     mrs: ExclusiveCell<FrwrList<MAX_RPC_MRS>>,
 }
 
@@ -44,7 +41,6 @@ impl Default for ReqState {
             nmrs: Atomic::new(0),
             offered_write: Atomic::new(u32::MAX),
             offered_reply: Atomic::new(u32::MAX),
-            send_busy: Atomic::new(0),
             mrs: ExclusiveCell::new(FrwrList::new()),
         }
     }
@@ -59,7 +55,6 @@ impl ReqState {
         self.send_seq.store(0, Relaxed);
         self.offered_write.store(u32::MAX, Relaxed);
         self.offered_reply.store(u32::MAX, Relaxed);
-        self.send_busy.store(0, Relaxed);
         self.forget_mrs();
     }
 
@@ -129,13 +124,23 @@ pub(super) fn buffers_ready(rx: &RdmaXprt, st: &ReqState, grown: usize) {
 /// A request's buffers go back to its slot (`buf_free`).
 pub(super) fn buffers_released(rx: &RdmaXprt, st: &ReqState) {
     // An RPC given up before its Reply (interrupted, timed out) may
-    // still have its pages in use: by a Send not yet complete, or
-    // registered for the server. Neither may reach the buffers once
-    // the next RPC owns them.
-    if st.send_busy.load(Acquire) != 0 {
-        rx.wait_send_done(&st.send_busy);
-    }
+    // still have its pages registered for the server: the connection
+    // goes, with its keys. The glue then waits for the holds on the pages
+    // (a Send not yet complete, an MR), asking `buffers_stuck` to end
+    // them when that takes long.
     if st.has_mrs() {
         rx.fence_registered(st.gen.load(Relaxed));
     }
+}
+
+/// The holds on a released request's pages (a Send that gathers them, an
+/// MR over them) have not gone for a while: the connection goes, which
+/// flushes the Send and takes the MR's key with it.
+pub(super) fn buffers_stuck(rx: &RdmaXprt, _st: &ReqState) {
+    rwarn!(
+        "send to {} not complete in {} s; still holding its pages\n",
+        rx.peer(),
+        crate::sunrpc::HOLD_WARN_SECS
+    );
+    rx.force_disconnect();
 }

@@ -5,10 +5,10 @@
 //! (and a Reply waiting for its Call's Send) is free.
 
 use kernel::prelude::*;
-use kernel::sync::atomic::{Acquire, Atomic, Relaxed, Release};
+use kernel::sync::atomic::{Acquire, Relaxed, Release};
 
-use super::connection::{Ep, MappedCall, SendCtx, BC_SENDS};
-use crate::rdma::{CqHandler, MappedPages, PageSeg, SendChain, Wc, MAX_MAPPED_PAGES};
+use super::connection::{Ep, SendCtx, BC_SENDS};
+use crate::rdma::{CqHandler, HeldPages, MappedPages, SendChain, Wc, MAX_MAPPED_PAGES};
 use crate::sys;
 
 /// A signalled Send completed, or any Send failed.
@@ -43,30 +43,10 @@ impl Ep {
         self.sends_posted.load(Relaxed).wrapping_add(1)
     }
 
-    /// Maps `pages` of an RPC for a Send; see [`Ep::send`]. Sets `busy`,
-    /// which the Send's completion clears.
-    ///
-    /// # Safety
-    ///
-    /// The pages stay allocated and unchanged, and `busy` valid, until
-    /// `busy` reads zero again.
-    pub(crate) unsafe fn map_pages(
-        &self,
-        pages: &[PageSeg],
-        busy: &Atomic<u32>,
-    ) -> Result<MappedCall> {
-        let dev = self.dev.as_ref().ok_or(ENOTCONN)?;
-        // SAFETY: The caller's promise covers the mapping's life, which
-        // ends when the `MappedCall` is dropped and clears `busy`.
-        let pages = unsafe { MappedPages::map(dev, pages)? };
-        busy.store(1, Relaxed);
-        // INVARIANT: `busy` is set, and the caller keeps it valid until it
-        // is clear.
-        Ok(MappedCall {
-            pages,
-            busy,
-            shared: self.shared.clone(),
-        })
+    /// Maps `pages` of an RPC for a Send; see [`Ep::send`]. The mapping
+    /// keeps their hold until the Send's completion drops it.
+    pub(crate) fn map_pages(&self, pages: HeldPages<'_>) -> Result<MappedPages> {
+        MappedPages::map_held(self.dev.as_ref().ok_or(ENOTCONN)?, pages)
     }
 
     /// Fills the next free Send buffer with `fill` and posts it, after the
@@ -80,7 +60,7 @@ impl Ep {
         &self,
         before: &SendChain,
         chained: u32,
-        mapped: Option<MappedCall>,
+        mapped: Option<MappedPages>,
         fill: impl FnOnce(&mut [u8]) -> Option<(usize, usize)>,
     ) -> Result<(), SendError> {
         self.post_send(before, chained, mapped, u64::from(BC_SENDS), fill)
@@ -100,7 +80,7 @@ impl Ep {
         &self,
         before: &SendChain,
         chained: u32,
-        mapped: Option<MappedCall>,
+        mapped: Option<MappedPages>,
         keep: u64,
         fill: impl FnOnce(&mut [u8]) -> Option<(usize, usize)>,
     ) -> Result<(), SendError> {
@@ -134,7 +114,7 @@ impl Ep {
         let mut sges = [sys::ib_sge::default(); MAX_MAPPED_PAGES + 2];
         let mut k = 0;
         let first = core::iter::once(buf.sge(0, split, lkey));
-        let pages = mapped.iter().flat_map(|m| m.pages.sges(lkey));
+        let pages = mapped.iter().flat_map(|m| m.sges(lkey));
         let last = core::iter::once(buf.sge(split, len - split, lkey));
         let parts =
             Iterator::chain(Iterator::chain(first, pages), last).filter(|sge| sge.length > 0);

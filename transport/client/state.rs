@@ -141,19 +141,6 @@ impl RdmaXprt {
         }
     }
 
-    /// Waits until no Send gathers the pages of the request whose mark is
-    /// `busy` (see `Ep::map_pages`). Sleeps.
-    pub(super) fn wait_send_done(&self, busy: &Atomic<u32>) {
-        while !self.fence_wq.wait_until_clear(busy, FENCE_WARN_SECS * hz()) {
-            rwarn!(
-                "send to {} not complete in {} s; still holding its pages\n",
-                self.peer(),
-                FENCE_WARN_SECS
-            );
-            self.force_disconnect();
-        }
-    }
-
     pub(super) fn update_cwnd(&self, grant: u32) {
         // Replies are handled one at a time (one Receive CQ), and most
         // repeat the last grant: like rpcrdma.ko, take the lock only when
