@@ -227,6 +227,11 @@ impl SockAddr {
         unsafe { &*p.cast::<Self>() }
     }
 
+    /// The address in `storage`.
+    pub(crate) fn from_storage(storage: sys::__kernel_sockaddr_storage) -> Self {
+        Self(storage)
+    }
+
     /// `AF_INET`, `AF_INET6`, ...
     pub(crate) fn family(&self) -> u16 {
         // SAFETY: Both members of the union are plain data over the same
