@@ -74,7 +74,10 @@ fn answer(conn: &SvcConn, rqst: &mut SvcRqst<'_>, buf: &mut RecvBuf<'_, SvcConn>
     match reply(conn, rqst, call.xid, &plan, invalidate) {
         Ok(()) => 0,
         Err(e) => {
-            rwarn!("server: cannot send a Reply ({:?}): closing the connection\n", e);
+            rwarn!(
+                "server: cannot send a Reply ({:?}): closing the connection\n",
+                e
+            );
             conn.close();
             ENOTCONN.to_errno()
         }
