@@ -402,9 +402,12 @@ fault_watch() {
             [ "${req#*done}" = "$req" ]; then
             check server_recall_request recall_req "$req"
         fi
-        if [ -e /export/.teardown ] && [ "${RR_MOD:-c}" != none ]; then
+        # The client leaves once it asked; the host waits for our
+        # RR-TEARDOWN-DONE (scripts/vm.sh run_pair) before powering us off.
+        if [ -e /export/.teardown ]; then
             rm -f /export/.teardown
-            check server_teardown_unload_no_leak teardown
+            [ "${RR_MOD:-c}" = none ] || check server_teardown_unload_no_leak teardown
+            echo "RR-TEARDOWN-DONE" > "$RESULTS"
         fi
         # Each fault answers in /export/.fault-NAME.done once over, for
         # clients that wait for it (srv-faults.sh); reconnect.sh does not.
