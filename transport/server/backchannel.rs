@@ -54,9 +54,18 @@ unsafe extern "C" fn bc_setup(args: *mut sys::xprt_create) -> *mut sys::rpc_xprt
         return EBADF.to_ptr();
     }
     let slots = BC_SLOTS;
+    // SAFETY: Our own module, loaded while its code runs. The transport
+    // holds the reference (put by `bc_destroy`), as the TCP backchannel
+    // does: it can outlive the server connection (the callback client
+    // puts it from a work item), and `bc_destroy` is ours.
+    if !unsafe { sys::rpcrdma_rs_try_module_get(this_module()) } {
+        return EIO.to_ptr();
+    }
     // SAFETY: `args.net` is valid; sunrpc zero-allocates our size.
     let xprt = unsafe { sys::xprt_alloc(args.net, core::mem::size_of::<BcXprt>(), slots, slots) };
     if xprt.is_null() {
+        // SAFETY: Balances the get above.
+        unsafe { sys::rpcrdma_rs_module_put(this_module()) };
         return ENOMEM.to_ptr();
     }
     // SAFETY: `xprt` is fresh and ours alone, `BcXprt`-sized with the
@@ -86,12 +95,14 @@ unsafe extern "C" fn bc_setup(args: *mut sys::xprt_create) -> *mut sys::rpc_xprt
         // `resvport` stays 0 (zero-allocated): no privileged port here.
         let conn = &*args.bc_xprt.cast::<SvcConn>();
         (*xprt).max_payload = send::bc_max_payload(conn);
-        // One reference for the server connection, dropped when it is
-        // freed (`svc_xprt_free`); one for the caller.
+        // `xprt_alloc`'s reference goes to the caller (`rpc_create` keeps
+        // it as the callback client's `cl_xprt`, put when the client is
+        // freed); this one to the server connection, put when it is freed
+        // (`svc_xprt_free`). Not a third, as svcrdma takes: one rpc_xprt
+        // and one netns leaked per connection.
         sys::xprt_get(xprt);
         (*args.bc_xprt).xpt_bc_xprt = xprt;
         (*xprt).bc_xprt = args.bc_xprt;
-        sys::xprt_get(xprt);
     }
     rdebug!("server: backchannel set up\n");
     xprt
@@ -173,11 +184,19 @@ unsafe extern "C" fn bc_close(xprt: *mut sys::rpc_xprt) {
 ///
 /// Called by sunrpc once, with a backchannel nobody uses any more.
 unsafe extern "C" fn bc_destroy(xprt: *mut sys::rpc_xprt) {
-    // SAFETY: Ours, unused (caller); allocated by `xprt_alloc`.
+    // SAFETY: Ours, unused (caller); allocated by `xprt_alloc` in
+    // `bc_setup`, which took the module reference put last here.
     unsafe {
         free_addresses(xprt);
         sys::xprt_free(xprt);
+        sys::rpcrdma_rs_module_put(this_module());
     }
+}
+
+fn this_module() -> *mut sys::module {
+    <crate::RpcRdma as kernel::ModuleMetadata>::THIS_MODULE
+        .as_ptr()
+        .cast()
 }
 
 /// A backchannel Reply arrived on `conn`: complete the backward Call it
