@@ -6,7 +6,9 @@
 //! RAII guard) and the proof that the caller holds `XPRT_LOCKED`
 //! ([`XprtLocked`]), which the connection owner's state requires, and
 //! request slots kept for the transport's life ([`SlotPool`]), and the
-//! backchannel's requests ([`BcPool`]).
+//! backchannel's requests ([`BcPool`]); on the server side the nfsd
+//! transport's ops ([`SvcTransport`]) and the backchannel of its
+//! connections ([`BackchannelOwner`], [`BcClass`]).
 //! Like `rdma/`, this is where `unsafe` lives; `transport/` calls it.
 
 mod addr;
@@ -16,6 +18,7 @@ mod debugfs;
 mod rqst;
 mod slots;
 mod svc;
+mod svc_backchannel;
 mod wait;
 mod xprt;
 
@@ -29,5 +32,6 @@ pub(crate) use svc::{
     discard, new_object, Ctxt, Net, PageRefs, Serv, SockAddr, SvcClass, SvcObject, SvcRqst,
     SvcTransport, SvcXprt, XptFlag,
 };
+pub(crate) use svc_backchannel::{BackchannelOwner, BcClass};
 pub(crate) use wait::{DelayedWork, HasDelayedWork, WaitQueue};
 pub(crate) use xprt::{hz, jiffies, Xprt, XprtLocked};

@@ -52,4 +52,3 @@ impl Counter {
         self.0.as_ptr()
     }
 }
-

@@ -22,7 +22,7 @@ use kernel::sync::atomic::{Acquire, Atomic, Release};
 use super::client::IDENT;
 use super::Counter;
 use crate::sunrpc::{
-    Ctxt, DebugDir, Net, Serv, SockAddr, SvcClass, SvcRqst, SvcTransport, XprtClass,
+    BcClass, Ctxt, DebugDir, Net, Serv, SockAddr, SvcClass, SvcRqst, SvcTransport,
 };
 use crate::sys;
 use conn::{ConnStats, SvcConn};
@@ -97,7 +97,7 @@ impl SvcTransport for RdmaSvc {
 /// The registered server class and its counters in debugfs.
 pub(crate) struct Registration {
     _class: SvcClass,
-    _backchannel: XprtClass,
+    _backchannel: BcClass,
     _debug: KBox<DebugDir>,
 }
 
