@@ -315,21 +315,19 @@ pub(crate) fn publish<T: SvcObject>(obj: Pin<KBox<T>>) -> NonNull<sys::svc_xprt>
 pub(super) unsafe fn conn_of<'a, C: SvcObject>(xprt: *mut sys::svc_xprt) -> Option<&'a C> {
     let kinds = KINDS.as_ref()?;
     let ours = CLASS.load(Acquire);
-    // SAFETY: Initialised and alive (the caller's promise); the class never
-    // changes after `svc_xprt_init`.
-    let (class, x) = unsafe { ((*xprt).xpt_class, SvcXprt::from_raw(xprt)) };
-    if ours.is_null()
-        || !core::ptr::eq(class, ours)
-        || x.test(XptFlag::Listener)
-        || kinds.conn != TypeId::of::<C>()
-    {
+    if ours.is_null() || kinds.conn != TypeId::of::<C>() {
         return None;
     }
-    // SAFETY: Of our class and not a listener, so by the invariant of
-    // `KINDS` the first field of a connection object of type `C` (its
-    // `TypeId`), which `SvcObject` makes `#[repr(C)]` with its `SvcXprt`
-    // first; alive for `'a` with its `svc_xprt` (the caller's promise).
-    Some(unsafe { &*xprt.cast::<C>() })
+    // SAFETY: `xprt` is initialised and alive for `'a` (the caller's
+    // promise), and its class never changes after `svc_xprt_init`. If it
+    // is of our class and not a listener, then by the invariant of `KINDS`
+    // it is the first field of a connection object of the registered type,
+    // `C` (compared above), which `SvcObject` makes `#[repr(C)]` with its
+    // `SvcXprt` first, and which lives as long as its `svc_xprt`.
+    unsafe {
+        let ours = core::ptr::eq((*xprt).xpt_class, ours);
+        (ours && !SvcXprt::from_raw(xprt).test(XptFlag::Listener)).then(|| &*xprt.cast::<C>())
+    }
 }
 
 /// Drops a connection that sunrpc never took: through `svc_xprt_put`,
@@ -866,13 +864,12 @@ unsafe extern "C" fn op_accept<T: SvcTransport>(xprt: *mut sys::svc_xprt) -> *mu
 ///
 /// Called by sunrpc with a live transport of class `T`.
 unsafe extern "C" fn op_has_wspace<T: SvcTransport>(xprt: *mut sys::svc_xprt) -> c_int {
-    // SAFETY: Live for the call.
-    let x = unsafe { SvcXprt::from_raw(xprt) };
-    if x.test(XptFlag::Listener) {
-        return 1;
+    // SAFETY: Live and initialised for the call.
+    match unsafe { conn_of::<T::Conn>(xprt) } {
+        Some(conn) => c_int::from(T::has_wspace(conn)),
+        // A listener.
+        None => 1,
     }
-    // SAFETY: Not a listener, so a connection.
-    c_int::from(T::has_wspace(unsafe { conn::<T>(xprt) }))
 }
 
 /// `xpo_recvfrom`.

@@ -259,7 +259,8 @@ unsafe extern "C" fn close(xprt: *mut sys::rpc_xprt) {
 unsafe extern "C" fn destroy(xprt: *mut sys::rpc_xprt) {
     // SAFETY: Ours and unused (the caller's promise), allocated by
     // `xprt_alloc` in `setup`, which took the module reference put here
-    // last: sunrpc runs nothing of ours after `destroy` returns.
+    // last: only our return follows it, as in `xs_destroy`, and sunrpc
+    // calls nothing of ours for this transport afterwards.
     unsafe {
         free_addresses(xprt);
         sys::xprt_free(xprt);
