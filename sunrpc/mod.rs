@@ -8,7 +8,9 @@
 //! request slots kept for the transport's life ([`SlotPool`]), and the
 //! backchannel's requests ([`BcPool`]), and the generic glue of a client
 //! transport class ([`ClientXprt`], [`ClientTransport`]): every C entry
-//! point of `rpc_xprt_ops`, so that the transport implements a safe trait.
+//! point of `rpc_xprt_ops`, so that the transport implements a safe trait;
+//! on the server side the nfsd transport's ops ([`SvcTransport`]) and the
+//! backchannel of its connections ([`BackchannelOwner`], [`BcClass`]).
 //! Like `rdma/`, this is where `unsafe` lives; `transport/` calls it.
 
 mod addr;
@@ -19,6 +21,7 @@ mod debugfs;
 mod rqst;
 mod slots;
 mod svc;
+mod svc_backchannel;
 mod wait;
 mod xprt;
 
@@ -36,5 +39,6 @@ pub(crate) use svc::{
     discard, impl_svc_object, new_object, Ctxt, HeldBytes, Net, PageRefs, Serv, SockAddr, SvcClass,
     SvcObject, SvcRqst, SvcTransport, SvcXprt, XptFlag,
 };
+pub(crate) use svc_backchannel::{BackchannelOwner, BcClass};
 pub(crate) use wait::{DelayedWork, HasDelayedWork, WaitQueue};
 pub(crate) use xprt::{hz, jiffies, Xprt, XprtLocked};

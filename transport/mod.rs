@@ -17,7 +17,6 @@
 // of Receive contexts the Send completion scans).
 #[allow(unsafe_code)]
 pub(crate) mod client;
-#[allow(unsafe_code)]
 pub(crate) mod server;
 
 pub(crate) use crate::sunrpc::Counter;

@@ -212,12 +212,13 @@ const RECV_BATCH: usize = 8;
 ///
 /// # Invariants
 ///
-/// `xprt` comes first (`repr(C)`, [`SvcObject`]). `ep` comes next: it is
-/// shut down (its QP drained, and no completion handler called) in
-/// [`PinnedDrop`] before any field goes, and dropped first, so nothing
-/// its completions or CM events reach is gone while they can run.
+/// `xprt` comes first (`repr(C)`, [`SvcObject`](crate::sunrpc::SvcObject)).
+/// `ep` comes next, so it is dropped first: its drop stops calling the
+/// connection's handlers, drains the QP and destroys the CM id (which
+/// waits for a running CM event) before any other field goes, so nothing
+/// a completion or a CM event reaches is gone while one can run.
 #[repr(C)]
-#[pin_data(PinnedDrop)]
+#[pin_data]
 pub(crate) struct SvcConn {
     xprt: SvcXprt,
     ep: SetOnce<Endpoint<SvcConn>>,
@@ -241,8 +242,6 @@ pub(crate) struct SvcConn {
     pub(super) rw_room: u32,
     /// Calls handed to nfsd whose request has not released them yet.
     pub(super) in_nfsd: Atomic<u32>,
-    /// The client's request was accepted (counted in `connections_*`).
-    accepted: Atomic<bool>,
     /// Largest Send: the smaller of the client's receive size (RFC 8797)
     /// and ours; the size of our Send buffers.
     pub(super) inline_send: u32,
@@ -253,6 +252,7 @@ pub(crate) struct SvcConn {
     /// before the counters.
     debug: SetOnce<CounterDir<ConnStats>>,
     pub(super) stats: Arc<ConnStats>,
+    farewell: Farewell,
 }
 
 crate::sunrpc::impl_svc_object!(SvcConn, xprt);
@@ -505,6 +505,7 @@ impl SvcConn {
                 .min((sizes.recvs.saturating_sub(RECV_BATCH as u32 + BC_SLOTS)) / 2)
                 .max(1);
             let swi = dev.can_send_with_inv();
+            let counters = Arc::new(ConnStats::new(), GFP_KERNEL)?;
             let conn = new_object(
                 try_pin_init!(Self {
                     xprt: SvcXprt::new(),
@@ -535,11 +536,14 @@ impl SvcConn {
                     signal_every: lazy,
                     rw_room: rw,
                     in_nfsd: Atomic::new(0),
-                    accepted: Atomic::new(false),
                     inline_send: peer.inline.send,
                     remote_inv: responder::remote_invalidation(peer.peer_remote_invalidate, swi),
                     debug: SetOnce::new(),
-                    stats: Arc::new(ConnStats::new(), GFP_KERNEL)?,
+                    stats: counters.clone(),
+                    farewell: Farewell {
+                        stats: counters,
+                        accepted: Atomic::new(false),
+                    },
                 }? Error),
                 serv,
                 net,
@@ -583,7 +587,7 @@ impl SvcConn {
             conn.xprt.set_local_addr(id.src_addr());
             conn.xprt.set_remote_addr(id.dst_addr());
         }
-        conn.accepted.store(true, Relaxed);
+        conn.farewell.accepted.store(true, Relaxed);
         let seq = TOTALS.accepted.inc();
         conn.publish_counters(seq);
         rdebug!(
@@ -811,16 +815,16 @@ impl SvcConn {
     }
 }
 
-#[pinned_drop]
-impl PinnedDrop for SvcConn {
-    fn drop(self: Pin<&mut Self>) {
-        // Before anything goes: flush every posted work request and wait
-        // for its completion, with no handler called any more (the
-        // `svc_xprt` has no reference left). The endpoint, dropped first,
-        // then frees the buffers, the QP and the id, in that order.
-        if let Some(ep) = self.ep() {
-            ep.shutdown();
-        }
+/// What a connection does last as it goes: counts it closed, if it was
+/// accepted, and logs what it served. Its last field, so everything else
+/// (the endpoint first, which drains the QP) is gone by then.
+struct Farewell {
+    stats: Arc<ConnStats>,
+    accepted: Atomic<bool>,
+}
+
+impl Drop for Farewell {
+    fn drop(&mut self) {
         if self.accepted.load(Relaxed) {
             TOTALS.closed.add(1);
         }
