@@ -105,6 +105,30 @@ impl CmEvent {
     }
 }
 
+/// A network namespace, borrowed.
+///
+/// # Invariants
+///
+/// `ptr` is a live `struct net` for `'a`.
+#[derive(Clone, Copy)]
+pub(crate) struct NetNs<'a> {
+    ptr: NonNull<sys::net>,
+    _life: core::marker::PhantomData<&'a sys::net>,
+}
+
+impl NetNs<'_> {
+    /// # Safety
+    ///
+    /// `ptr` is a live network namespace for the returned lifetime.
+    pub(crate) unsafe fn from_raw(ptr: *mut sys::net) -> Option<Self> {
+        // INVARIANT: the caller's promise.
+        NonNull::new(ptr).map(|ptr| Self {
+            ptr,
+            _life: core::marker::PhantomData,
+        })
+    }
+}
+
 /// Receives the events of a [`CmId`]. Called in the CM's process context
 /// with the id's handler mutex held: it may sleep, but must not destroy the
 /// id.
@@ -143,7 +167,8 @@ struct QpParts {
 /// `ptr` is a live `rdma_cm_id` created by [`CmId::new`] (or a child id
 /// adopted by [`ConnRequest::accept`](super::ConnRequest::accept)), owned
 /// by this value, whose handler is [`cm_event_handler::<H>`] and whose
-/// context is a `H` that outlives it. `qp` is `Some` exactly while the id has a QP
+/// context is a `H` that outlives it (the one `owner` holds, when it is
+/// set). `qp` is `Some` exactly while the id has a QP
 /// created by [`CmId::create_qp`], and holds what that QP uses.
 pub(crate) struct CmId<H: CmHandler> {
     ptr: NonNull<sys::rdma_cm_id>,
@@ -151,6 +176,9 @@ pub(crate) struct CmId<H: CmHandler> {
     /// The QP was drained: nothing posted on it is outstanding.
     drained: Atomic<bool>,
     _handler: core::marker::PhantomData<*const H>,
+    /// The handler, for an id made by [`CmId::new_shared`]: dropped after
+    /// the id is destroyed, or handed over to the CM by [`CmId::linger`].
+    owner: Option<Arc<H>>,
 }
 
 // SAFETY: An `rdma_cm_id` may be used from any thread; the handler is `Sync`.
@@ -203,7 +231,29 @@ impl<H: CmHandler> CmId<H> {
             qp: None,
             drained: Atomic::new(false),
             _handler: core::marker::PhantomData,
+            owner: None,
         })
+    }
+
+    /// Creates an RC id in `net` whose events go to `handler`, which the
+    /// id keeps until it is destroyed.
+    pub(crate) fn new_shared(net: NetNs<'_>, handler: Arc<H>) -> Result<Self> {
+        // SAFETY: `net` is live during the call (type invariant of
+        // `NetNs`), and rdma_cm takes its own reference; the id holds
+        // `handler` (below) until it is destroyed or no longer delivers
+        // events to it (`linger`), so it outlives its use.
+        let mut id = unsafe { Self::new(net.ptr.as_ptr(), &*handler)? };
+        // INVARIANT: the context is the `H` of `owner`.
+        id.owner = Some(handler);
+        Ok(id)
+    }
+
+    /// Starts resolving `dst` to a local device; completes with
+    /// [`CmEvent::AddrResolved`] or [`CmEvent::AddrError`].
+    pub(crate) fn resolve(&self, dst: &crate::sunrpc::SockAddr) -> Result {
+        // SAFETY: `dst` holds a whole `sockaddr_storage`, valid as an
+        // address of any family (rdma_cm reads what its family needs).
+        unsafe { self.resolve_addr(dst.as_ptr()) }
     }
 
     /// Takes ownership of `ptr`, whose handler and context the caller
@@ -220,6 +270,7 @@ impl<H: CmHandler> CmId<H> {
             qp: None,
             drained: Atomic::new(false),
             _handler: core::marker::PhantomData,
+            owner: None,
         }
     }
 
@@ -419,6 +470,8 @@ impl<H: CmHandler> CmId<H> {
         // SAFETY: Locked above.
         unsafe { sys::rdma_unlock_handler(id) };
         if kept {
+            // No event reaches the handler any more: it may go.
+            drop(self.owner.take());
             // The id now belongs to the CM and `LINGERING`.
             core::mem::forget(self);
         }

@@ -94,9 +94,7 @@ impl Device {
     /// Whether the device can Send With Invalidate (the memory management
     /// extensions), as svcrdma checks before it uses it.
     pub(crate) fn can_send_with_inv(&self) -> bool {
-        self.attrs().device_cap_flags
-            & sys::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS
-            != 0
+        self.attrs().device_cap_flags & sys::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS != 0
     }
 
     /// Largest CQ.

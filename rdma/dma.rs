@@ -6,7 +6,7 @@ use core::ffi::c_ulong;
 
 use kernel::prelude::*;
 
-use super::{Device, PageSeg};
+use super::{Device, HeldPages, PageHold, PageSeg};
 use crate::sys;
 
 /// Transfer direction of a [`DmaBuf`].
@@ -158,6 +158,9 @@ pub(crate) struct MappedPages {
     dev: Option<Device>,
     maps: [(u64, u32); MAX_MAPPED_PAGES],
     n: usize,
+    /// What keeps the pages of [`MappedPages::map_held`] allocated;
+    /// dropped after they are unmapped.
+    hold: Option<PageHold>,
 }
 
 // SAFETY: Mappings are plain numbers; the device is only used for DMA API
@@ -179,6 +182,7 @@ impl MappedPages {
             dev: Some(dev.clone()),
             maps: [(0, 0); MAX_MAPPED_PAGES],
             n: 0,
+            hold: None,
         };
         for (slot, seg) in out.maps.iter_mut().zip(segs) {
             // SAFETY: `dev` is live; the page is allocated (caller's
@@ -203,14 +207,15 @@ impl MappedPages {
         Ok(out)
     }
 
-    /// Maps nothing: a placeholder that unmaps nothing on drop.
-    pub(crate) fn empty() -> Self {
-        // INVARIANT: no mapping is live.
-        Self {
-            dev: None,
-            maps: [(0, 0); MAX_MAPPED_PAGES],
-            n: 0,
-        }
+    /// Maps `pages` for the device to read, keeping their hold until they
+    /// are unmapped.
+    pub(crate) fn map_held(dev: &Device, pages: HeldPages<'_>) -> Result<Self> {
+        // SAFETY: The pages stay allocated, and unwritten by the CPU, while
+        // their hold lives (type invariant of `HeldPages`), which the
+        // mapping keeps until it is dropped, after unmapping them.
+        let mut mapped = unsafe { Self::map(dev, pages.segs())? };
+        mapped.hold = Some(pages.hold());
+        Ok(mapped)
     }
 
     /// One SGE per mapped page.

@@ -107,7 +107,10 @@ impl<K> Parked<K> {
 
 /// The endpoint's and the buffer's number in a parked token.
 fn split(raw: usize) -> (u32, u32) {
-    ((raw >> IDX_BITS) as u32, (raw & ((1 << IDX_BITS) - 1)) as u32)
+    (
+        (raw >> IDX_BITS) as u32,
+        (raw & ((1 << IDX_BITS) - 1)) as u32,
+    )
 }
 
 /// An endpoint's number as a parked token holds it: never zero.
@@ -251,7 +254,11 @@ impl RwSet {
             end += 1;
         }
         if end == start {
-            return Err(if start < self.ctxs.len() { E2BIG } else { EINVAL });
+            return Err(if start < self.ctxs.len() {
+                E2BIG
+            } else {
+                EINVAL
+            });
         }
         self.next = end;
         self.ctxs.get_mut(start..end).ok_or(EINVAL)
@@ -1232,7 +1239,13 @@ unsafe extern "C" fn part_done<O: EpOwner>(_cq: *mut sys::ib_cq, wc: *mut sys::i
     // SAFETY: ib_core passes a completion valid for this call.
     let wc = unsafe { Wc::from_raw(wc) };
     // SAFETY: The chain was posted with the `part_cqe` of a live slot.
-    let slot = unsafe { &*kernel::container_of!(wc.cqe().cast::<Opaque<sys::ib_cqe>>(), SendSlot<O>, part_cqe) };
+    let slot = unsafe {
+        &*kernel::container_of!(
+            wc.cqe().cast::<Opaque<sys::ib_cqe>>(),
+            SendSlot<O>,
+            part_cqe
+        )
+    };
     let core = slot.core();
     let status = if wc.ok() { PART_OK } else { PART_FAILED };
     // Under the lock the waiter checks it under: no wake-up is lost.

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! A pool of fast-registration (FRWR) memory regions, each with its REG_MR
-//! and LOCAL_INV work requests. [`FrwrPool::register`] hands out an owned
+//! and LOCAL_INV work requests. [`FrwrPool::register_held`] hands out an owned
 //! [`FrwrMr`]; [`FrwrPool::release`] takes it back, so an MR has exactly
 //! one owner from registration until it is free again.
 
@@ -13,7 +13,10 @@ use kernel::prelude::*;
 use kernel::sync::atomic::{Acquire, Atomic, Relaxed, Release};
 use kernel::sync::Arc;
 
-use super::{CqEntry, CqHandler, Device, HasCqEntry, Mr, PageSeg, Pd, Registered, SendChain, Wc};
+use super::{
+    CqEntry, CqHandler, Device, HasCqEntry, HeldPages, Mr, PageHold, PageSeg, Pd, Registered,
+    SendChain, Wc,
+};
 use crate::sys;
 
 /// Told when a REG_MR or an unsignalled LOCAL_INV of the pool fails
@@ -28,7 +31,7 @@ const BUSY: u32 = 1;
 /// Taken out of use: its state is unknown after a failed operation.
 const DEAD: u32 = 2;
 
-/// An MR of a [`FrwrPool`], registered by [`FrwrPool::register`]; give it
+/// An MR of a [`FrwrPool`], registered by [`FrwrPool::register_held`]; give it
 /// back with [`FrwrPool::release`] once the peer can no longer use it. One
 /// never released stays in use until its pool goes with the connection
 /// (whose QP is destroyed first, so no key of it works any more).
@@ -42,8 +45,9 @@ pub(crate) struct FrwrMr {
 /// # Invariants
 ///
 /// Whoever moved `state` from `FREE` to `BUSY` (and so holds the slot's
-/// [`FrwrMr`]) owns `mr`, `reg_wr` and `inv_wr` until it stores `FREE`
-/// again. `owner` outlives the pool.
+/// [`FrwrMr`]) owns `mr`, `reg_wr`, `inv_wr` and `kept` until it stores
+/// `FREE` again. `owner` outlives the pool. `kept`, when set, holds the
+/// memory `mr` was last registered over, and is dropped after `mr`.
 struct Slot<O: FrwrOwner> {
     mr: UnsafeCell<Mr>,
     reg_wr: UnsafeCell<sys::ib_reg_wr>,
@@ -52,6 +56,9 @@ struct Slot<O: FrwrOwner> {
     state: Atomic<u32>,
     rkey: Atomic<u32>,
     owner: NonNull<O>,
+    /// Memory the pool keeps for [`FrwrPool::register_owned`], or the
+    /// hold on the pages of [`FrwrPool::register_held`].
+    kept: UnsafeCell<Option<Kept>>,
 }
 
 // SAFETY: `mr` and the work requests are used only by the owner of the
@@ -77,6 +84,13 @@ impl<O: FrwrOwner> CqHandler for Slot<O> {
     }
 }
 
+/// What a slot keeps while its MR may be used: the memory it registers,
+/// or a hold on it.
+enum Kept {
+    Buf(#[allow(dead_code)] KVec<u8>),
+    Pages(#[allow(dead_code)] PageHold),
+}
+
 /// A connection's FRWR MRs.
 ///
 /// # Invariants
@@ -86,6 +100,9 @@ pub(crate) struct FrwrPool<O: FrwrOwner> {
     slots: KVec<Slot<O>>,
     next: Atomic<usize>,
     depth: u32,
+    /// The owner, for a pool made by [`FrwrPool::new_shared`]; dropped
+    /// after the slots, which point to it.
+    owner: Option<Arc<O>>,
 }
 
 impl<O: FrwrOwner> FrwrPool<O> {
@@ -115,6 +132,7 @@ impl<O: FrwrOwner> FrwrPool<O> {
                     state: Atomic::new(FREE),
                     rkey: Atomic::new(rkey),
                     owner: NonNull::from(owner),
+                    kept: UnsafeCell::new(None),
                 },
                 GFP_KERNEL,
             )?;
@@ -123,7 +141,24 @@ impl<O: FrwrOwner> FrwrPool<O> {
             slots,
             next: Atomic::new(0),
             depth,
+            owner: None,
         })
+    }
+
+    /// `count` MRs of `depth` pages on `pd`, reporting failures to
+    /// `owner`, which the pool keeps.
+    pub(crate) fn new_shared(
+        owner: Arc<O>,
+        pd: &Arc<Pd>,
+        dev: &Device,
+        depth: u32,
+        count: usize,
+    ) -> Result<Self> {
+        // SAFETY: The pool holds `owner` (below) and drops it after its
+        // slots, the only users of the pointer `new` keeps.
+        let mut pool = unsafe { Self::new(&*owner, pd, dev, depth, count)? };
+        pool.owner = Some(owner);
+        Ok(pool)
     }
 
     /// Pages per MR.
@@ -158,23 +193,81 @@ impl<O: FrwrOwner> FrwrPool<O> {
         None
     }
 
-    /// Registers `segs` on a free MR for `writing` (the peer writes) and
-    /// prepares its REG_MR (see [`FrwrPool::chain_reg`]); returns the MR
-    /// and the segment it gives the peer.
+    /// Registers the first `len` bytes of `buf` on a free MR for
+    /// `writing`, as [`FrwrPool::register_held`] does. The pool keeps `buf`
+    /// until the MR is released live ([`FrwrPool::release`]) or the pool
+    /// is dropped, after the MR: its pages stay allocated as long as the
+    /// peer may use the key.
+    pub(crate) fn register_owned(
+        &self,
+        buf: KVec<u8>,
+        len: usize,
+        writing: bool,
+    ) -> Result<(FrwrMr, Registered)> {
+        const PAGE: usize = kernel::page::PAGE_SIZE;
+        let mut segs = KVec::new();
+        let mut at = buf.as_ptr() as usize;
+        let end = at + len.min(buf.len());
+        while at < end {
+            let offset = at & (PAGE - 1);
+            let n = (PAGE - offset).min(end - at);
+            // SAFETY: `at` lies in `buf`, kmalloc memory, which is in the
+            // kernel's direct map.
+            let page = unsafe { sys::rpcrdma_rs_virt_to_page(at as *const core::ffi::c_void) };
+            segs.push(
+                PageSeg {
+                    page,
+                    offset: offset as u32,
+                    len: n as u32,
+                },
+                GFP_KERNEL,
+            )?;
+            at += n;
+        }
+        // SAFETY: The pages are `buf`'s, which the slot keeps until the MR
+        // is released or dropped.
+        unsafe { self.register_keeping(&segs, writing, Some(Kept::Buf(buf))) }
+    }
+
+    /// Registers `pages` on a free MR for `writing` (the peer writes) and
+    /// prepares its REG_MR (see [`FrwrPool::chain_reg`]), keeping their hold until the MR is
+    /// released (when the peer can no longer use it) or, when it never is,
+    /// dropped with the pool.
+    pub(crate) fn register_held(
+        &self,
+        pages: HeldPages<'_>,
+        writing: bool,
+    ) -> Result<(FrwrMr, Registered)> {
+        // SAFETY: The pages stay allocated while their hold lives (type
+        // invariant of `HeldPages`), which the slot keeps as long as the
+        // MR may be used.
+        unsafe { self.register_keeping(pages.segs(), writing, Some(Kept::Pages(pages.hold()))) }
+    }
+
+    /// Registers `segs` on a free MR for `writing` (the peer writes),
+    /// keeping `keep` with the MR, and prepares its REG_MR (see
+    /// [`FrwrPool::chain_reg`]); returns the MR and the segment it gives the
+    /// peer.
     ///
     /// # Safety
     ///
     /// As for [`Mr::map`]: the pages stay allocated until the MR is
     /// released, and the peer cannot use the key by then.
-    pub(crate) unsafe fn register(
+    unsafe fn register_keeping(
         &self,
         segs: &[PageSeg],
         writing: bool,
+        keep: Option<Kept>,
     ) -> Result<(FrwrMr, Registered)> {
         let mr = self.get().ok_or(ENOBUFS)?;
         let slot = self.slot(&mr).ok_or(EINVAL)?;
-        // SAFETY: We moved the slot to BUSY, so we own it (type invariant).
-        let (m, wr) = unsafe { (&mut *slot.mr.get(), &mut *slot.reg_wr.get()) };
+        // SAFETY: We moved the slot to BUSY, so we own it (type invariant);
+        // its last registration was released, so the memory it kept may
+        // go.
+        let (m, wr) = unsafe {
+            *slot.kept.get() = keep;
+            (&mut *slot.mr.get(), &mut *slot.reg_wr.get())
+        };
         // SAFETY: The caller's promise.
         match unsafe { m.map(segs, writing) } {
             Ok(reg) => {
@@ -242,7 +335,15 @@ impl<O: FrwrOwner> FrwrPool<O> {
             return;
         };
         // SAFETY: Holding the handle, we own the slot (type invariant).
-        unsafe { (*slot.mr.get()).unmap() };
+        // Released live, the MR cannot be used any more (invalidated, or
+        // never posted): what it kept may go; a dead one keeps it until
+        // the pool goes, after its QP.
+        unsafe {
+            (*slot.mr.get()).unmap();
+            if !dead {
+                *slot.kept.get() = None;
+            }
+        }
         slot.state.store(if dead { DEAD } else { FREE }, Release);
         if !dead {
             // Reuse the MR that was just released first, like rpcrdma.ko's

@@ -7,15 +7,20 @@
 //! free it early: a QP holds its PD and CQs, an MR its PD, and a PD, CQ,
 //! MR or DMA mapping its [`Device`], which holds the device's
 //! registration. Completions are dispatched to [`CqHandler`]s through a
-//! [`CqEntry`] embedded in the handler's own context. Together with the sunrpc wrappers in
-//! `transport/`, this is the only place for `unsafe` above `sys`.
+//! [`CqEntry`] embedded in the handler's own context; state that such
+//! handlers hand to each other by completion order sits in an
+//! [`ExclusiveCell`], which checks the hand-over. Together with the
+//! sunrpc wrappers in `sunrpc/`, this is the only place for `unsafe` above
+//! `sys`.
 
+mod cell;
 mod cm;
 mod cq;
 mod device;
 mod dma;
 mod endpoint;
 mod frwr;
+mod hold;
 mod listen;
 mod mr;
 mod qp;
@@ -23,8 +28,9 @@ mod rw;
 #[cfg(CONFIG_KUNIT = "y")]
 pub(crate) mod selftest;
 
+pub(crate) use cell::ExclusiveCell;
 pub(crate) use cm::{
-    CmEvent, CmHandler, CmId, ConnParam, LingeringIds, QpCaps, RESOLVE_TIMEOUT_MS,
+    CmEvent, CmHandler, CmId, ConnParam, LingeringIds, NetNs, QpCaps, RESOLVE_TIMEOUT_MS,
 };
 pub(crate) use cq::{Cq, CqEntry, CqHandler, HasCqEntry, Wc};
 pub(crate) use device::{Device, Pd};
@@ -34,6 +40,7 @@ pub(crate) use endpoint::{
     SendBuf, SendKind, MAX_SENDS,
 };
 pub(crate) use frwr::{FrwrList, FrwrMr, FrwrOwner, FrwrPool};
+pub(crate) use hold::{HeldPages, PageHold};
 pub(crate) use listen::{ConnRequest, ListenHandler, ListenOwner, Listener, PendingConn, QpInit};
 pub(crate) use mr::{Mr, PageSeg, Registered};
 pub(crate) use qp::{Qp, RecvWr, SendChain};

@@ -22,6 +22,13 @@ pub(crate) struct PageSeg {
     pub(crate) len: u32,
 }
 
+// SAFETY: A page pointer is plain data here: it is only dereferenced by
+// the `unsafe` functions that map or register it, whose callers vouch for
+// the page; moving or sharing the number between threads is harmless.
+unsafe impl Send for PageSeg {}
+// SAFETY: As above.
+unsafe impl Sync for PageSeg {}
+
 /// What a registration gives the peer to address: one RDMA segment.
 #[derive(Clone, Copy)]
 pub(crate) struct Registered {

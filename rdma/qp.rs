@@ -192,6 +192,13 @@ pub(crate) struct RecvWr {
     sge: Opaque<sys::ib_sge>,
 }
 
+// SAFETY: `wr` and `sge` are written only by `link`, whose caller owns
+// the buffer (type invariant), so never by two threads at once; ib_core
+// reads them during the post, and the rest is plain data.
+unsafe impl Send for RecvWr {}
+// SAFETY: As above.
+unsafe impl Sync for RecvWr {}
+
 impl RecvWr {
     /// A Receive into all of `buf`.
     pub(crate) fn new(buf: &DmaBuf, lkey: u32) -> Self {

@@ -249,7 +249,9 @@ done
 # per pair mounting NFSv4.2, v4.1 and v3 over IPv4 and IPv6
 # (tests/vm/matrix.sh). With the Rust server, the server VM then checks
 # that rmmod is refused while nfsd listens, works once it stops, and that
-# no RDMA resource is left behind, and that nfsd was woken about once per
+# no RDMA resource is left behind, that every backchannel rpc_xprt is freed
+# once nfsd stops and none is left after rmmod (issue 27, defect 5: one
+# leaked per NFSv4.1+ connection), and that nfsd was woken about once per
 # Call (rr.wakeups: at most 1.5 transport enqueues per Call, from its pool
 # counters; rpcrdma.ko's server, which leaves XPT_DATA set after taking
 # the last Receive, woke a second thread for nothing: about 2.9 here).

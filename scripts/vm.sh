@@ -264,6 +264,19 @@ run_pair() {
     vm_wait "$cpid" "$t" || rc=$?
     [ $rc -eq 0 ] || report "$scen/timeout" FAIL "client still running after $t s"
     echo "  $scen: client ran $((SECONDS - t0)) s (host clock)"
+    # A client that asked the server to tear down (server.sh teardown)
+    # leaves before the server is done: wait for the server's verdict,
+    # which would otherwise be cut short unreported.
+    if grep -aq '^RR-RESULT teardown_request PASS' "$VM_DIR/client.results.log" 2>/dev/null; then
+        local tw=0
+        until grep -aq '^RR-TEARDOWN-DONE' "$VM_DIR/server.results.log" 2>/dev/null; do
+            if [ $tw -ge 180 ] || ! kill -0 "$spid" 2>/dev/null; then
+                report "$scen/server-teardown-finished" FAIL "no teardown verdict from the server after $tw s; see $VM_DIR/server.console.log"
+                break
+            fi
+            sleep 1; tw=$((tw + 1))
+        done
+    fi
     kill "$wpid" 2>/dev/null; wait "$wpid" 2>/dev/null || true
     kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null || true
     rm -rf "$VM_SOCKDIR"

@@ -96,6 +96,16 @@ unsafe impl Sync for BcPool {}
 unsafe impl Send for BcPool {}
 
 impl BcPool {
+    /// A pool without slots, until [`BcPool::setup`].
+    pub(crate) const fn new() -> Self {
+        // INVARIANT: no slot exists, none is free.
+        Self {
+            slots: [const { Atomic::new(core::ptr::null_mut()) }; SLOTS],
+            free: Atomic::new(0),
+            state: Atomic::new(NONE),
+        }
+    }
+
     /// Allocates the slots, once (sleeps). A later call finds them there;
     /// one racing with the first returns at once and the slots appear as
     /// the first allocates them.

@@ -103,6 +103,11 @@ impl Counter {
     pub(crate) fn as_ptr(&self) -> *mut u64 {
         self.0.as_ptr()
     }
+
+    /// The counter's atomic, for debugfs to read.
+    pub(crate) fn atomic(&self) -> &Atomic<u64> {
+        &self.0
+    }
 }
 
 /// A debugfs directory showing counters it keeps alive.

@@ -17,10 +17,16 @@ use core::ffi::c_int;
 use core::ptr::NonNull;
 
 use kernel::prelude::*;
+use kernel::sync::atomic::Atomic;
 use kernel::sync::{new_spinlock, SpinLock};
 use kernel::types::Opaque;
 
 use crate::sys;
+
+/// How long `buf_free` waits for the holds on a request's pages before it
+/// asks the transport to make them go, in seconds (below the hung task
+/// timeout, which each wake-up resets).
+pub(crate) const HOLD_WARN_SECS: core::ffi::c_ulong = 30;
 
 /// Smallest Call and Reply buffer of a slot: one page holds the buffers
 /// of nearly every NFS request, so it is seldom reallocated.
@@ -33,7 +39,9 @@ const MIN_BUF: usize = kernel::page::PAGE_SIZE;
 /// `rqst` comes first: sunrpc knows the slot by its `rpc_rqst`. A slot
 /// belongs either to its pool's free list or to the task whose
 /// `tk_rqstp` it is, and only that owner uses `buf`, `cap` and `next`.
-/// `buf` is null or a kmalloc allocation of `cap` bytes.
+/// `buf` is null or a kmalloc allocation of `cap` bytes. While `holds`
+/// is not zero, the request's buffers stay as they are: `buf_free` waits
+/// for it to be zero before it gives them up.
 #[repr(C)]
 pub(crate) struct Slot<T> {
     rqst: Opaque<sys::rpc_rqst>,
@@ -41,6 +49,8 @@ pub(crate) struct Slot<T> {
     buf: UnsafeCell<*mut u8>,
     cap: UnsafeCell<usize>,
     next: UnsafeCell<*mut Slot<T>>,
+    /// Holds on the request's pages ([`crate::rdma::PageHold`]).
+    holds: Atomic<u32>,
 }
 
 impl<T> Slot<T> {
@@ -60,6 +70,11 @@ impl<T> Slot<T> {
     /// The transport's state for this request.
     pub(crate) fn state(&self) -> &T {
         &self.state
+    }
+
+    /// The count of holds on the request's pages.
+    pub(super) fn holds(&self) -> &Atomic<u32> {
+        &self.holds
     }
 
     fn rqst(&self) -> *mut sys::rpc_rqst {
@@ -159,6 +174,7 @@ impl<T: Default + Send> SlotPool<T> {
                 buf: UnsafeCell::new(core::ptr::null_mut()),
                 cap: UnsafeCell::new(0),
                 next: UnsafeCell::new(core::ptr::null_mut()),
+                holds: Atomic::new(0),
             })
         };
         Some(slot)
@@ -235,8 +251,13 @@ pub(crate) unsafe trait SlotOwner: Sized {
     fn buffers_ready(&self, state: &Self::State, grown: usize);
 
     /// The request's buffers go back to its slot: wait until nothing (a
-    /// Send, the peer) can reach them. Sleeps.
+    /// Send, the peer) can reach them. Sleeps. Afterwards `buf_free`
+    /// itself waits for the holds on the request's pages.
     fn buffers_released(&self, state: &Self::State);
+
+    /// `buf_free` has waited a while for the holds on the request's pages
+    /// to go: make them go (close the connection).
+    fn buffers_stuck(&self, state: &Self::State);
 }
 
 /// Whether `rqst` is a backchannel request (`bc_prealloc`): sunrpc's, not
@@ -373,7 +394,14 @@ pub(crate) unsafe extern "C" fn buf_free<O: SlotOwner>(task: *mut sys::rpc_task)
         if (*r).rq_buffer.is_null() || backchannel(rqst) {
             return;
         }
-        owner::<O>((*r).rq_xprt).buffers_released(Slot::<O::State>::of(rqst).state());
+        let owner = owner::<O>((*r).rq_xprt);
+        let slot = Slot::<O::State>::of(rqst);
+        owner.buffers_released(slot.state());
+        // Nothing that holds the pages (a mapping, an MR) may outlive them.
+        while sys::rpcrdma_rs_wait_var_zero(slot.holds.as_ptr(), HOLD_WARN_SECS * super::hz()) == 0
+        {
+            owner.buffers_stuck(slot.state());
+        }
         (*r).rq_buffer = core::ptr::null_mut();
         (*r).rq_rbuffer = core::ptr::null_mut();
     }

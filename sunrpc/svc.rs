@@ -11,6 +11,7 @@
 //! `xpo_free`. Listeners and connections are two types; the ops tell them
 //! apart by `XPT_LISTENER`.
 
+use core::any::TypeId;
 use core::ffi::{c_int, c_uint, c_void};
 use core::marker::PhantomData;
 use core::ptr::NonNull;
@@ -18,6 +19,7 @@ use core::ptr::NonNull;
 use kernel::page::PAGE_SIZE;
 use kernel::prelude::*;
 use kernel::sync::atomic::{Acquire, Atomic, Release};
+use kernel::sync::SetOnce;
 use kernel::types::Opaque;
 
 use super::rqst::XdrBuf;
@@ -227,6 +229,11 @@ impl SockAddr {
         unsafe { &*p.cast::<Self>() }
     }
 
+    /// The address in `storage`.
+    pub(crate) fn from_storage(storage: sys::__kernel_sockaddr_storage) -> Self {
+        Self(storage)
+    }
+
     /// `AF_INET`, `AF_INET6`, ...
     pub(crate) fn family(&self) -> u16 {
         // SAFETY: Both members of the union are plain data over the same
@@ -259,7 +266,7 @@ pub(crate) struct Serv(*mut sys::svc_serv);
 ///
 /// `Self` is `#[repr(C)]` and its first field is the [`SvcXprt`] that
 /// [`SvcObject::xprt`] returns.
-pub(crate) unsafe trait SvcObject: Sized + Send + Sync {
+pub(crate) unsafe trait SvcObject: Sized + Send + Sync + 'static {
     /// The embedded `svc_xprt`.
     fn xprt(&self) -> &SvcXprt;
 }
@@ -289,15 +296,40 @@ pub(crate) use impl_svc_object;
 /// The class registered by [`SvcClass::register`], for `svc_xprt_init`.
 static CLASS: Atomic<*mut sys::svc_xprt_class> = Atomic::new(core::ptr::null_mut());
 
+/// The object types of the transport registered by
+/// [`SvcClass::register`].
+///
+/// # Invariants
+///
+/// Once set, every `svc_xprt` whose `xpt_class` is [`CLASS`] is the first
+/// field of a `listener` object if `XPT_LISTENER` is set, else of a `conn`
+/// object: [`new_object`] makes no other (and sets `XPT_LISTENER` before
+/// sunrpc sees the object). Set once per module load, before [`CLASS`].
+static KINDS: SetOnce<Kinds> = SetOnce::new();
+
+/// The `TypeId`s of a transport's listener and connection types.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Kinds {
+    listener: TypeId,
+    conn: TypeId,
+}
+
 /// Allocates a transport object and initialises its `svc_xprt` for
 /// `serv` in `net`: one reference, `XPT_BUSY` set (sunrpc clears it when
 /// it takes the transport), flow controlled, and a `listener` or not.
+/// `T` must be the registered transport's listener type (`listener`) or
+/// connection type (not): `EINVAL` otherwise.
 pub(crate) fn new_object<T: SvcObject>(
     init: impl PinInit<T, Error>,
     serv: Serv,
     net: Net,
     listener: bool,
 ) -> Result<Pin<KBox<T>>> {
+    let kinds = KINDS.as_ref().ok_or(ENODEV)?;
+    let kind = if listener { kinds.listener } else { kinds.conn };
+    if kind != TypeId::of::<T>() {
+        return Err(EINVAL);
+    }
     let class = CLASS.load(Acquire);
     if class.is_null() {
         return Err(ENODEV);
@@ -310,7 +342,9 @@ pub(crate) fn new_object<T: SvcObject>(
     // INVARIANT: initialised.
     obj.xprt().set(XptFlag::CongCtrl);
     if listener {
-        // `xpo_free` tells the two kinds apart by this flag.
+        // INVARIANT (`KINDS`): a `listener` object, so marked before
+        // anyone else sees it; `xpo_free` tells the two kinds apart by
+        // this flag.
         obj.xprt().set(XptFlag::Listener);
     }
     Ok(obj)
@@ -326,6 +360,32 @@ pub(crate) fn publish<T: SvcObject>(obj: Pin<KBox<T>>) -> NonNull<sys::svc_xprt>
     NonNull::from(unsafe { (*raw).xprt() }).cast()
 }
 
+/// The connection object `xprt` is the first field of, if `xprt` is a
+/// connection of our registered class and `C` that class's connection
+/// type.
+///
+/// # Safety
+///
+/// `xprt` is an initialised `svc_xprt` (of any class) that stays alive for
+/// `'a`.
+pub(super) unsafe fn conn_of<'a, C: SvcObject>(xprt: *mut sys::svc_xprt) -> Option<&'a C> {
+    let kinds = KINDS.as_ref()?;
+    let ours = CLASS.load(Acquire);
+    if ours.is_null() || kinds.conn != TypeId::of::<C>() {
+        return None;
+    }
+    // SAFETY: `xprt` is initialised and alive for `'a` (the caller's
+    // promise), and its class never changes after `svc_xprt_init`. If it
+    // is of our class and not a listener, then by the invariant of `KINDS`
+    // it is the first field of a connection object of the registered type,
+    // `C` (compared above), which `SvcObject` makes `#[repr(C)]` with its
+    // `SvcXprt` first, and which lives as long as its `svc_xprt`.
+    unsafe {
+        let ours = core::ptr::eq((*xprt).xpt_class, ours);
+        (ours && !SvcXprt::from_raw(xprt).test(XptFlag::Listener)).then(|| &*xprt.cast::<C>())
+    }
+}
+
 /// Drops a connection that sunrpc never took: through `svc_xprt_put`,
 /// which releases what `svc_xprt_init` took (and a module reference,
 /// taken here for it).
@@ -337,7 +397,7 @@ pub(crate) fn discard<T: SvcObject>(obj: Pin<KBox<T>>) {
     unsafe { sys::svc_xprt_put(raw.as_ptr()) };
 }
 
-fn this_module() -> *mut sys::module {
+pub(super) fn this_module() -> *mut sys::module {
     <crate::RpcRdma as kernel::ModuleMetadata>::THIS_MODULE
         .as_ptr()
         .cast()
@@ -788,6 +848,15 @@ impl SvcClass {
         ident: i32,
         max_payload: u32,
     ) -> Result<Self> {
+        let kinds = Kinds {
+            listener: TypeId::of::<T::Listener>(),
+            conn: TypeId::of::<T::Conn>(),
+        };
+        // One transport per module: a second registration must be of the
+        // same types, or `KINDS` would lie about the first's objects.
+        if !KINDS.populate(kinds) && KINDS.as_ref() != Some(&kinds) {
+            return Err(EBUSY);
+        }
         let class = KBox::pin(
             Opaque::new(sys::svc_xprt_class {
                 xcl_name: name.as_char_ptr().cast(),
@@ -841,8 +910,10 @@ fn ops<T: SvcTransport>() -> &'static sys::svc_xprt_ops {
 ///
 /// `xprt` is a live connection of class `T` (not a listener).
 unsafe fn conn<'a, T: SvcTransport>(xprt: *mut sys::svc_xprt) -> &'a T::Conn {
-    // SAFETY: `SvcObject` puts the `svc_xprt` first in a `T::Conn`
-    // (`new_object`/`publish`), alive while sunrpc calls us with it.
+    // SAFETY: A connection of our class is the first field of a
+    // `T::Conn` (invariant of `KINDS`, set for `T` by `SvcClass::register`;
+    // `SvcObject` puts the `svc_xprt` first), alive while sunrpc calls us
+    // with it.
     unsafe { &*xprt.cast::<T::Conn>() }
 }
 
@@ -908,13 +979,12 @@ unsafe extern "C" fn op_accept<T: SvcTransport>(xprt: *mut sys::svc_xprt) -> *mu
 ///
 /// Called by sunrpc with a live transport of class `T`.
 unsafe extern "C" fn op_has_wspace<T: SvcTransport>(xprt: *mut sys::svc_xprt) -> c_int {
-    // SAFETY: Live for the call.
-    let x = unsafe { SvcXprt::from_raw(xprt) };
-    if x.test(XptFlag::Listener) {
-        return 1;
+    // SAFETY: Live and initialised for the call.
+    match unsafe { conn_of::<T::Conn>(xprt) } {
+        Some(conn) => c_int::from(T::has_wspace(conn)),
+        // A listener.
+        None => 1,
     }
-    // SAFETY: Not a listener, so a connection.
-    c_int::from(T::has_wspace(unsafe { conn::<T>(xprt) }))
 }
 
 /// `xpo_recvfrom`.

@@ -22,6 +22,12 @@ use crate::sys;
 #[repr(transparent)]
 pub(crate) struct WaitQueue(Opaque<sys::wait_queue_head>);
 
+// SAFETY: A wait queue head is made for concurrent use: every operation
+// takes its own lock; it may be used and freed from any thread.
+unsafe impl Send for WaitQueue {}
+// SAFETY: As above.
+unsafe impl Sync for WaitQueue {}
+
 impl WaitQueue {
     /// Initialises the wait queue in place.
     pub(crate) fn new() -> impl PinInit<Self> {
@@ -51,15 +57,6 @@ impl WaitQueue {
         // SAFETY: Initialised (type invariant); `value` outlives the call.
         unsafe {
             sys::rpcrdma_rs_wait_until_gone(self.0.get(), value.as_ptr(), at_least, timeout) != 0
-        }
-    }
-
-    /// Sleeps until `*flag == 0`, for `timeout` jiffies at most; false on
-    /// timeout.
-    pub(crate) fn wait_until_clear(&self, flag: &Atomic<u32>, timeout: c_ulong) -> bool {
-        // SAFETY: Initialised (type invariant); `flag` outlives the call.
-        unsafe {
-            sys::rpcrdma_rs_wait_until_clear(self.0.get(), flag.as_ptr().cast_const(), timeout) != 0
         }
     }
 }

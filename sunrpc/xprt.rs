@@ -52,10 +52,21 @@ impl Xprt {
         unsafe { (*self.as_ptr()).xprt_net }
     }
 
-    /// The server's address.
-    pub(crate) fn dst_addr(&self) -> *const sys::sockaddr {
-        // SAFETY: Live by the type invariant; only the address is taken.
-        unsafe { (&raw const (*self.as_ptr()).addr).cast() }
+    /// The transport's network namespace, for rdma_cm.
+    pub(crate) fn net_ns(&self) -> Option<crate::rdma::NetNs<'_>> {
+        // SAFETY: `xprt_net` holds the reference `xprt_alloc` took until
+        // `xprt_free`, so it lives as long as the transport, which lives
+        // for the borrow (type invariant).
+        unsafe { crate::rdma::NetNs::from_raw(self.net()) }
+    }
+
+    /// The server's address, copied: `set_port` may change it.
+    pub(crate) fn dst_sockaddr(&self) -> super::SockAddr {
+        // SAFETY: Live by the type invariant; a racy copy, as sunrpc's own
+        // readers make, of plain bytes.
+        super::SockAddr::from_storage(unsafe {
+            core::ptr::read_volatile(&raw const (*self.as_ptr()).addr)
+        })
     }
 
     /// `connect_timeout`, read without `transport_lock`: a word that only

@@ -9,6 +9,7 @@
 #include <linux/jiffies.h>
 #include <linux/ratelimit.h>
 #include <linux/slab.h>
+#include <linux/wait_bit.h>
 #include <linux/mm.h>
 #include <linux/scatterlist.h>
 #include <linux/sunrpc/sched.h>
@@ -400,6 +401,18 @@ MODULE_PARM_DESC(fault_inject,
 bool rpcrdma_rs_fault(unsigned int bit)
 {
 	return READ_ONCE(fault_inject) & bit;
+}
+
+/* Waits until *var is zero, woken by wake_up_var(var); 0 on timeout. */
+long rpcrdma_rs_wait_var_zero(u32 *var, unsigned long timeout)
+{
+	return wait_var_event_timeout(var, !READ_ONCE(*var), timeout);
+}
+
+/* Wakes the waiters on var; var is not dereferenced (it may be gone). */
+void rpcrdma_rs_wake_up_var(void *var)
+{
+	wake_up_var(var);
 }
 
 /* Waits until *flag is zero; returns 0 on timeout. */

@@ -97,6 +97,8 @@ void rpcrdma_rs_params(unsigned int *inline_read, unsigned int *inline_write,
 bool rpcrdma_rs_fault(unsigned int bit);
 long rpcrdma_rs_wait_until_clear(struct wait_queue_head *wq, const u32 *flag,
 				 unsigned long timeout);
+long rpcrdma_rs_wait_var_zero(u32 *var, unsigned long timeout);
+void rpcrdma_rs_wake_up_var(void *var);
 
 struct svc_serv *rpcrdma_rs_xprt_bc_serv(struct rpc_xprt *xprt);
 bool rpcrdma_rs_bc_prealloc(struct rpc_rqst *rqst);

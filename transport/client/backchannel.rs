@@ -11,8 +11,9 @@
 //!   ([`crate::sunrpc::BcPool`]) and handed to the callback service; its
 //!   Receive buffer goes back to the device at once.
 //! - Replying: the callback service sends its Reply through
-//!   `send_request` on a backchannel request, which [`RdmaXprt::send_bc_reply`]
-//!   recognises before anything that assumes a forward Call: no
+//!   `send_request` on a backchannel request, which
+//!   [`RdmaXprt::send_bc_reply`] (in `marshal`) sends without anything
+//!   that assumes a forward Call: no
 //!   congestion slot, no retransmission check, no Reply expected. The
 //!   Reply goes inline as RDMA_MSG with the backchannel's own credits.
 //! - Resources: every connection reserves [`CLIENT_SLOTS`] Receives and
@@ -26,56 +27,15 @@
 //! may be answered on the next, or its Reply dropped by sunrpc when none
 //! comes in time.
 
-use core::ffi::{c_int, c_uint};
-
-use kernel::prelude::*;
-use kernel::sync::atomic::{Acquire, Atomic, Relaxed, Release};
+use kernel::sync::atomic::Relaxed;
 
 use super::connection::Shared;
-use super::send::SendError;
-use super::xprt::RdmaXprt;
-use crate::proto::backchannel::{self, CallDropped, CLIENT_SLOTS};
-use crate::proto::pvt::InlineThresholds;
+use super::state::RdmaXprt;
+use crate::proto::backchannel::{self, CallDropped};
 use crate::proto::v1;
-use crate::sunrpc::{BcPool, SendRqst, XprtLocked, BC_BUF};
-use crate::sys;
-
-/// The backchannel of a transport. Valid when zeroed.
-pub(crate) struct Backchannel {
-    /// The requests that carry backward Calls to the callback service.
-    pub(super) pool: BcPool,
-    /// Negotiated inline thresholds of the last connection, for
-    /// `bc_maxpayload`; zero before the first.
-    inline_send: Atomic<u32>,
-    inline_recv: Atomic<u32>,
-    /// The counters are in debugfs.
-    published: Atomic<bool>,
-}
-
-impl Backchannel {
-    /// Records the inline thresholds a new connection negotiated.
-    pub(super) fn connected(&self, inline: InlineThresholds) {
-        self.inline_send.store(inline.send, Release);
-        self.inline_recv.store(inline.recv, Release);
-    }
-}
+use crate::sunrpc::BC_BUF;
 
 impl RdmaXprt {
-    /// Largest backward-direction RPC message, both ways: what the last
-    /// connection negotiated, or before one, what we would offer.
-    fn bc_max_payload(&self) -> u32 {
-        let (send, recv) = (
-            self.bc.inline_send.load(Acquire),
-            self.bc.inline_recv.load(Acquire),
-        );
-        let (send, recv) = if send == 0 || recv == 0 {
-            (self.cfg.inline_write, self.cfg.inline_read)
-        } else {
-            (send, recv)
-        };
-        backchannel::client_max_payload(send, recv, BC_BUF as u32)
-    }
-
     /// A backward Call arrived (Receive completion): hand it to the
     /// callback service, or drop it. The Receive buffer is free again
     /// when this returns.
@@ -91,7 +51,7 @@ impl RdmaXprt {
                     Err(CallDropped::NoService)
                 }
             })
-            .and_then(|()| self.bc.pool.claim().ok_or(CallDropped::NoSlot));
+            .and_then(|()| self.bc_pool().claim().ok_or(CallDropped::NoSlot));
         match claimed {
             Ok(slot) => {
                 if let Err(err) = slot.deliver(self.xprt(), call.payload) {
@@ -108,68 +68,11 @@ impl RdmaXprt {
         self.stats.bcall_dropped.add(1);
         rwarn!("backward call from {} dropped: {:?}\n", self.peer(), why);
     }
-
-    /// Sends the Reply of a backchannel request (`send_request`, with
-    /// `XPRT_LOCKED`): inline, RDMA_MSG, the backchannel's credits. Never
-    /// closes the connection: a failed post leaves that to autoclose.
-    pub(super) fn send_bc_reply(&self, rqst: &SendRqst<'_>, locked: &XprtLocked<'_>) -> c_int {
-        if !self.connected() {
-            return ENOTCONN.to_errno();
-        }
-        let Some(ep) = self.ep(locked) else {
-            return ENOTCONN.to_errno();
-        };
-        let snd = rqst.snd_buf();
-        let len = snd.len() as usize;
-        let xid = u32::from_be(rqst.xid());
-        let inline_send = ep.inline().send as usize;
-        let sent = ep.send_backward(|buf| {
-            let hdr = backchannel::encode_backward_v1(buf, xid, CLIENT_SLOTS).ok()?;
-            let end = hdr.checked_add(len)?;
-            if end > inline_send {
-                return None;
-            }
-            snd.read(0, buf.get_mut(hdr..end)?).ok()?;
-            Some((end, end))
-        });
-        match sent {
-            Ok(()) => {
-                rqst.add_bytes_sent(len);
-                self.stats.bcall_replied.add(1);
-                0
-            }
-            Err(SendError::NoBuffer) => {
-                self.stats.empty_sendctx_q.add(1);
-                ENOBUFS.to_errno()
-            }
-            Err(SendError::TooBig) => {
-                rwarn!(
-                    "backward reply of {} bytes exceeds the inline threshold\n",
-                    len
-                );
-                EMSGSIZE.to_errno()
-            }
-            Err(SendError::Post) => {
-                self.force_disconnect();
-                ENOTCONN.to_errno()
-            }
-        }
-    }
 }
 
-/// `bc_setup`: the NFS client sets the backchannel up (process context,
-/// once per session). Allocates the backchannel requests, and publishes
-/// the counters in the transport's debugfs directory.
-///
-/// # Safety
-///
-/// Called by sunrpc with a live transport of ours.
-pub(super) unsafe extern "C" fn op_bc_setup(xprt: *mut sys::rpc_xprt, _min_reqs: c_uint) -> c_int {
-    // SAFETY: sunrpc passes a live transport of ours.
-    let rx = unsafe { RdmaXprt::from_raw(xprt) };
-    if let Err(err) = rx.bc.pool.setup() {
-        return err.to_errno();
-    }
+/// `bc_setup`, once the requests are allocated: publishes the counters
+/// in the transport's debugfs directory, once.
+pub(super) fn publish(rx: &RdmaXprt) {
     if !rx.bc.published.xchg(true, Relaxed) {
         let s = &rx.stats;
         for (name, counter) in [
@@ -177,54 +80,7 @@ pub(super) unsafe extern "C" fn op_bc_setup(xprt: *mut sys::rpc_xprt, _min_reqs:
             (c"rdma_bc_replies_sent", &s.bcall_replied),
             (c"rdma_bc_calls_dropped", &s.bcall_dropped),
         ] {
-            // SAFETY: The counters live in the transport, freed by
-            // `destroy`, which sunrpc calls after removing the directory.
-            unsafe { rx.xprt().debugfs_u64(name, counter.as_ptr()) };
+            rx.debugfs_u64(name, counter.atomic());
         }
     }
-    0
 }
-
-/// `bc_maxpayload`: the largest backward Call and Reply, one inline
-/// buffer of at most a page, less the smallest transport header.
-///
-/// # Safety
-///
-/// Called by sunrpc with a live transport of ours.
-pub(super) unsafe extern "C" fn op_bc_maxpayload(xprt: *mut sys::rpc_xprt) -> usize {
-    // SAFETY: sunrpc passes a live transport of ours.
-    let rx = unsafe { RdmaXprt::from_raw(xprt) };
-    rx.bc_max_payload() as usize
-}
-
-/// `bc_num_slots`: the backward Calls the server may have outstanding,
-/// for which every connection keeps Receives and Send buffers.
-///
-/// # Safety
-///
-/// Called by sunrpc with a live transport.
-pub(super) unsafe extern "C" fn op_bc_num_slots(_xprt: *mut sys::rpc_xprt) -> c_uint {
-    CLIENT_SLOTS
-}
-
-/// `bc_free_rqst`: sunrpc is done with a backchannel request (its Reply
-/// sent or dropped, or no service took it). Back to the pool, and the
-/// transport reference `xprt_enqueue_bc_request` took is dropped.
-///
-/// # Safety
-///
-/// Called by sunrpc with a backchannel request of one of our transports,
-/// which nobody uses any more.
-pub(super) unsafe extern "C" fn op_bc_free_rqst(rqst: *mut sys::rpc_rqst) {
-    // SAFETY: A backchannel request given back by sunrpc; its transport
-    // is ours and lives (the request holds a reference to it).
-    unsafe { BcPool::free_rqst(rqst, |xprt| &RdmaXprt::from_raw(xprt).bc.pool) };
-}
-
-/// `bc_destroy`: a session's backchannel goes. The requests stay with the
-/// transport (one in use may come back later), which frees them.
-///
-/// # Safety
-///
-/// Called by sunrpc with a live transport.
-pub(super) unsafe extern "C" fn op_bc_destroy(_xprt: *mut sys::rpc_xprt, _max_reqs: c_uint) {}

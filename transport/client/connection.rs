@@ -1,26 +1,27 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! One RDMA connection of a client transport: CM id, PD, CQs, QP, the
-//! posted Receive buffers and the pool of Send buffers.
+//! Receive buffers ([`RecvCtx`]) and the ring of Send buffers
+//! ([`SendCtx`]), reposting the Receives, and the transport's hold on its
+//! current connection (install, tear down, close). What the buffers'
+//! completions do is `receive`'s and `send`'s.
 //!
 //! A connection is built by the connect worker and torn down by `close` or
 //! `destroy`, all of which run with `XPRT_LOCKED` held, so at most one
 //! thread owns an [`Ep`]. Completion and CM handlers see only the parts
 //! they need through shared references: [`Shared`], [`RecvCtx`] and
-//! [`SendCtx`], whose mutable state is atomic or handed over by
-//! completion ordering.
-
-use core::cell::UnsafeCell;
-use core::ptr::NonNull;
+//! [`SendCtx`], whose mutable state is atomic, or handed over by
+//! completion ordering in an [`ExclusiveCell`] that checks the hand-over.
 
 use kernel::error::to_result;
 use kernel::prelude::*;
 use kernel::sync::atomic::{Acquire, Atomic, Full, Relaxed, Release};
+use kernel::sync::barrier::{smp_mb, Full as Barrier};
 use kernel::sync::{new_condvar, new_spinlock, Arc, CondVar, CondVarTimeoutResult, SpinLock};
 
-use super::receive::RecvCtx;
-use super::send::SendCtx;
-use super::xprt::RdmaXprt;
+use super::placement::Checked;
+use super::request::MAX_RPC_MRS;
+use super::state::{RdmaXprt, XprtState};
 use super::Config;
 use crate::params;
 use crate::proto::backchannel;
@@ -28,9 +29,11 @@ use crate::proto::plan::DeviceLimits;
 use crate::proto::pvt::{self, InlineThresholds, PrivateData};
 use crate::proto::queue::{self, SendSignals};
 use crate::rdma::{
-    CmEvent, CmHandler, CmId, ConnParam, Cq, FrwrMr, FrwrOwner, FrwrPool, PageSeg, Pd, Qp, QpCaps,
-    Registered, SendChain, MAX_MAPPED_PAGES,
+    CmEvent, CmHandler, CmId, ConnParam, Cq, CqEntry, DmaBuf, DmaDir, ExclusiveCell, FrwrList,
+    FrwrMr, FrwrOwner, FrwrPool, MappedPages, Pd, Qp, QpCaps, RecvWr, Registered, SendChain,
+    MAX_MAPPED_PAGES,
 };
+use crate::sunrpc::{PageList, PinnedRqst, XprtLocked, XprtRef};
 use crate::sys;
 
 /// Receive buffers: one per credit we ask for, one per backchannel slot
@@ -54,10 +57,6 @@ pub(super) fn sends(cfg: &Config) -> u32 {
 /// Send buffers only backchannel Replies may take: one per slot.
 pub(super) const BC_SENDS: u32 = backchannel::CLIENT_SLOTS;
 
-/// Most MRs one RPC holds: a Read, a Write and a Reply chunk of at most
-/// `RPCRDMA_MAX_HDR_SEGS` segments each.
-pub(crate) const MAX_RPC_MRS: usize = 48;
-
 /// Unique number of each connection, so that a request can tell whether
 /// the MRs it remembers belong to the current one.
 static GENERATION: Atomic<u64> = Atomic::new(1);
@@ -68,14 +67,10 @@ const PENDING: i32 = 0;
 const ESTABLISHED: i32 = 1;
 
 /// What the CM and completion handlers share with the connection owner.
-///
-/// # Invariants
-///
-/// `xprt` is the transport that owns this connection; it outlives the
-/// connection, which is torn down before the transport is freed.
 #[pin_data]
 pub(crate) struct Shared {
-    xprt: *const RdmaXprt,
+    /// The transport that owns this connection.
+    xprt: XprtRef<XprtState>,
     /// CM events seen, for the connect worker to wait on.
     #[pin]
     events: SpinLock<u64>,
@@ -102,8 +97,6 @@ pub(crate) struct Shared {
     /// Negotiated inline thresholds.
     inline_send: Atomic<u32>,
     inline_recv: Atomic<u32>,
-    /// The MR pool, once allocated; freed after the CQs.
-    pub(super) pool: Atomic<*mut MrPool>,
     /// This connection's number (see [`GENERATION`]).
     pub(crate) gen: u64,
     /// Number of the last Send known complete (successfully or flushed):
@@ -120,14 +113,6 @@ pub(crate) struct Shared {
     ours: InlineThresholds,
 }
 
-// SAFETY: All mutable state is atomic or behind a lock; `xprt` is only
-// used for `&RdmaXprt`, which is `Sync`.
-unsafe impl Send for Shared {}
-
-// SAFETY: Shared use is through atomics, the spinlock-protected event
-// count, and `&RdmaXprt`, which is `Sync`.
-unsafe impl Sync for Shared {}
-
 /// The connection's FRWR MRs; their failures close the connection.
 pub(crate) type MrPool = FrwrPool<Shared>;
 
@@ -139,54 +124,10 @@ impl FrwrOwner for Shared {
 }
 
 impl Shared {
-    /// The MR pool; present once the connection is up.
-    pub(crate) fn pool(&self) -> Option<&MrPool> {
-        // SAFETY: The pool is published before the first Send and freed
-        // only after the CQs, i.e. after every handler that can see it.
-        unsafe { self.pool.load(Acquire).as_ref() }
-    }
-}
-
-/// How a completion context reaches its connection's [`Shared`].
-///
-/// # Invariants
-///
-/// Points to a pinned `Shared` that outlives every context holding it:
-/// [`Ep`] drops its contexts and pool (after the QP is drained and the CQs
-/// freed) before the `Shared`.
-#[derive(Clone, Copy)]
-pub(crate) struct SharedRef(NonNull<Shared>);
-
-// SAFETY: Only gives `&Shared`, which is `Sync`.
-unsafe impl Send for SharedRef {}
-// SAFETY: Shared use only reads the pointer, to give `&Shared`.
-unsafe impl Sync for SharedRef {}
-
-impl SharedRef {
-    /// # Safety
-    ///
-    /// `shared` outlives every use of the returned reference and of its
-    /// copies.
-    unsafe fn new(shared: &Shared) -> Self {
-        // INVARIANT: the caller's promise.
-        Self(NonNull::from(shared))
-    }
-}
-
-impl core::ops::Deref for SharedRef {
-    type Target = Shared;
-
-    fn deref(&self) -> &Shared {
-        // SAFETY: Alive by the type invariant.
-        unsafe { self.0.as_ref() }
-    }
-}
-
-impl Shared {
-    fn new(xprt: &RdmaXprt, cfg: &Config) -> Result<Pin<KBox<Self>>> {
-        KBox::pin_init(
+    fn new(xprt: &RdmaXprt, cfg: &Config) -> Result<Arc<Self>> {
+        Arc::pin_init(
             pin_init!(Self {
-                xprt,
+                xprt: xprt.new_ref(),
                 events <- new_spinlock!(0, "rpcrdma_rs_cm_events"),
                 event_cv <- new_condvar!("rpcrdma_rs_cm_event"),
                 async_rc: Atomic::new(0),
@@ -200,7 +141,6 @@ impl Shared {
                 recv_posting: Atomic::new(false),
                 inline_send: Atomic::new(pvt::MIN_SIZE),
                 inline_recv: Atomic::new(pvt::MIN_SIZE),
-                pool: Atomic::new(core::ptr::null_mut()),
                 gen: GENERATION.fetch_add(1, Relaxed),
                 sends_done: Atomic::new(0),
                 rx: Atomic::new(core::ptr::null_mut()),
@@ -216,8 +156,7 @@ impl Shared {
     }
 
     pub(crate) fn xprt(&self) -> &RdmaXprt {
-        // SAFETY: By the type invariant `xprt` outlives us.
-        unsafe { &*self.xprt }
+        &self.xprt
     }
 
     /// The number of CM events so far: [`Shared::wait`] for the next.
@@ -331,28 +270,25 @@ pub(crate) struct Ep {
     rx: KVec<RecvCtx>,
     pub(super) tx: KVec<SendCtx>,
     /// Which Sends are signalled; the sender's (`XPRT_LOCKED`).
-    pub(super) signals: UnsafeCell<SendSignals>,
+    pub(super) signals: ExclusiveCell<SendSignals>,
     /// The page list of the memory a Call registers or maps, rebuilt for
     /// each region; the sender's (`XPRT_LOCKED`). Sized at connect for the
     /// largest payload, so that marshalling allocates nothing.
-    pub(super) page_list: UnsafeCell<KVec<PageSeg>>,
-    pub(super) pool: Option<KBox<MrPool>>,
+    pub(super) page_list: ExclusiveCell<PageList>,
+    pub(super) pool: Option<Arc<MrPool>>,
     pd: Option<Arc<Pd>>,
     pub(super) id: Option<CmId<Shared>>,
     /// The device's registration limits.
     pub(crate) limits: DeviceLimits,
-    /// The Write chunk pad: an MR over `pad_buf` registered for the whole
+    /// The Write chunk pad: an MR over 64 bytes the pool keeps, registered for the whole
     /// connection, offered as the last segment of a Write chunk whose
     /// length is not a multiple of four (`re_write_pad_mr`).
     write_pad: Option<(FrwrMr, Registered)>,
-    pad_buf: Option<KBox<[u8; 64]>>,
     /// Sends posted on this connection.
     pub(super) sends_posted: Atomic<u64>,
     /// The device, for mapping the pages of large inline Calls.
     pub(super) dev: Option<crate::rdma::Device>,
-    pub(super) shared: Pin<KBox<Shared>>,
-    /// `shared`, for the contexts.
-    pub(super) sref: SharedRef,
+    pub(super) shared: Arc<Shared>,
 }
 
 impl Ep {
@@ -360,17 +296,14 @@ impl Ep {
     /// worker.
     pub(crate) fn connect(xprt: &RdmaXprt, cfg: &Config) -> Result<KBox<Ep>> {
         let shared = Shared::new(xprt, cfg)?;
-        // SAFETY: `shared` is pinned in its box, which the `Ep` drops last,
-        // after every context and the pool (field order of `Ep`).
-        let sref = unsafe { SharedRef::new(&shared) };
         let mut ep = KBox::new(
             Ep {
                 send_cq: None,
                 recv_cq: None,
                 rx: KVec::new(),
                 tx: KVec::new(),
-                signals: UnsafeCell::new(SendSignals::new(1, 1)),
-                page_list: UnsafeCell::new(KVec::new()),
+                signals: ExclusiveCell::new(SendSignals::new(1, 1)),
+                page_list: ExclusiveCell::new(PageList::with_capacity(0)?),
                 pool: None,
                 pd: None,
                 id: None,
@@ -383,24 +316,18 @@ impl Ep {
                 sends_posted: Atomic::new(0),
                 dev: None,
                 write_pad: None,
-                pad_buf: None,
                 shared,
-                sref,
             },
             GFP_KERNEL,
         )?;
         let ep_ref: &mut Ep = &mut ep;
-        let shared: *const Shared = &*ep_ref.shared;
-        let sref = ep_ref.sref;
-        // SAFETY: The net is the transport's, which outlives it; `shared`
-        // is boxed and dropped after the id (field order of `Ep`).
-        let id = unsafe { CmId::new(xprt.net(), shared)? };
+        let sref = ep_ref.shared.clone();
+        let id = CmId::new_shared(xprt.xprt().net_ns().ok_or(EINVAL)?, sref.clone())?;
         let id = &*ep_ref.id.insert(id);
         let timeout = xprt.resolve_timeout();
 
         let seen = ep_ref.shared.events_seen();
-        // SAFETY: The transport's address is a valid sockaddr.
-        unsafe { id.resolve_addr(xprt.dst_addr())? };
+        id.resolve(&xprt.xprt().dst_sockaddr())?;
         ep_ref.shared.wait(seen, timeout)?;
         to_result(ep_ref.shared.async_rc.load(Acquire))?;
 
@@ -428,7 +355,7 @@ impl Ep {
         let nmrs = (cfg.slots.saturating_mul(segs.saturating_add(2))).min(4096);
         // A chunk's pages, plus the head and tail pages around them.
         let list = segs.saturating_mul(limits.max_fr_depth()).saturating_add(4);
-        ep_ref.page_list = UnsafeCell::new(KVec::with_capacity(list as usize, GFP_KERNEL)?);
+        *ep_ref.page_list.get_mut() = PageList::with_capacity(list as usize)?;
         let max_wr = dev.max_qp_wr().min(dev.max_cqe());
         // Send queue: every Send may come with a REG_MR per MR, and a
         // LOCAL_INV per MR follows its Reply. One extra each for ib_drain_qp.
@@ -443,8 +370,7 @@ impl Ep {
         let send_cq = ep_ref.send_cq.insert(Cq::new(&dev, send_wr)?).clone();
         let recv_cq = ep_ref.recv_cq.insert(Cq::new(&dev, recv_wr)?).clone();
         // A quarter of the Send Queue may wait for a signalled completion.
-        ep_ref.signals =
-            UnsafeCell::new(SendSignals::new(queue::send_batch(cfg.slots), send_wr / 4));
+        *ep_ref.signals.get_mut() = SendSignals::new(queue::send_batch(cfg.slots), send_wr / 4);
         ep_ref.dev = Some(dev.clone());
         let lkey = pd.local_dma_lkey();
         let id = ep_ref.id.as_mut().ok_or(ENOTCONN)?;
@@ -460,14 +386,16 @@ impl Ep {
             rdebug!("fault injection: failing MR pool allocation\n");
             return Err(ENOMEM);
         }
-        // SAFETY: `shared` outlives the pool (field order of `Ep`).
-        let pool = unsafe { MrPool::new(&sref, &pd, &dev, limits.max_fr_depth(), nmrs as usize)? };
-        let pool = ep_ref.pool.insert(KBox::new(pool, GFP_KERNEL)?);
+        let pool = MrPool::new_shared(
+            sref.clone(),
+            &pd,
+            &dev,
+            limits.max_fr_depth(),
+            nmrs as usize,
+        )?;
+        let pool = ep_ref.pool.insert(Arc::new(pool, GFP_KERNEL)?);
         xprt.stats().mrs_allocated.add(u64::from(nmrs));
-        ep_ref
-            .shared
-            .pool
-            .store(core::ptr::from_ref::<MrPool>(&**pool).cast_mut(), Release);
+        let pool = pool.clone();
 
         // Buffers: the vectors are sized once and never grow afterwards, so
         // the contexts' addresses are stable while work requests use them.
@@ -476,14 +404,20 @@ impl Ep {
         let mut rx = KVec::with_capacity(nrecv, GFP_KERNEL)?;
         for _ in 0..nrecv {
             rx.push(
-                RecvCtx::new(sref, &dev, cfg.inline_read as usize, lkey)?,
+                RecvCtx::new(
+                    sref.clone(),
+                    pool.clone(),
+                    &dev,
+                    cfg.inline_read as usize,
+                    lkey,
+                )?,
                 GFP_KERNEL,
             )?;
         }
         let mut tx = KVec::with_capacity(nsend, GFP_KERNEL)?;
         for _ in 0..nsend {
             tx.push(
-                SendCtx::new(sref, &dev, cfg.inline_write as usize)?,
+                SendCtx::new(sref.clone(), &dev, cfg.inline_write as usize)?,
                 GFP_KERNEL,
             )?;
         }
@@ -532,23 +466,9 @@ impl Ep {
     /// Registers the Write chunk pad (`frwr_wp_create`), once the QP can
     /// send.
     fn register_write_pad(&mut self, qp: &Qp) -> Result {
-        let buf = KBox::new([0u8; 64], GFP_KERNEL)?;
-        // SAFETY: `buf` is kmalloc memory.
-        let page = unsafe { sys::rpcrdma_rs_virt_to_page(buf.as_ptr().cast()) };
-        let offset = (buf.as_ptr() as usize & (kernel::page::PAGE_SIZE - 1)) as u32;
         let pool = self.pool.as_deref().ok_or(ENOTCONN)?;
-        // SAFETY: `buf` lives in `pad_buf` until after the pool is freed.
-        let (mr, reg) = unsafe {
-            pool.register(
-                &[PageSeg {
-                    page,
-                    offset,
-                    len: 4,
-                }],
-                true,
-            )?
-        };
-        self.pad_buf = Some(buf);
+        // The pool keeps the buffer as long as the MR may be used.
+        let (mr, reg) = pool.register_owned(KVec::from_elem(0u8, 64, GFP_KERNEL)?, 4, true)?;
         let mut chain = SendChain::new();
         pool.chain_reg(core::slice::from_ref(&mr), &mut chain);
         self.write_pad = Some((mr, reg));
@@ -600,7 +520,6 @@ impl Drop for Ep {
         self.shared.rx.store(core::ptr::null_mut(), Release);
         drop(core::mem::take(&mut self.rx));
         drop(core::mem::take(&mut self.tx));
-        self.shared.pool.store(core::ptr::null_mut(), Release);
         if let Some(pool) = self.pool.take() {
             if let Some((mr, _)) = self.write_pad.take() {
                 pool.release(mr, true);
@@ -618,5 +537,237 @@ impl Drop for Ep {
             id.linger(|shared| shared.cm_up.load(Acquire));
         }
         rdebug!("connection torn down\n");
+    }
+}
+
+/// A Reply held between its Receive completion and the completion of the
+/// LOCAL_INVs of its RPC's MRs (or of its Call's Send).
+pub(crate) struct Pending {
+    /// The request, pinned.
+    pub(crate) rqst: PinnedRqst,
+    /// The MRs being invalidated.
+    pub(crate) mrs: FrwrList<MAX_RPC_MRS>,
+    /// The Reply as checked on arrival; `None` fails the RPC.
+    pub(crate) reply: Option<Checked>,
+}
+
+/// A Receive buffer.
+///
+/// # Invariants
+///
+/// `pending` is filled by the Receive completion of this buffer and
+/// emptied, after it posted LOCAL_INVs on `linv_cqe`, by their completion,
+/// or after it published `wait_seq`, by whoever resets `wait_seq` to zero
+/// (its cell checks that they take turns); the buffer is marked `idle`
+/// only after that, and whoever clears `idle` owns the buffer and `wr`
+/// until it posts them.
+pub(crate) struct RecvCtx {
+    cqe: CqEntry<RecvCtx, RECV>,
+    pub(super) linv_cqe: CqEntry<RecvCtx, LINV>,
+    pub(super) buf: DmaBuf,
+    wr: RecvWr,
+    pub(super) pending: ExclusiveCell<Option<Pending>>,
+    /// Number of the Send this buffer's Reply waits for; 0 for none.
+    pub(super) wait_seq: Atomic<u64>,
+    /// Done with, waiting for the next batch of Receives.
+    idle: Atomic<bool>,
+    shared: Arc<Shared>,
+    /// The connection's MRs, for invalidating a Reply's.
+    pool: Arc<MrPool>,
+}
+
+impl RecvCtx {
+    pub(super) fn new(
+        shared: Arc<Shared>,
+        pool: Arc<MrPool>,
+        dev: &crate::rdma::Device,
+        size: usize,
+        lkey: u32,
+    ) -> Result<Self> {
+        let buf = DmaBuf::new(dev, size, DmaDir::FromDevice)?;
+        Ok(Self {
+            cqe: CqEntry::new(),
+            linv_cqe: CqEntry::new(),
+            wr: RecvWr::new(&buf, lkey),
+            buf,
+            pending: ExclusiveCell::new(None),
+            wait_seq: Atomic::new(0),
+            // Not posted yet: the connect worker posts every idle buffer.
+            idle: Atomic::new(true),
+            shared,
+            pool,
+        })
+    }
+
+    /// The first `len` bytes received.
+    pub(crate) fn msg(&self, len: usize) -> &[u8] {
+        self.buf.as_slice().get(..len).unwrap_or(&[])
+    }
+
+    /// The whole buffer, for a Reply placed by its [`Checked`] offsets.
+    pub(super) fn buffer(&self) -> &[u8] {
+        self.buf.as_slice()
+    }
+
+    /// Gives the buffer back: it is reposted with the next batch.
+    pub(super) fn repost(&self, shared: &Shared) {
+        // Counted before it is marked, so the count never falls below
+        // the number of marked buffers.
+        let idle = shared.recv_idle.fetch_add(1, Full) + 1;
+        self.idle.store(true, Release);
+        if idle >= shared.recv_batch && shared.post_idle_recvs().is_err() {
+            shared.xprt().force_disconnect();
+        }
+    }
+}
+
+/// [`CqEntry`] ids of a [`RecvCtx`].
+pub(super) const RECV: u64 = 0;
+
+pub(super) const LINV: u64 = 1;
+
+crate::impl_has_cq_entry!(RecvCtx, 0, cqe);
+
+crate::impl_has_cq_entry!(RecvCtx, 1, linv_cqe);
+
+impl RecvCtx {
+    pub(super) fn shared(&self) -> &Shared {
+        &self.shared
+    }
+
+    /// The connection's MRs.
+    pub(super) fn pool(&self) -> &MrPool {
+        &self.pool
+    }
+}
+
+impl Shared {
+    /// The connection's Receive contexts; empty before they exist and
+    /// after teardown began.
+    pub(super) fn rx_contexts(&self) -> &[RecvCtx] {
+        let rx = self.rx.load(Acquire);
+        let n = self.rx_len.load(Acquire);
+        if rx.is_null() {
+            return &[];
+        }
+        // SAFETY: `rx` points to the connection's Receive contexts, a
+        // vector that is never resized and is freed only after the CQs,
+        // i.e. after every handler, and after `Ep::drop` cleared `rx`.
+        unsafe { core::slice::from_raw_parts(rx.cast_const(), n) }
+    }
+
+    /// Hands the idle Receive buffers back to the device, in one chain
+    /// per pass. Whoever finds another thread at it leaves the work to
+    /// that thread, which looks again before it stops.
+    pub(super) fn post_idle_recvs(&self) -> Result {
+        loop {
+            if self.draining.load(Acquire) || self.recv_posting.xchg(true, Full) {
+                return Ok(());
+            }
+            // SAFETY: The QP pointer is set before any Receive is posted
+            // and the QP is destroyed only after draining, i.e. after every
+            // completion handler returned.
+            let qp = unsafe { Qp::from_ptr(self.qp.load(Acquire)) };
+            let mut head = core::ptr::null_mut();
+            let mut n = 0u32;
+            // Stop at the buffers counted so far: one counted but not yet
+            // marked is posted by its own thread or the next pass.
+            let want = self.recv_idle.load(Acquire);
+            for ctx in self.rx_contexts() {
+                if n >= want {
+                    break;
+                }
+                // A plain load first: most buffers are posted, and a
+                // failing compare-exchange still costs a locked operation.
+                if ctx.idle.load(Relaxed) && ctx.idle.cmpxchg(true, false, Full).is_ok() {
+                    ctx.buf.sync_for_device(ctx.buf.len());
+                    // SAFETY: Clearing `idle` made the buffer ours until it
+                    // is posted; contexts never move.
+                    head = unsafe { ctx.wr.link(ctx.cqe.as_ptr(), head) };
+                    n += 1;
+                }
+            }
+            self.recv_idle.fetch_sub(n, Full);
+            let posted = match (qp, n) {
+                (_, 0) => Ok(()),
+                // SAFETY: A chain of Receives whose buffers and cqes live
+                // until the QP is drained.
+                (Some(qp), _) => unsafe { qp.post_recv_chain(head) },
+                (None, _) => Err(ENOTCONN),
+            };
+            self.recv_posting.store(false, Release);
+            posted?;
+            // A buffer marked idle while we held `recv_posting` was left
+            // to us (its thread saw the flag set): between our release of
+            // the flag and our look at the count, and its increment of the
+            // count and its look at the flag, one of us sees the other.
+            smp_mb(Barrier);
+            if n == 0 || self.recv_idle.load(Relaxed) < self.recv_batch {
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// A Send buffer of the ring.
+///
+/// The context carrying Send number `seq` is free again once
+/// [`Shared::sends_completed`] reaches `seq`. Until then `buf` belongs to
+/// the device, and `mapped` to this context's completion handler, which
+/// runs (if at all) before that number is published. While free, both
+/// belong to the sender, which holds `XPRT_LOCKED`; their cells check
+/// the hand-overs.
+pub(crate) struct SendCtx {
+    pub(super) cqe: CqEntry<SendCtx>,
+    pub(super) buf: ExclusiveCell<DmaBuf>,
+    /// RPC pages this Send gathers; unmapped when it completes.
+    pub(super) mapped: ExclusiveCell<Option<MappedPages>>,
+    pub(super) seq: Atomic<u64>,
+    pub(super) shared: Arc<Shared>,
+}
+
+impl SendCtx {
+    pub(super) fn new(shared: Arc<Shared>, dev: &crate::rdma::Device, size: usize) -> Result<Self> {
+        Ok(Self {
+            cqe: CqEntry::new(),
+            buf: ExclusiveCell::new(DmaBuf::new(dev, size, DmaDir::ToDevice)?),
+            mapped: ExclusiveCell::new(None),
+            seq: Atomic::new(0),
+            shared,
+        })
+    }
+}
+
+crate::impl_has_cq_entry!(SendCtx, 0, cqe);
+
+impl RdmaXprt {
+    /// The current connection, which only the `XPRT_LOCKED` holder may
+    /// use or replace.
+    pub(super) fn ep<'a>(&'a self, locked: &'a XprtLocked<'_>) -> Option<&'a Ep> {
+        self.conn(locked)
+    }
+
+    /// Tears down the current connection, if any.
+    pub(super) fn teardown(&self, locked: &mut XprtLocked<'_>) {
+        if let Some(ep) = self.replace_conn(locked, None) {
+            let gen = ep.shared().gen;
+            drop(ep);
+            // Generations only grow, and only the XPRT_LOCKED holder
+            // tears down: a plain store is the maximum.
+            self.gone_gen.store(gen, Release);
+            self.wake_fence();
+        }
+    }
+
+    /// Closes the connection: `close`, and the sender when the connection
+    /// cannot carry a Call.
+    pub(super) fn close(&self, locked: &mut XprtLocked<'_>) {
+        rdebug!("close\n");
+        if self.ep(locked).is_some() {
+            rdebug!("connection to {} closed\n", self.peer());
+            self.backoff.store(true, Relaxed);
+        }
+        self.teardown(locked);
+        locked.disconnect_done();
     }
 }

@@ -1,66 +1,49 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Marshalling a Call: the planner's decisions ([`crate::proto::plan`])
-//! applied to the request's `xdr_buf`: inline copy behind the transport
-//! header, and chunks registered over the request's own pages.
+//! `send_request`: marshalling a Call, the planner's decisions
+//! ([`crate::proto::plan`]) applied to the request's `xdr_buf` (inline
+//! copy behind the transport header, and chunks registered over the
+//! request's own pages), and sending a backchannel Reply.
 
 use core::ffi::c_int;
-use core::ptr::NonNull;
 
 use kernel::prelude::*;
 use kernel::sync::atomic::Relaxed;
 
 use super::connection::MrPool;
-use super::connection::MAX_RPC_MRS;
 use super::encode_call_header;
-use super::request::ReqState;
+use super::request::{ReqState, MAX_RPC_MRS};
 use super::send::SendError;
-use super::xprt::RdmaXprt;
+use super::state::RdmaXprt;
+use crate::proto::backchannel::{self, CLIENT_SLOTS};
 use crate::proto::chunk::{ChunkSlices, ReadSegment, Segment};
 use crate::proto::plan::{self, CallPlan};
-use crate::rdma::{FrwrList, PageSeg, SendChain};
-use crate::sunrpc::{SendRqst, XdrBuf, XprtLocked};
+use crate::rdma::{FrwrList, HeldPages, SendChain};
+use crate::sunrpc::{Buf, ForwardCall, PageList, SendRqst, XprtLocked};
 use crate::sys;
 
-/// Entry point called by C.
-///
-/// # Safety
-///
-/// Only called by the C side, with the arguments its contract promises.
-pub(super) unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_int {
-    // SAFETY: sunrpc passes a live request with buffers from our
-    // `buf_alloc`, with XPRT_LOCKED held.
-    let rqst = unsafe { SendRqst::from_raw(rqst) };
-    // SAFETY: The request is on one of our transports.
-    let rx = unsafe { RdmaXprt::from_raw(rqst.xprt().as_ptr()) };
-    // A backchannel Reply first: none of what follows (congestion slot,
-    // retransmission check, chunks, Reply expected) applies to it.
-    if rx.bc.pool.is_reply(&rqst) {
-        // SAFETY: sunrpc sends with XPRT_LOCKED held.
-        let locked = unsafe { XprtLocked::assume(rx.xprt()) };
-        return rx.send_bc_reply(&rqst, &locked);
-    }
+/// `send_request` of a forward Call, whose slot state is `st`, with
+/// `XPRT_LOCKED` held.
+pub(super) fn send_request(
+    rx: &RdmaXprt,
+    call: &ForwardCall<'_, ReqState>,
+    locked: &mut XprtLocked<'_>,
+) -> c_int {
+    let (rqst, st): (&SendRqst<'_>, &ReqState) = (call, call.state());
     if !rx.connected() {
         return ENOTCONN.to_errno();
     }
     if !rqst.get_cong() {
         return EBADSLT.to_errno();
     }
-    // SAFETY: sunrpc sends with XPRT_LOCKED held.
-    let locked = unsafe { XprtLocked::assume(rx.xprt()) };
-    let Some(ep) = rx.ep(&locked) else {
+    let Some(ep) = rx.ep(locked) else {
         return ENOTCONN.to_errno();
     };
-    let (xid, cookie, snd, rcv) = (
-        rqst.xid(),
-        rqst.connect_cookie(),
-        rqst.snd_buf(),
-        rqst.rcv_buf(),
-    );
+    let (xid, cookie, snd) = (rqst.xid(), rqst.connect_cookie(), rqst.snd_buf());
     // A retransmission on the same connection would upset the credit
     // accounting: reconnect instead, as rpcrdma.ko does.
     if cookie == locked.connect_cookie() {
-        rx.close(&locked);
+        rx.close(locked);
         return ENOTCONN.to_errno();
     }
     let snd_len = snd.len() as usize;
@@ -68,13 +51,11 @@ pub(super) unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_i
     let Some(pool) = ep.pool() else {
         return ENOTCONN.to_errno();
     };
-    // SAFETY: A forward request of our transport.
-    let st = unsafe { ReqState::of(NonNull::from(&*rqst.as_ptr())) };
     // MRs from an earlier connection went with it.
     st.forget_mrs();
     st.offered_write.store(u32::MAX, Relaxed);
     st.offered_reply.store(u32::MAX, Relaxed);
-    let (rpc, call_buf, reply_buf) = rpc_shape(&rqst);
+    let (rpc, call_buf, reply_buf) = rpc_shape(rqst);
     let mut conn = plan::Connection::new(ep.inline(), &ep.limits);
     // A Call within the inline threshold always fits the Send buffer, so
     // the SGE limit only decides whether its pages are mapped or copied
@@ -92,19 +73,18 @@ pub(super) unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_i
     let mut segs = [Segment::default(); 16];
     let (mut nreads, mut nwrites, mut nreply) = (0usize, 0usize, 0usize);
     let stats = &rx.stats;
-    // SAFETY: We hold XPRT_LOCKED, and this is the only reference to the
-    // list while we do.
-    let page_list = unsafe { ep.page_list() };
-    let mut register = |buf: &XdrBuf, range: plan::Range, writing, out: &mut [Segment]| {
-        buf.page_segs(page_list, range.offset, range.len)?;
-        // SAFETY: The buffers are the request's and stay until it is
-        // released, which waits for the Reply (and so for the
-        // invalidation) or a disconnect.
-        unsafe { register_pages(pool, page_list, writing, out, &mut held) }
+    // The sender's, under XPRT_LOCKED.
+    let Some(mut page_guard) = ep.page_list.try_borrow_mut() else {
+        return EIO.to_errno();
+    };
+    let page_list: &mut PageList = &mut page_guard;
+    let mut register = |buf: Buf, range: plan::Range, writing, out: &mut [Segment]| {
+        let pages = call.pages(buf, range.offset, range.len, page_list)?;
+        register_pages(pool, pages, writing, out, &mut held)
     };
     let registered = (|| -> Result {
         if let Some((position, range)) = regs.read {
-            let (n, _) = register(snd, range, false, &mut segs)?;
+            let (n, _) = register(Buf::Call, range, false, &mut segs)?;
             for (r, seg) in reads.iter_mut().zip(segs.iter().take(n)) {
                 *r = ReadSegment {
                     position,
@@ -115,7 +95,7 @@ pub(super) unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_i
             stats.read_chunk_count.add(n as u64);
         }
         if let Some((range, pad)) = regs.write {
-            let (mut n, mut bytes) = register(rcv, range, true, &mut writes)?;
+            let (mut n, mut bytes) = register(Buf::Reply, range, true, &mut writes)?;
             // Some servers want room for the XDR pad.
             if pad {
                 let pad = ep.write_pad().ok_or(EIO)?;
@@ -135,7 +115,7 @@ pub(super) unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_i
             stats.write_chunk_count.add(n as u64);
         }
         if let Some(range) = regs.reply {
-            let (n, bytes) = register(rcv, range, true, &mut reply)?;
+            let (n, bytes) = register(Buf::Reply, range, true, &mut reply)?;
             nreply = n;
             stats.total_rdma_request.add(u64::from(bytes));
             st.offered_reply.store(bytes, Relaxed);
@@ -165,13 +145,11 @@ pub(super) unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_i
     }
     let mut layout = plan::send_layout(chosen.call, &call_buf, ep.limits.send_sges(), PAGE as u32);
     let mapped = layout.mapped.and_then(|r| {
-        snd.page_segs(page_list, r.offset, r.len).ok()?;
-        // SAFETY: The Call's pages stay until the request is released,
-        // which waits for its Reply, and the Reply waits for this Send;
-        // `buffers_released` waits for `send_busy` to clear before the
-        // request's memory goes.
-        unsafe { ep.map_pages(page_list, &st.send_busy) }.ok()
+        // The mapping holds the Call's pages until the Send completes.
+        let pages = call.pages(Buf::Call, r.offset, r.len, page_list).ok()?;
+        ep.map_pages(pages).ok()
     });
+    drop(page_guard);
     if layout.mapped.is_some() && mapped.is_none() {
         // Could not map: copy it all, which always fits.
         layout = plan::send_layout(chosen.call, &call_buf, 0, PAGE as u32);
@@ -236,7 +214,7 @@ pub(super) unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_i
             return EMSGSIZE.to_errno();
         }
         Err(SendError::Post) => {
-            rx.close(&locked);
+            rx.close(locked);
             return ENOTCONN.to_errno();
         }
     }
@@ -250,7 +228,7 @@ pub(super) unsafe extern "C" fn op_send_request(rqst: *mut sys::rpc_rqst) -> c_i
     rqst.add_bytes_sent(snd_len);
     // A Call without Reply throws off the credit accounting.
     if !rqst.reply_expected() {
-        rx.close(&locked);
+        rx.close(locked);
         return ENOTCONN.to_errno();
     }
     0
@@ -287,14 +265,11 @@ fn rpc_shape(rqst: &SendRqst<'_>) -> (plan::Rpc, plan::CallBuf, plan::ReplyBuf) 
 const PAGE: usize = kernel::page::PAGE_SIZE;
 
 /// Registers the memory of `pages` on as many MRs as needed, writing one
-/// segment each into `out`; returns the segments and bytes.
-///
-/// # Safety
-///
-/// The pages stay allocated until the MRs are released.
-unsafe fn register_pages(
+/// segment each into `out`; returns the segments and bytes. Each MR holds
+/// the pages until it is released.
+fn register_pages(
     pool: &MrPool,
-    pages: &[PageSeg],
+    pages: HeldPages<'_>,
     writing: bool,
     out: &mut [Segment],
     held: &mut FrwrList<MAX_RPC_MRS>,
@@ -302,18 +277,18 @@ unsafe fn register_pages(
     let mut rest = pages;
     let mut n = 0usize;
     let mut bytes = 0u32;
-    while !rest.is_empty() {
+    while !rest.segs().is_empty() {
+        let segs = rest.segs();
         let take = plan::mr_segments(
-            rest.iter().map(|p| (p.offset, p.len)),
+            segs.iter().map(|p| (p.offset, p.len)),
             pool.depth(),
             PAGE as u32,
         )
         .max(1)
-        .min(rest.len());
+        .min(segs.len());
         let (now, later) = rest.split_at(take);
         let slot = out.get_mut(n).ok_or(EMSGSIZE)?;
-        // SAFETY: The caller's promise.
-        let (mr, reg) = unsafe { pool.register(now, writing)? };
+        let (mr, reg) = pool.register_held(now, writing)?;
         if let Err(mr) = held.push(mr) {
             pool.release(mr, false);
             return Err(EMSGSIZE);
@@ -328,4 +303,56 @@ unsafe fn register_pages(
         rest = later;
     }
     Ok((n, bytes))
+}
+
+impl RdmaXprt {
+    /// Sends the Reply of a backchannel request (`send_request`, with
+    /// `XPRT_LOCKED`): inline, RDMA_MSG, the backchannel's credits. Never
+    /// closes the connection: a failed post leaves that to autoclose.
+    pub(super) fn send_bc_reply(&self, rqst: &SendRqst<'_>, locked: &XprtLocked<'_>) -> c_int {
+        if !self.bc_pool().is_reply(rqst) {
+            return EINVAL.to_errno();
+        }
+        if !self.connected() {
+            return ENOTCONN.to_errno();
+        }
+        let Some(ep) = self.ep(locked) else {
+            return ENOTCONN.to_errno();
+        };
+        let snd = rqst.snd_buf();
+        let len = snd.len() as usize;
+        let xid = u32::from_be(rqst.xid());
+        let inline_send = ep.inline().send as usize;
+        let sent = ep.send_backward(|buf| {
+            let hdr = backchannel::encode_backward_v1(buf, xid, CLIENT_SLOTS).ok()?;
+            let end = hdr.checked_add(len)?;
+            if end > inline_send {
+                return None;
+            }
+            snd.read(0, buf.get_mut(hdr..end)?).ok()?;
+            Some((end, end))
+        });
+        match sent {
+            Ok(()) => {
+                rqst.add_bytes_sent(len);
+                self.stats.bcall_replied.add(1);
+                0
+            }
+            Err(SendError::NoBuffer) => {
+                self.stats.empty_sendctx_q.add(1);
+                ENOBUFS.to_errno()
+            }
+            Err(SendError::TooBig) => {
+                rwarn!(
+                    "backward reply of {} bytes exceeds the inline threshold\n",
+                    len
+                );
+                EMSGSIZE.to_errno()
+            }
+            Err(SendError::Post) => {
+                self.force_disconnect();
+                ENOTCONN.to_errno()
+            }
+        }
+    }
 }

@@ -15,11 +15,33 @@
 //! callbacks) go to the callback service, and their Replies back inline
 //! (`backchannel`).
 //!
-//! Files are named for their jobs: `class` (registration, setup, the ops
-//! table), `xprt` (the transport and its connection lifecycle), `request`,
-//! `marshal`, `send`, `receive`, `placement` (of a Reply), `connection`
-//! (one RDMA connection), `frwr` (its MRs) and `backchannel` (NFSv4.1
-//! callbacks). The protocol decisions are safe code calling
+//! Files are named for their jobs, and each uses only the ones before it
+//! (and this root, which holds [`Config`], [`Stats`] and the protocol
+//! helpers):
+//!
+//! 1. `state`: what the transport keeps across connections, and what
+//!    every layer asks of it (counters, forced disconnect, congestion
+//!    window, the fence on a request's memory).
+//! 2. `request`: per-request state in the request's slot.
+//! 3. `placement`: checking a Reply against what its RPC offered, and
+//!    placing it.
+//! 4. `connection`: one RDMA connection, its Receive and Send buffers, and
+//!    the transport's hold on it.
+//! 5. `backchannel`: NFSv4.1 callbacks received.
+//! 6. `receive`: the Receive completion, up to the RPC's completion.
+//! 7. `send`: posting Sends and their completion.
+//! 8. `marshal`: `send_request`, of a Call or a backchannel Reply.
+//! 9. `xprt`: connect, the connect worker, destroy, stats.
+//! 10. `class`: registration, and the [`crate::sunrpc::ClientTransport`]
+//!     behaviour that sunrpc's entry points call.
+//!
+//! The C entry points, the `container_of` from `rpc_xprt` and the raw
+//! sunrpc objects live in [`crate::sunrpc`] ([`crate::sunrpc::ClientXprt`]),
+//! the RDMA objects in [`crate::rdma`]; a request's pages are mapped and
+//! registered under a hold that `buf_free` waits for
+//! ([`crate::sunrpc::ForwardCall::pages`]). The `unsafe` left here is
+//! posting on the QP, which waits for an abstraction of its own (see
+//! `transport/mod.rs`). The protocol decisions are safe code calling
 //! [`crate::proto`].
 
 mod backchannel;
@@ -30,6 +52,7 @@ mod placement;
 mod receive;
 mod request;
 mod send;
+mod state;
 mod xprt;
 
 use kernel::prelude::*;

@@ -7,7 +7,7 @@
 use kernel::prelude::*;
 
 use super::request::ReqState;
-use super::xprt::RdmaXprt;
+use super::state::RdmaXprt;
 use super::Stats;
 use crate::proto::plan::{self, ReplyShape};
 use crate::proto::reply::ReplyBody;

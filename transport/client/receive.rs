@@ -1,25 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Receiving: the Receive buffers and their completion, matching a Reply
-//! to its request, credit grants, invalidating the request's MRs before
-//! it completes, and reposting the buffers in batches.
+//! Receiving: the Receive completion, matching a Reply to its request,
+//! credit grants, invalidating the request's MRs before it completes, and
+//! holding a Reply until its Call's Send completed.
 
-use core::cell::UnsafeCell;
-
-use kernel::prelude::*;
-use kernel::sync::atomic::{Acquire, Atomic, Full, Relaxed, Release};
+use kernel::sync::atomic::{Acquire, Full, Relaxed, Release};
 use kernel::sync::barrier::{smp_mb, Full as Barrier};
 
 use super::classify_received;
-use super::connection::{MrPool, Shared, SharedRef, MAX_RPC_MRS};
-use super::placement::Checked;
-use super::request::ReqState;
-use super::xprt::RdmaXprt;
+use super::connection::{MrPool, Pending, RecvCtx, Shared, LINV, RECV};
+use super::request::MAX_RPC_MRS;
+use super::state::RdmaXprt;
 use crate::params;
 use crate::proto::plan;
 use crate::proto::reply::{Inbound, ReplyBody};
-use crate::rdma::{CqEntry, CqHandler, DmaBuf, DmaDir, FrwrList, Qp, RecvWr, SendChain, Wc};
-use crate::sunrpc::PinnedRqst;
+use crate::rdma::{CqHandler, FrwrList, Qp, SendChain, Wc};
 
 impl RdmaXprt {
     /// Handles one received message (Receive completion, process context):
@@ -49,14 +44,12 @@ impl RdmaXprt {
         };
         // `rq_xid` holds the XID as it is on the wire.
         let xid = xid.to_be();
-        let Some(rqst) = self.xprt().lookup_pinned(xid) else {
+        let Some((rqst, st)) = self.lookup(xid) else {
             rdebug!("reply for unknown xid {:#x}\n", u32::from_be(xid));
             return Handled::Done;
         };
         // Only a message that matched a waiting RPC may move the window.
         self.update_cwnd(credits);
-        // SAFETY: A forward request of ours, pinned, so its state stays.
-        let st = unsafe { ReqState::of(rqst.as_ptr()) };
         let reply = body
             .ok()
             .and_then(|body: ReplyBody<'_>| self.check_reply(msg, body, st));
@@ -76,8 +69,8 @@ impl RdmaXprt {
             Err(pending)
         };
         let mut mrs = st.take_mrs(shared.gen);
-        let pool = shared.pool();
-        if let (Some(pool), Some(rkey), false) = (pool, invalidated, mrs.is_empty()) {
+        let pool = ctx.pool();
+        if let (Some(rkey), false) = (invalidated, mrs.is_empty()) {
             let mut keys = [0u32; MAX_RPC_MRS];
             for (k, mr) in keys.iter_mut().zip(mrs.as_slice()) {
                 *k = pool.rkey(mr);
@@ -114,12 +107,6 @@ impl RdmaXprt {
                 }
             };
         }
-        let Some(pool) = pool else {
-            // No pool to invalidate with: leave the MRs to the teardown.
-            self.force_disconnect();
-            st.hold_mrs(mrs);
-            return Handled::Done;
-        };
         let n = mrs.len();
         match invalidate(shared, pool, ctx, Pending { mrs, ..pending }) {
             Ok(()) => {
@@ -141,161 +128,16 @@ impl RdmaXprt {
 
     /// Finishes a Reply whose RPC's MRs are now invalidated (`ok`) or
     /// flushed.
-    pub(super) fn finish_reply(&self, shared: &Shared, ctx: &RecvCtx, pending: Pending, ok: bool) {
+    pub(super) fn finish_reply(&self, ctx: &RecvCtx, pending: Pending, ok: bool) {
         let mut pending = pending;
         if !ok {
             self.stats.mrs_recycled.add(pending.mrs.len() as u64);
         }
-        if let Some(pool) = shared.pool() {
-            while let Some(mr) = pending.mrs.pop() {
-                pool.release(mr, !ok);
-            }
+        let pool = ctx.pool();
+        while let Some(mr) = pending.mrs.pop() {
+            pool.release(mr, !ok);
         }
         self.complete(pending.rqst, pending.reply, ctx.buffer());
-    }
-}
-
-impl Shared {
-    /// The connection's Receive contexts; empty before they exist and
-    /// after teardown began.
-    pub(super) fn rx_contexts(&self) -> &[RecvCtx] {
-        let rx = self.rx.load(Acquire);
-        let n = self.rx_len.load(Acquire);
-        if rx.is_null() {
-            return &[];
-        }
-        // SAFETY: `rx` points to the connection's Receive contexts, a
-        // vector that is never resized and is freed only after the CQs,
-        // i.e. after every handler, and after `Ep::drop` cleared `rx`.
-        unsafe { core::slice::from_raw_parts(rx.cast_const(), n) }
-    }
-
-    /// Hands the idle Receive buffers back to the device, in one chain
-    /// per pass. Whoever finds another thread at it leaves the work to
-    /// that thread, which looks again before it stops.
-    pub(super) fn post_idle_recvs(&self) -> Result {
-        loop {
-            if self.draining.load(Acquire) || self.recv_posting.xchg(true, Full) {
-                return Ok(());
-            }
-            // SAFETY: The QP pointer is set before any Receive is posted
-            // and the QP is destroyed only after draining, i.e. after every
-            // completion handler returned.
-            let qp = unsafe { Qp::from_ptr(self.qp.load(Acquire)) };
-            let mut head = core::ptr::null_mut();
-            let mut n = 0u32;
-            // Stop at the buffers counted so far: one counted but not yet
-            // marked is posted by its own thread or the next pass.
-            let want = self.recv_idle.load(Acquire);
-            for ctx in self.rx_contexts() {
-                if n >= want {
-                    break;
-                }
-                // A plain load first: most buffers are posted, and a
-                // failing compare-exchange still costs a locked operation.
-                if ctx.idle.load(Relaxed) && ctx.idle.cmpxchg(true, false, Full).is_ok() {
-                    ctx.buf.sync_for_device(ctx.buf.len());
-                    // SAFETY: Clearing `idle` made the buffer ours until it
-                    // is posted; contexts never move.
-                    head = unsafe { ctx.wr.link(ctx.cqe.as_ptr(), head) };
-                    n += 1;
-                }
-            }
-            self.recv_idle.fetch_sub(n, Full);
-            let posted = match (qp, n) {
-                (_, 0) => Ok(()),
-                // SAFETY: A chain of Receives whose buffers and cqes live
-                // until the QP is drained.
-                (Some(qp), _) => unsafe { qp.post_recv_chain(head) },
-                (None, _) => Err(ENOTCONN),
-            };
-            self.recv_posting.store(false, Release);
-            posted?;
-            // A buffer marked idle while we held `recv_posting` was left
-            // to us (its thread saw the flag set): between our release of
-            // the flag and our look at the count, and its increment of the
-            // count and its look at the flag, one of us sees the other.
-            smp_mb(Barrier);
-            if n == 0 || self.recv_idle.load(Relaxed) < self.recv_batch {
-                return Ok(());
-            }
-        }
-    }
-}
-
-/// A Reply held between its Receive completion and the completion of the
-/// LOCAL_INVs of its RPC's MRs (or of its Call's Send).
-pub(crate) struct Pending {
-    /// The request, pinned.
-    pub(crate) rqst: PinnedRqst,
-    /// The MRs being invalidated.
-    pub(crate) mrs: FrwrList<MAX_RPC_MRS>,
-    /// The Reply as checked on arrival; `None` fails the RPC.
-    pub(crate) reply: Option<Checked>,
-}
-
-/// A Receive buffer.
-///
-/// # Invariants
-///
-/// `pending` is only accessed by the Receive completion of this buffer
-/// and, after it posted LOCAL_INVs on `linv_cqe`, by their completion, or
-/// after it published `wait_seq`, by whoever resets `wait_seq` to zero;
-/// the buffer is marked `idle` only after that, and whoever clears `idle`
-/// owns the buffer and `wr` until it posts them.
-pub(crate) struct RecvCtx {
-    cqe: CqEntry<RecvCtx, RECV>,
-    pub(super) linv_cqe: CqEntry<RecvCtx, LINV>,
-    buf: DmaBuf,
-    wr: RecvWr,
-    pub(super) pending: UnsafeCell<Option<Pending>>,
-    /// Number of the Send this buffer's Reply waits for; 0 for none.
-    pub(super) wait_seq: Atomic<u64>,
-    /// Done with, waiting for the next batch of Receives.
-    idle: Atomic<bool>,
-    shared: SharedRef,
-}
-
-impl RecvCtx {
-    pub(super) fn new(
-        shared: SharedRef,
-        dev: &crate::rdma::Device,
-        size: usize,
-        lkey: u32,
-    ) -> Result<Self> {
-        let buf = DmaBuf::new(dev, size, DmaDir::FromDevice)?;
-        Ok(Self {
-            cqe: CqEntry::new(),
-            linv_cqe: CqEntry::new(),
-            wr: RecvWr::new(&buf, lkey),
-            buf,
-            pending: UnsafeCell::new(None),
-            wait_seq: Atomic::new(0),
-            // Not posted yet: the connect worker posts every idle buffer.
-            idle: Atomic::new(true),
-            shared,
-        })
-    }
-
-    /// The first `len` bytes received.
-    pub(crate) fn msg(&self, len: usize) -> &[u8] {
-        self.buf.as_slice().get(..len).unwrap_or(&[])
-    }
-
-    /// The whole buffer, for a Reply placed by its [`Checked`] offsets.
-    fn buffer(&self) -> &[u8] {
-        self.buf.as_slice()
-    }
-
-    /// Gives the buffer back: it is reposted with the next batch.
-    pub(super) fn repost(&self, shared: &Shared) {
-        // Counted before it is marked, so the count never falls below
-        // the number of marked buffers.
-        let idle = shared.recv_idle.fetch_add(1, Full) + 1;
-        self.idle.store(true, Release);
-        if idle >= shared.recv_batch && shared.post_idle_recvs().is_err() {
-            shared.xprt().force_disconnect();
-        }
     }
 }
 
@@ -305,26 +147,6 @@ pub(crate) enum Handled {
     Done,
     /// LOCAL_INVs were posted; [`linv_done`] finishes the Reply.
     Deferred,
-}
-
-// SAFETY: `pending`, the buffer and its work request are used by one
-// thread at a time (type invariant); the rest is atomic or set before the
-// context is shared; `shared` is only used as `&Shared`, which is `Sync`.
-unsafe impl Sync for RecvCtx {}
-
-/// [`CqEntry`] ids of a [`RecvCtx`].
-const RECV: u64 = 0;
-
-const LINV: u64 = 1;
-
-crate::impl_has_cq_entry!(RecvCtx, 0, cqe);
-
-crate::impl_has_cq_entry!(RecvCtx, 1, linv_cqe);
-
-impl RecvCtx {
-    fn shared(&self) -> &Shared {
-        &self.shared
-    }
 }
 
 /// A Receive completed.
@@ -351,15 +173,14 @@ impl CqHandler<RECV> for RecvCtx {
 impl CqHandler<LINV> for RecvCtx {
     fn done(&self, wc: &Wc<'_>) {
         let shared = self.shared();
-        // SAFETY: By the type invariant, the Receive completion handed the
-        // pending Reply to us.
-        let pending = unsafe { (*self.pending.get()).take() };
+        // The Receive completion handed the pending Reply to us.
+        let pending = self.pending.take();
         if !wc.ok() && !wc.flushed() {
             rwarn!("local invalidate failed, status {}\n", wc.status());
             shared.xprt().force_disconnect();
         }
         if let Some(pending) = pending {
-            shared.xprt().finish_reply(shared, self, pending, wc.ok());
+            shared.xprt().finish_reply(self, pending, wc.ok());
         }
         self.repost(shared);
     }
@@ -391,15 +212,92 @@ fn invalidate(
     let Some(qp) = (unsafe { Qp::from_ptr(shared.qp.load(Acquire)) }) else {
         return Err(pending);
     };
-    // SAFETY: The Receive completion owns `pending` until it posts.
-    unsafe { *ctx.pending.get() = Some(pending) };
+    // Handed to the LOCAL_INV completion.
+    ctx.pending.put(pending)?;
     // SAFETY: The chain's work requests live in the pool, and `linv_cqe`
     // in `ctx`, until the QP is drained.
     if unsafe { qp.post_send_chain(&chain) }.is_err() {
-        // SAFETY: Nothing was posted, so the Reply is still ours.
-        if let Some(pending) = unsafe { (*ctx.pending.get()).take() } {
+        // Nothing was posted, so the Reply is still ours.
+        if let Some(pending) = ctx.pending.take() {
             return Err(pending);
         }
     }
     Ok(())
+}
+
+impl Shared {
+    /// Sends completed so far: on an RC QP they complete in order, so
+    /// the Send numbered `n` (see [`Ep::next_send_seq`]) has completed
+    /// when this is at least `n`.
+    pub(crate) fn sends_completed(&self) -> u64 {
+        self.sends_done.load(Acquire)
+    }
+
+    /// Holds the Reply in `ctx` until the Send numbered `seq` completed,
+    /// like rpcrdma.ko's `reply_waits_for_send`: an RPC completes only
+    /// after its Call's Send did. Gives `pending` back when the Send
+    /// completed in the meantime and the caller is to go on with the Reply
+    /// itself.
+    ///
+    /// This and [`Shared::sends_completed_to`] are the two sides of a
+    /// store-buffering pattern: each stores its own word, then reads the
+    /// other's. With a full barrier between the store and the load on both
+    /// sides, the kernel memory model forbids both from reading the old
+    /// value, so either this side sees the Send done, or the completion
+    /// side sees the waiting Reply; the exchange on `wait_seq` then picks
+    /// exactly one of them to finish it.
+    pub(crate) fn defer_until_sent(
+        &self,
+        ctx: &RecvCtx,
+        seq: u64,
+        pending: Pending,
+    ) -> core::result::Result<(), Pending> {
+        // Ours (the Receive completion's) until we publish `wait_seq`.
+        ctx.pending.put(pending)?;
+        self.waiters.fetch_add(1, Full);
+        // Release: whoever reads `seq` here also sees `pending`.
+        ctx.wait_seq.store(seq, Release);
+        smp_mb(Barrier);
+        if self.sends_done.load(Relaxed) >= seq && ctx.wait_seq.cmpxchg(seq, 0, Full).is_ok() {
+            self.waiters.fetch_sub(1, Full);
+            // Winning the exchange kept the Reply ours.
+            if let Some(pending) = ctx.pending.take() {
+                return Err(pending);
+            }
+        }
+        Ok(())
+    }
+
+    /// Records that every Send up to number `seq` completed (Sends
+    /// complete in order), then finishes the Replies that waited for one
+    /// of them; see [`Shared::defer_until_sent`] for the ordering.
+    pub(super) fn sends_completed_to(&self, seq: u64) {
+        let mut done = self.sends_done.load(Relaxed);
+        while done < seq {
+            match self.sends_done.cmpxchg(done, seq, Full) {
+                Ok(_) => break,
+                Err(now) => done = now,
+            }
+        }
+        smp_mb(Barrier);
+        if self.waiters.load(Relaxed) == 0 {
+            return;
+        }
+        let done = self.sends_done.load(Relaxed);
+        for ctx in self.rx_contexts() {
+            // Acquire: pairs with the release store of `wait_seq`.
+            let w = ctx.wait_seq.load(Acquire);
+            if w == 0 || w > done {
+                continue;
+            }
+            if ctx.wait_seq.cmpxchg(w, 0, Full).is_ok() {
+                self.waiters.fetch_sub(1, Full);
+                // Winning the exchange hands us the pending Reply.
+                if let Some(pending) = ctx.pending.take() {
+                    self.xprt().finish_reply(ctx, pending, true);
+                }
+                ctx.repost(self);
+            }
+        }
+    }
 }

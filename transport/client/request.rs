@@ -4,27 +4,22 @@
 //! it and whether a Send still reads its pages. Giving the buffers back
 //! waits for both to end.
 
-use core::cell::UnsafeCell;
-use core::ptr::NonNull;
-
 use kernel::sync::atomic::{Acquire, Atomic, Relaxed, Release};
 
-use super::connection::MAX_RPC_MRS;
-use super::xprt::RdmaXprt;
+use super::state::RdmaXprt;
 use crate::proto::plan::Offered;
-use crate::rdma::FrwrList;
-use crate::sunrpc::{Slot, SlotOwner, SlotPool};
-use crate::sys;
+use crate::rdma::{ExclusiveCell, FrwrList};
+
+/// Most MRs one RPC holds: a Read, a Write and a Reply chunk of at most
+/// `RPCRDMA_MAX_HDR_SEGS` segments each.
+pub(crate) const MAX_RPC_MRS: usize = 48;
 
 /// Transport state of one request, kept in its slot (see
 /// [`crate::sunrpc::SlotPool`]).
 ///
-/// # Invariants
-///
-/// `mrs` is written by the sender (with `XPRT_LOCKED`) before it posts
-/// and publishes `nmrs` with release; afterwards only by the Reply's
-/// handlers, which run one after the other.
-#[repr(C)]
+/// `mrs` is used by the sender (with `XPRT_LOCKED`) before it posts and
+/// publishes `nmrs` with release; afterwards by the Reply's handlers,
+/// which run one after the other: the cell checks that.
 pub(crate) struct ReqState {
     /// Connection the MRs belong to.
     pub(super) gen: Atomic<u64>,
@@ -35,14 +30,8 @@ pub(crate) struct ReqState {
     pub(super) offered_write: Atomic<u32>,
     /// Reply chunk bytes registered, `u32::MAX` for none.
     pub(super) offered_reply: Atomic<u32>,
-    /// Non-zero while a Send gathers this request's own pages (see
-    /// `Ep::map_pages`): the request's memory must stay until it is clear.
-    pub(super) send_busy: Atomic<u32>,
-    mrs: UnsafeCell<FrwrList<MAX_RPC_MRS>>,
+    mrs: ExclusiveCell<FrwrList<MAX_RPC_MRS>>,
 }
-
-// SAFETY: See the type invariants.
-unsafe impl Sync for ReqState {}
 
 impl Default for ReqState {
     fn default() -> Self {
@@ -52,22 +41,12 @@ impl Default for ReqState {
             nmrs: Atomic::new(0),
             offered_write: Atomic::new(u32::MAX),
             offered_reply: Atomic::new(u32::MAX),
-            send_busy: Atomic::new(0),
-            mrs: UnsafeCell::new(FrwrList::new()),
+            mrs: ExclusiveCell::new(FrwrList::new()),
         }
     }
 }
 
 impl ReqState {
-    /// # Safety
-    ///
-    /// `rqst` is a live forward request of one of our transports.
-    pub(super) unsafe fn of<'a>(rqst: NonNull<sys::rpc_rqst>) -> &'a Self {
-        // SAFETY: Our transports' forward requests are slots of their
-        // pools (`SlotOwner` contract).
-        unsafe { Slot::<Self>::of(rqst) }.state()
-    }
-
     /// Starts over for a new RPC in the slot. Only the request's owner
     /// calls this, before it is sent: nothing else refers to the state
     /// (`buffers_released` waited for the last RPC's Send and MRs).
@@ -76,19 +55,21 @@ impl ReqState {
         self.send_seq.store(0, Relaxed);
         self.offered_write.store(u32::MAX, Relaxed);
         self.offered_reply.store(u32::MAX, Relaxed);
-        self.send_busy.store(0, Relaxed);
         self.forget_mrs();
     }
 
     /// Leaves `mrs`, registered for this request, on it: for the Reply's
     /// handlers (published to them by the release store of `nmrs`), or,
     /// when they could not be invalidated, for the fence in `buf_free`.
-    /// Only the current owner calls this (type invariants), with no MRs
-    /// held.
+    /// Only the current owner calls this, with no MRs held.
     pub(super) fn hold_mrs(&self, mrs: FrwrList<MAX_RPC_MRS>) {
         let n = mrs.len() as u32;
-        // SAFETY: Only the current owner calls this (type invariants).
-        unsafe { *self.mrs.get() = mrs };
+        match self.mrs.try_borrow_mut() {
+            Some(mut held) => *held = mrs,
+            // Never: the MRs stay registered and unreachable, and `nmrs`
+            // below makes `buf_free` fence them.
+            None => rwarn!("request MRs in use twice\n"),
+        }
         self.nmrs.store(n, Release);
     }
 
@@ -99,9 +80,13 @@ impl ReqState {
             return FrwrList::new();
         }
         self.nmrs.store(0, Relaxed);
-        // SAFETY: Published by the release store of `nmrs`, and ours now
-        // (type invariants).
-        unsafe { core::mem::replace(&mut *self.mrs.get(), FrwrList::new()) }
+        match self.mrs.try_borrow_mut() {
+            Some(mut held) => core::mem::replace(&mut *held, FrwrList::new()),
+            None => {
+                rwarn!("request MRs in use twice\n");
+                FrwrList::new()
+            }
+        }
     }
 
     /// Drops the MRs of an older connection, now gone with their keys
@@ -109,9 +94,9 @@ impl ReqState {
     /// calls this, before it posts the Call.
     pub(super) fn forget_mrs(&self) {
         self.nmrs.store(0, Relaxed);
-        // SAFETY: The sender owns the state before it posts (type
-        // invariants).
-        unsafe { *self.mrs.get() = FrwrList::new() };
+        if let Some(mut held) = self.mrs.try_borrow_mut() {
+            *held = FrwrList::new();
+        }
     }
 
     /// Whether MRs the peer may still reach are held.
@@ -128,33 +113,34 @@ impl ReqState {
     }
 }
 
-// SAFETY: `RdmaXprt` is `repr(C)` with its `rpc_xprt` first and is
-// allocated by `xprt_alloc` for its size; `setup` initialises `slots`
-// before the transport is used, and its ops table holds the four slot
-// and buffer operations of `crate::sunrpc` for `RdmaXprt`.
-unsafe impl SlotOwner for RdmaXprt {
-    type State = ReqState;
+/// A request got its buffers (`buf_alloc`), `grown` bytes of them new:
+/// its state starts over.
+pub(super) fn buffers_ready(rx: &RdmaXprt, st: &ReqState, grown: usize) {
+    // As rpcrdma.ko counts its buffers reallocated for a request.
+    rx.stats.hardway_register_count.add(grown as u64);
+    st.reset();
+}
 
-    fn slots(&self) -> &SlotPool<ReqState> {
-        &self.slots
+/// A request's buffers go back to its slot (`buf_free`).
+pub(super) fn buffers_released(rx: &RdmaXprt, st: &ReqState) {
+    // An RPC given up before its Reply (interrupted, timed out) may
+    // still have its pages registered for the server: the connection
+    // goes, with its keys. The glue then waits for the holds on the pages
+    // (a Send not yet complete, an MR), asking `buffers_stuck` to end
+    // them when that takes long.
+    if st.has_mrs() {
+        rx.fence_registered(st.gen.load(Relaxed));
     }
+}
 
-    fn buffers_ready(&self, st: &ReqState, grown: usize) {
-        // As rpcrdma.ko counts its buffers reallocated for a request.
-        self.stats.hardway_register_count.add(grown as u64);
-        st.reset();
-    }
-
-    fn buffers_released(&self, st: &ReqState) {
-        // An RPC given up before its Reply (interrupted, timed out) may
-        // still have its pages in use: by a Send not yet complete, or
-        // registered for the server. Neither may reach the buffers once
-        // the next RPC owns them.
-        if st.send_busy.load(Acquire) != 0 {
-            self.wait_send_done(&st.send_busy);
-        }
-        if st.has_mrs() {
-            self.fence_registered(st.gen.load(Relaxed));
-        }
-    }
+/// The holds on a released request's pages (a Send that gathers them, an
+/// MR over them) have not gone for a while: the connection goes, which
+/// flushes the Send and takes the MR's key with it.
+pub(super) fn buffers_stuck(rx: &RdmaXprt, _st: &ReqState) {
+    rwarn!(
+        "send to {} not complete in {} s; still holding its pages\n",
+        rx.peer(),
+        crate::sunrpc::HOLD_WARN_SECS
+    );
+    rx.force_disconnect();
 }

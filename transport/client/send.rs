@@ -1,174 +1,23 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Sending: the ring of pre-mapped Send buffers, the RPC pages a Send
-//! gathers, and the completion ordering that tells when a buffer (and a
-//! Reply waiting for its Call's Send) is free.
-
-use core::cell::UnsafeCell;
+//! Sending: posting on the ring of pre-mapped Send buffers, the RPC pages
+//! a Send gathers, and the Send completion, which tells when a buffer
+//! (and a Reply waiting for its Call's Send) is free.
 
 use kernel::prelude::*;
-use kernel::sync::atomic::{Acquire, Atomic, Full, Relaxed, Release};
-use kernel::sync::barrier::{smp_mb, Full as Barrier};
+use kernel::sync::atomic::{Acquire, Relaxed, Release};
 
-use super::connection::{Ep, Shared, SharedRef, BC_SENDS};
-use super::receive::{Pending, RecvCtx};
-use crate::rdma::{
-    CqEntry, CqHandler, DmaBuf, DmaDir, MappedPages, PageSeg, SendChain, Wc, MAX_MAPPED_PAGES,
-};
+use super::connection::{Ep, SendCtx, BC_SENDS};
+use crate::rdma::{CqHandler, HeldPages, MappedPages, SendChain, Wc, MAX_MAPPED_PAGES};
 use crate::sys;
-
-impl Shared {
-    /// Sends completed so far: on an RC QP they complete in order, so
-    /// the Send numbered `n` (see [`Ep::next_send_seq`]) has completed
-    /// when this is at least `n`.
-    pub(crate) fn sends_completed(&self) -> u64 {
-        self.sends_done.load(Acquire)
-    }
-
-    /// Holds the Reply in `ctx` until the Send numbered `seq` completed,
-    /// like rpcrdma.ko's `reply_waits_for_send`: an RPC completes only
-    /// after its Call's Send did. Gives `pending` back when the Send
-    /// completed in the meantime and the caller is to go on with the Reply
-    /// itself.
-    ///
-    /// This and [`Shared::sends_completed_to`] are the two sides of a
-    /// store-buffering pattern: each stores its own word, then reads the
-    /// other's. With a full barrier between the store and the load on both
-    /// sides, the kernel memory model forbids both from reading the old
-    /// value, so either this side sees the Send done, or the completion
-    /// side sees the waiting Reply; the exchange on `wait_seq` then picks
-    /// exactly one of them to finish it.
-    pub(crate) fn defer_until_sent(
-        &self,
-        ctx: &RecvCtx,
-        seq: u64,
-        pending: Pending,
-    ) -> core::result::Result<(), Pending> {
-        // SAFETY: The Receive completion owns `pending` (type invariant of
-        // `RecvCtx`) until it publishes `wait_seq`.
-        unsafe { *ctx.pending.get() = Some(pending) };
-        self.waiters.fetch_add(1, Full);
-        // Release: whoever reads `seq` here also sees `pending`.
-        ctx.wait_seq.store(seq, Release);
-        smp_mb(Barrier);
-        if self.sends_done.load(Relaxed) >= seq && ctx.wait_seq.cmpxchg(seq, 0, Full).is_ok() {
-            self.waiters.fetch_sub(1, Full);
-            // SAFETY: Winning the exchange kept the Reply ours.
-            if let Some(pending) = unsafe { (*ctx.pending.get()).take() } {
-                return Err(pending);
-            }
-        }
-        Ok(())
-    }
-
-    /// Records that every Send up to number `seq` completed (Sends
-    /// complete in order), then finishes the Replies that waited for one
-    /// of them; see [`Shared::defer_until_sent`] for the ordering.
-    fn sends_completed_to(&self, seq: u64) {
-        let mut done = self.sends_done.load(Relaxed);
-        while done < seq {
-            match self.sends_done.cmpxchg(done, seq, Full) {
-                Ok(_) => break,
-                Err(now) => done = now,
-            }
-        }
-        smp_mb(Barrier);
-        if self.waiters.load(Relaxed) == 0 {
-            return;
-        }
-        let done = self.sends_done.load(Relaxed);
-        for ctx in self.rx_contexts() {
-            // Acquire: pairs with the release store of `wait_seq`.
-            let w = ctx.wait_seq.load(Acquire);
-            if w == 0 || w > done {
-                continue;
-            }
-            if ctx.wait_seq.cmpxchg(w, 0, Full).is_ok() {
-                self.waiters.fetch_sub(1, Full);
-                // SAFETY: Winning the exchange hands us the pending Reply.
-                if let Some(pending) = unsafe { (*ctx.pending.get()).take() } {
-                    self.xprt().finish_reply(self, ctx, pending, true);
-                }
-                ctx.repost(self);
-            }
-        }
-    }
-}
-
-/// A Send buffer of the ring.
-///
-/// # Invariants
-///
-/// The context carrying Send number `seq` is free again once
-/// [`Shared::sends_completed`] reaches `seq`. Until then `buf` belongs to
-/// the device, and `mapped` to this context's completion handler, which
-/// runs (if at all) before that number is published. While free, both
-/// belong to the sender, which holds `XPRT_LOCKED`.
-pub(crate) struct SendCtx {
-    cqe: CqEntry<SendCtx>,
-    buf: UnsafeCell<DmaBuf>,
-    /// RPC pages this Send gathers; unmapped when it completes.
-    mapped: UnsafeCell<Option<MappedCall>>,
-    seq: Atomic<u64>,
-    shared: SharedRef,
-}
-
-impl SendCtx {
-    pub(super) fn new(shared: SharedRef, dev: &crate::rdma::Device, size: usize) -> Result<Self> {
-        Ok(Self {
-            cqe: CqEntry::new(),
-            buf: UnsafeCell::new(DmaBuf::new(dev, size, DmaDir::ToDevice)?),
-            mapped: UnsafeCell::new(None),
-            seq: Atomic::new(0),
-            shared,
-        })
-    }
-}
-
-/// An RPC's pages mapped for one Send, and the request's mark that a Send
-/// still reads them: the request is not freed while the mark is set (see
-/// `buffers_released`). Dropping it, once the Send completed or was never
-/// posted, unmaps the pages, clears the mark and wakes whoever waits.
-///
-/// # Invariants
-///
-/// `busy` points into the request's state, which stays allocated while
-/// `*busy` is non-zero; `shared` outlives every Send of its connection.
-pub(crate) struct MappedCall {
-    pages: MappedPages,
-    busy: *const Atomic<u32>,
-    shared: SharedRef,
-}
-
-// SAFETY: The mapping is plain numbers; the mark is atomic; `SharedRef`
-// is `Send`.
-unsafe impl Send for MappedCall {}
-
-impl Drop for MappedCall {
-    fn drop(&mut self) {
-        // Unmap first: the mark promises the pages are no longer in use.
-        drop(core::mem::replace(&mut self.pages, MappedPages::empty()));
-        // SAFETY: `busy` is valid while it is non-zero (type invariant).
-        unsafe { (*self.busy).store(0, Release) };
-        self.shared.xprt().wake_fence();
-    }
-}
-
-// SAFETY: `buf` and `mapped` have one owner at a time, as the type
-// invariant says; `seq` is atomic; `shared` is only used as `&Shared`,
-// which is `Sync`.
-unsafe impl Sync for SendCtx {}
-
-crate::impl_has_cq_entry!(SendCtx, 0, cqe);
 
 /// A signalled Send completed, or any Send failed.
 impl CqHandler for SendCtx {
     fn done(&self, wc: &Wc<'_>) {
         let shared = &self.shared;
-        // SAFETY: The Send completed, and its number is not yet published,
-        // so the mapping is ours (type invariant); the device is done with
-        // it.
-        drop(unsafe { (*self.mapped.get()).take() });
+        // The Send completed, and its number is not yet published, so the
+        // mapping is ours; the device is done with it.
+        drop(self.mapped.take());
         if !wc.ok() && !wc.flushed() {
             rwarn!("send failed, status {}\n", wc.status());
             shared.xprt().force_disconnect();
@@ -189,50 +38,15 @@ pub(crate) enum SendError {
 }
 
 impl Ep {
-    /// The sender's page-list scratch (see `page_list`).
-    ///
-    /// # Safety
-    ///
-    /// The caller holds `XPRT_LOCKED` and keeps no other reference from
-    /// this function alive.
-    // The list is the sender's, as `XPRT_LOCKED` is: a lock the type
-    // system cannot see, hence `&self` in and `&mut` out.
-    #[allow(clippy::mut_from_ref)]
-    pub(crate) unsafe fn page_list(&self) -> &mut KVec<PageSeg> {
-        // SAFETY: Only the sender uses the list, and it is serialised by
-        // `XPRT_LOCKED` (the caller's promise).
-        unsafe { &mut *self.page_list.get() }
-    }
-
     /// Number the next Send gets; see [`Shared::send_completed`].
     pub(crate) fn next_send_seq(&self) -> u64 {
         self.sends_posted.load(Relaxed).wrapping_add(1)
     }
 
-    /// Maps `pages` of an RPC for a Send; see [`Ep::send`]. Sets `busy`,
-    /// which the Send's completion clears.
-    ///
-    /// # Safety
-    ///
-    /// The pages stay allocated and unchanged, and `busy` valid, until
-    /// `busy` reads zero again.
-    pub(crate) unsafe fn map_pages(
-        &self,
-        pages: &[PageSeg],
-        busy: &Atomic<u32>,
-    ) -> Result<MappedCall> {
-        let dev = self.dev.as_ref().ok_or(ENOTCONN)?;
-        // SAFETY: The caller's promise covers the mapping's life, which
-        // ends when the `MappedCall` is dropped and clears `busy`.
-        let pages = unsafe { MappedPages::map(dev, pages)? };
-        busy.store(1, Relaxed);
-        // INVARIANT: `busy` is set, and the caller keeps it valid until it
-        // is clear.
-        Ok(MappedCall {
-            pages,
-            busy,
-            shared: self.sref,
-        })
+    /// Maps `pages` of an RPC for a Send; see [`Ep::send`]. The mapping
+    /// keeps their hold until the Send's completion drops it.
+    pub(crate) fn map_pages(&self, pages: HeldPages<'_>) -> Result<MappedPages> {
+        MappedPages::map_held(self.dev.as_ref().ok_or(ENOTCONN)?, pages)
     }
 
     /// Fills the next free Send buffer with `fill` and posts it, after the
@@ -246,7 +60,7 @@ impl Ep {
         &self,
         before: &SendChain,
         chained: u32,
-        mapped: Option<MappedCall>,
+        mapped: Option<MappedPages>,
         fill: impl FnOnce(&mut [u8]) -> Option<(usize, usize)>,
     ) -> Result<(), SendError> {
         self.post_send(before, chained, mapped, u64::from(BC_SENDS), fill)
@@ -266,7 +80,7 @@ impl Ep {
         &self,
         before: &SendChain,
         chained: u32,
-        mapped: Option<MappedCall>,
+        mapped: Option<MappedPages>,
         keep: u64,
         fill: impl FnOnce(&mut [u8]) -> Option<(usize, usize)>,
     ) -> Result<(), SendError> {
@@ -281,10 +95,11 @@ impl Ep {
         let seq = posted.wrapping_add(1);
         let idx = usize::try_from(posted % n).map_err(|_| SendError::Post)?;
         let ctx = self.tx.get(idx).ok_or(SendError::Post)?;
-        // SAFETY: Send `seq - n`, the last one in this context, has
-        // completed: by the type invariant of `SendCtx` the sender (us,
-        // under XPRT_LOCKED) owns the buffer and the mapping slot.
-        let buf = unsafe { &mut *ctx.buf.get() };
+        // Send `seq - n`, the last one in this context, has completed: the
+        // sender (us, under XPRT_LOCKED) owns the buffer and the mapping.
+        let Some(mut buf) = ctx.buf.try_borrow_mut() else {
+            return Err(SendError::Post);
+        };
         let Some((split, len)) = fill(buf.as_mut_slice()) else {
             return Err(SendError::TooBig);
         };
@@ -299,7 +114,7 @@ impl Ep {
         let mut sges = [sys::ib_sge::default(); MAX_MAPPED_PAGES + 2];
         let mut k = 0;
         let first = core::iter::once(buf.sge(0, split, lkey));
-        let pages = mapped.iter().flat_map(|m| m.pages.sges(lkey));
+        let pages = mapped.iter().flat_map(|m| m.sges(lkey));
         let last = core::iter::once(buf.sge(split, len - split, lkey));
         let parts =
             Iterator::chain(Iterator::chain(first, pages), last).filter(|sge| sge.length > 0);
@@ -308,13 +123,26 @@ impl Ep {
             k += 1;
         }
         let awaited = mapped.is_some();
-        // SAFETY: The policy is the sender's, and we hold XPRT_LOCKED.
-        let signalled = unsafe { (*self.signals.get()).next(chained, awaited) };
+        // The policy is the sender's, and we hold XPRT_LOCKED.
+        let Some(mut signals) = self.signals.try_borrow_mut() else {
+            return Err(SendError::Post);
+        };
+        let signalled = signals.next(chained, awaited);
+        drop(signals);
         ctx.seq.store(seq, Release);
-        // SAFETY: The context's previous Send completed (checked against
+        // The context's previous Send completed (checked against
         // `sends_completed` above), so its mapping slot is the sender's
-        // until this Send is posted (`SendCtx` invariant).
-        unsafe { *ctx.mapped.get() = mapped };
+        // until this Send is posted; a mapping left in it is of a Send
+        // that completed.
+        drop(ctx.mapped.take());
+        if let Some(mapped) = mapped {
+            if ctx.mapped.put(mapped).is_err() {
+                return Err(SendError::Post);
+            }
+        }
+        // The CPU is done with the buffer; the device reads it until the
+        // Send completes.
+        drop(buf);
         // SAFETY: Context, buffer and mapped pages stay until the Send
         // completes (`SendCtx` invariant, `map_pages` contract); the
         // chain's WRs belong to the caller's MRs.
@@ -327,8 +155,8 @@ impl Ep {
             )
         };
         if posted.is_err() {
-            // SAFETY: Nothing was posted: the slot is still ours.
-            drop(unsafe { (*ctx.mapped.get()).take() });
+            // Nothing was posted: the slot is still ours.
+            drop(ctx.mapped.take());
             return Err(SendError::Post);
         }
         self.sends_posted.store(seq, Relaxed);

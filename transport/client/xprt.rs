@@ -1,251 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! [`RdmaXprt`], our `rpc_xprt`: connection state kept across
-//! connections, the congestion window, the fence that keeps an RPC's
-//! memory until the peer can no longer reach it, and the connection
-//! lifecycle entry points (connect worker, close, destroy, timer, stats).
+//! The transport's lifecycle behind its `rpc_xprt_ops`: `connect` and the
+//! connect worker, `destroy`, `set_connect_timeout` and `print_stats`.
 
-use core::ffi::c_ulong;
+use core::ffi::{c_int, c_ulong};
 
 use kernel::prelude::*;
-use kernel::sync::atomic::{Acquire, Atomic, Full, Relaxed, Release};
-use kernel::types::Opaque;
+use kernel::seq_file::SeqFile;
+use kernel::sync::atomic::Relaxed;
 
-use super::backchannel::Backchannel;
-use super::class::this_module;
 use super::connection::Ep;
-use super::request::ReqState;
-use super::{Config, Stats};
-use crate::sunrpc::{
-    free_addresses, hz, jiffies, DelayedWork, HasDelayedWork, SlotPool, WaitQueue, Xprt, XprtLocked,
-};
-use crate::sys;
-
-/// Longest wait for the outcome of one connection attempt, in seconds.
-const CONNECT_WAIT_CAP_SECS: c_ulong = 180;
-
-/// A request whose memory the peer may still reach waits for that to end
-/// without a deadline, and warns at this interval (below the hung task
-/// timeout, which each wake-up resets).
-const FENCE_WARN_SECS: c_ulong = 30;
-
-/// Our transport, allocated by `xprt_alloc` (zeroed) with `struct
-/// rpc_xprt` first.
-///
-/// # Invariants
-///
-/// `xprt` is a live `rpc_xprt` whose `ops` are ours. `ep` is only read or
-/// changed with `XPRT_LOCKED` held (connect worker, `send_request`,
-/// `close`, `destroy`), which [`XprtLocked`] proves; every other field is
-/// valid when zeroed, but for `connect_work`, `fence_wq` and `slots`,
-/// which `setup` initialises.
-#[repr(C)]
-pub(crate) struct RdmaXprt {
-    xprt: Xprt,
-    pub(super) connect_work: DelayedWork<RdmaXprt>,
-    pub(super) timeout: Opaque<sys::rpc_timeout>,
-    ep: Atomic<*mut Ep>,
-    /// A connection attempt failed or a connection was lost: back off.
-    backoff: Atomic<bool>,
-    /// A Reply arrived since the last connect: reset the backoff.
-    pub(super) had_reply: Atomic<bool>,
-    /// The last credit grant applied to `cwnd`; 0 after a reset.
-    granted: Atomic<u32>,
-    pub(super) stats: Stats,
-    /// Settings from the module parameters, fixed at setup.
-    pub(super) cfg: Config,
-    /// Generation of the last connection torn down: its QP is destroyed,
-    /// so the peer can reach none of its MRs any more.
-    gone_gen: Atomic<u64>,
-    /// Woken when `gone_gen` moves, and when a Send that gathered an
-    /// RPC's own pages completes. Initialised in `setup`.
-    pub(super) fence_wq: WaitQueue,
-    /// The request slots, with their buffers. Initialised in `setup`.
-    pub(super) slots: SlotPool<ReqState>,
-    /// The backchannel (valid when zeroed).
-    pub(super) bc: Backchannel,
-}
-
-impl RdmaXprt {
-    /// # Safety
-    ///
-    /// `xprt` must be a live transport created by our `setup`.
-    pub(super) unsafe fn from_raw<'a>(xprt: *mut sys::rpc_xprt) -> &'a Self {
-        // SAFETY: `RdmaXprt` is `repr(C)` with the `rpc_xprt` first, and
-        // `xprt_alloc` gave us `size_of::<RdmaXprt>()` zeroed bytes.
-        unsafe { &*xprt.cast::<Self>() }
-    }
-
-    pub(super) fn raw(&self) -> *mut sys::rpc_xprt {
-        self.xprt.as_ptr()
-    }
-
-    /// The sunrpc transport.
-    pub(super) fn xprt(&self) -> &Xprt {
-        &self.xprt
-    }
-
-    /// The counters.
-    pub(super) fn stats(&self) -> &Stats {
-        &self.stats
-    }
-
-    pub(super) fn net(&self) -> *mut sys::net {
-        self.xprt.net()
-    }
-
-    pub(super) fn dst_addr(&self) -> *const sys::sockaddr {
-        self.xprt.dst_addr()
-    }
-
-    pub(super) fn resolve_timeout(&self) -> c_ulong {
-        // A little over rdma_cm's own resolution timeout.
-        hz().saturating_mul(c_ulong::from(crate::rdma::RESOLVE_TIMEOUT_MS / 1000 + 1))
-    }
-
-    /// How long to wait for rdma_cm's verdict on a connection attempt.
-    ///
-    /// rdma_cm retransmits the REQ by itself (about a minute in all) and
-    /// then reports an error, and a peer that is slow to accept, for
-    /// instance while it is still tearing down the connection we lost,
-    /// answers a REQ it received long ago. Giving up earlier and starting
-    /// over with a fresh REQ loses that, so like rpcrdma.ko we wait for the
-    /// verdict; the cap only guards against a verdict that never comes.
-    pub(super) fn connect_timeout(&self) -> c_ulong {
-        self.xprt
-            .connect_timeout()
-            .max(CONNECT_WAIT_CAP_SECS * hz())
-    }
-
-    /// The server address as printed in mountstats, for log messages.
-    pub(super) fn peer(&self) -> &str {
-        self.xprt.display_addr()
-    }
-
-    /// Asks sunrpc to close the connection (through its autoclose work).
-    pub(super) fn force_disconnect(&self) {
-        self.xprt.force_disconnect();
-    }
-
-    pub(super) fn connected(&self) -> bool {
-        self.xprt.connected()
-    }
-
-    /// The current connection, which only the `XPRT_LOCKED` holder may
-    /// use or replace.
-    pub(super) fn ep<'a>(&'a self, locked: &'a XprtLocked<'_>) -> Option<&'a Ep> {
-        if !core::ptr::eq(locked.xprt(), &self.xprt) {
-            return None;
-        }
-        // SAFETY: With `XPRT_LOCKED` held (the proof is for our
-        // transport) nobody else frees or replaces the connection.
-        unsafe { self.ep.load(Acquire).as_ref() }
-    }
-
-    /// Tears down the current connection, if any.
-    fn teardown(&self, locked: &XprtLocked<'_>) {
-        if !core::ptr::eq(locked.xprt(), &self.xprt) {
-            return;
-        }
-        let ep = self.ep.xchg(core::ptr::null_mut(), Full);
-        if !ep.is_null() {
-            // SAFETY: `ep` came from `KBox::into_raw` in the connect
-            // worker and was just unpublished, by the `XPRT_LOCKED` holder
-            // (nobody else uses it).
-            let ep = unsafe { KBox::from_raw(ep) };
-            let gen = ep.shared().gen;
-            drop(ep);
-            // Generations only grow, and only the XPRT_LOCKED holder
-            // tears down: a plain store is the maximum.
-            self.gone_gen.store(gen, Release);
-            self.wake_fence();
-        }
-    }
-
-    /// Closes the connection: `close`, and the sender when the connection
-    /// cannot carry a Call.
-    pub(super) fn close(&self, locked: &XprtLocked<'_>) {
-        rdebug!("close\n");
-        if self.ep(locked).is_some() {
-            rdebug!("connection to {} closed\n", self.peer());
-            self.backoff.store(true, Relaxed);
-        }
-        self.teardown(locked);
-        locked.disconnect_done();
-    }
-
-    /// Wakes the threads waiting in [`RdmaXprt::fence_registered`] or for
-    /// a Send that gathered their pages.
-    pub(super) fn wake_fence(&self) {
-        self.fence_wq.wake_all();
-    }
-
-    /// Makes sure the peer can no longer reach memory registered on
-    /// connection `gen`, for a request released before its Reply (an
-    /// interrupted or timed-out RPC) whose pages are about to be reused.
-    ///
-    /// Tearing the connection down destroys its QP, after which none of
-    /// its keys is usable; that costs a reconnect, but needs no hold on a
-    /// connection that may be going away under us. Waits as long as that
-    /// takes: freeing the pages earlier would let the server write into
-    /// memory that has a new owner. Sleeps.
-    pub(super) fn fence_registered(&self, gen: u64) {
-        if self.gone_gen.load(Acquire) >= gen {
-            return;
-        }
-        self.force_disconnect();
-        while !self
-            .fence_wq
-            .wait_until_reaches(&self.gone_gen, gen, FENCE_WARN_SECS * hz())
-        {
-            rwarn!(
-                "connection to {} not torn down in {} s; still holding registered memory\n",
-                self.peer(),
-                FENCE_WARN_SECS
-            );
-        }
-    }
-
-    /// Waits until no Send gathers the pages of the request whose mark is
-    /// `busy` (see `Ep::map_pages`). Sleeps.
-    pub(super) fn wait_send_done(&self, busy: &Atomic<u32>) {
-        while !self.fence_wq.wait_until_clear(busy, FENCE_WARN_SECS * hz()) {
-            rwarn!(
-                "send to {} not complete in {} s; still holding its pages\n",
-                self.peer(),
-                FENCE_WARN_SECS
-            );
-            self.force_disconnect();
-        }
-    }
-
-    pub(super) fn update_cwnd(&self, grant: u32) {
-        // Replies are handled one at a time (one Receive CQ), and most
-        // repeat the last grant: like rpcrdma.ko, take the lock only when
-        // it changes.
-        if self.granted.xchg(grant, Relaxed) == grant {
-            return;
-        }
-        let cwnd = c_ulong::from(grant) << sys::RPC_CWNDSHIFT;
-        let mut lock = self.xprt.lock_transport();
-        if lock.cwnd() != cwnd {
-            rdebug!("credits now {}\n", grant);
-            lock.set_cwnd(cwnd);
-        }
-    }
-
-    /// One credit until the new connection's first Reply grants more.
-    /// `cong` is left alone: requests sent on the old connection still
-    /// hold their congestion slots and give them back when released;
-    /// zeroing it would make that underflow and leave the transport
-    /// congested for good.
-    fn reset_cwnd(&self) {
-        self.xprt
-            .lock_transport()
-            .set_cwnd(c_ulong::from(1u32) << sys::RPC_CWNDSHIFT);
-        self.granted.store(0, Relaxed);
-    }
-}
+use super::state::RdmaXprt;
+use crate::sunrpc::{hz, jiffies, XprtLocked};
 
 /// Initial reconnect backoff, doubled per failure up to
 /// `max_reconnect_timeout`.
@@ -253,21 +19,9 @@ fn init_reestablish() -> c_ulong {
     3 * hz()
 }
 
-/// Entry point called by C.
-///
-/// # Safety
-///
-/// Only called by the C side, with the arguments its contract promises.
-pub(super) unsafe extern "C" fn op_connect(xprt: *mut sys::rpc_xprt, task: *mut sys::rpc_task) {
-    // SAFETY: sunrpc passes a live transport of ours.
-    let rx = unsafe { RdmaXprt::from_raw(xprt) };
-    // SAFETY: The task holds XPRT_LOCKED; the connect worker inherits it.
-    let locked = unsafe { sys::xprt_lock_connect(xprt, task, xprt.cast()) };
-    if !locked {
-        pr_warn!("connect without the transport lock\n");
-    }
-    // SAFETY: The task holds XPRT_LOCKED.
-    let locked = unsafe { XprtLocked::assume(rx.xprt()) };
+/// `connect` (the task holds `XPRT_LOCKED`, which goes to the connect
+/// worker): the delay before the worker runs.
+pub(super) fn connect(rx: &RdmaXprt, locked: &XprtLocked<'_>) -> c_ulong {
     if rx.had_reply.xchg(false, Relaxed) {
         locked.reset_backoff();
     }
@@ -276,184 +30,87 @@ pub(super) unsafe extern "C" fn op_connect(xprt: *mut sys::rpc_xprt, task: *mut 
         delay = locked.backoff(init_reestablish());
     }
     rdebug!("connect in {} jiffies\n", delay);
-    rx.connect_work.queue(delay);
+    delay
 }
 
-// SAFETY: `connect_work` is a `DelayedWork<Self>` field; `destroy`
-// cancels it synchronously before the transport is freed.
-unsafe impl HasDelayedWork for RdmaXprt {
-    const OFFSET: usize = core::mem::offset_of!(RdmaXprt, connect_work);
-
-    /// The connect worker: `connect` handed it `XPRT_LOCKED`.
-    fn run(&self) {
-        connect_worker(self);
-    }
-}
-
-fn connect_worker(rx: &RdmaXprt) {
-    let xprt = rx.raw();
-    let status = {
-        // SAFETY: `op_connect` handed us XPRT_LOCKED, ours until unlocked
-        // below.
-        let locked = unsafe { XprtLocked::assume(rx.xprt()) };
-        rx.teardown(&locked);
-        locked.clear_connected();
-        rx.reset_cwnd();
-        let start = jiffies();
-        // A connect that `op_connect` delayed (our backoff) holds
-        // XPRT_LOCKED until it runs. When the RPC that asked for it gives
-        // up meanwhile (past its major timeout) and its client is shut
-        // down, `xprt_destroy` waits for that lock: connecting now would
-        // set up a connection nothing is ever sent on, torn down by
-        // `destroy` as soon as we unlock (issue 11, defect 5).
-        let dying = locked.dying();
-        let result = if dying {
-            Err(ENOTCONN)
-        } else {
-            Ep::connect(rx, &rx.cfg)
-        };
-        let took_ms = jiffies().wrapping_sub(start).saturating_mul(1000) / hz().max(1);
-        locked.clear_connecting();
-        match result {
-            Err(_) if dying => {
-                rdebug!("transport being destroyed: no connect\n");
-                ENOTCONN.to_errno()
-            }
-            Ok(ep) => {
-                let ep_inline = ep.inline();
-                rx.ep.store(KBox::into_raw(ep), Release);
-                rx.backoff.store(false, Relaxed);
-                locked.connected();
-                rdebug!(
-                    "connected to {} (inline send {} recv {}) in {} ms\n",
-                    rx.peer(),
-                    ep_inline.send,
-                    ep_inline.recv,
-                    took_ms
-                );
-                EAGAIN.to_errno()
-            }
-            Err(err) => {
-                rinfo!(
-                    "connect to {} failed ({}) after {} ms\n",
-                    rx.peer(),
-                    err.to_errno(),
-                    took_ms
-                );
-                rx.backoff.store(true, Relaxed);
-                // Running out of memory is transient: ENOBUFS makes sunrpc
-                // retry the connect (after our backoff), where ENOMEM
-                // would fail the RPC that asked for it.
-                if err == ENOMEM {
-                    ENOBUFS.to_errno()
-                } else {
-                    err.to_errno()
-                }
+/// The connect worker, with the `XPRT_LOCKED` that `connect` handed it;
+/// the status for the tasks waiting for the connection.
+pub(super) fn connect_worker(rx: &RdmaXprt, locked: &mut XprtLocked<'_>) -> c_int {
+    rx.teardown(locked);
+    locked.clear_connected();
+    rx.reset_cwnd();
+    let start = jiffies();
+    // A connect that `op_connect` delayed (our backoff) holds
+    // XPRT_LOCKED until it runs. When the RPC that asked for it gives
+    // up meanwhile (past its major timeout) and its client is shut
+    // down, `xprt_destroy` waits for that lock: connecting now would
+    // set up a connection nothing is ever sent on, torn down by
+    // `destroy` as soon as we unlock (issue 11, defect 5).
+    let dying = locked.dying();
+    let result = if dying {
+        Err(ENOTCONN)
+    } else {
+        Ep::connect(rx, &rx.cfg)
+    };
+    let took_ms = jiffies().wrapping_sub(start).saturating_mul(1000) / hz().max(1);
+    locked.clear_connecting();
+    match result {
+        Err(_) if dying => {
+            rdebug!("transport being destroyed: no connect\n");
+            ENOTCONN.to_errno()
+        }
+        Ok(ep) => {
+            let ep_inline = ep.inline();
+            drop(rx.replace_conn(locked, Some(ep)));
+            rx.backoff.store(false, Relaxed);
+            locked.connected();
+            rdebug!(
+                "connected to {} (inline send {} recv {}) in {} ms\n",
+                rx.peer(),
+                ep_inline.send,
+                ep_inline.recv,
+                took_ms
+            );
+            EAGAIN.to_errno()
+        }
+        Err(err) => {
+            rinfo!(
+                "connect to {} failed ({}) after {} ms\n",
+                rx.peer(),
+                err.to_errno(),
+                took_ms
+            );
+            rx.backoff.store(true, Relaxed);
+            // Running out of memory is transient: ENOBUFS makes sunrpc
+            // retry the connect (after our backoff), where ENOMEM
+            // would fail the RPC that asked for it.
+            if err == ENOMEM {
+                ENOBUFS.to_errno()
+            } else {
+                err.to_errno()
             }
         }
-    };
-    // SAFETY: Releases the lock taken in `op_connect`; the proof above
-    // is gone.
-    unsafe { sys::xprt_unlock_connect(xprt, xprt.cast()) };
-    rx.xprt().wake_pending_tasks(status);
-}
-
-/// Entry point called by C.
-///
-/// # Safety
-///
-/// Only called by the C side, with the arguments its contract promises.
-pub(super) unsafe extern "C" fn op_timer(xprt: *mut sys::rpc_xprt, _task: *mut sys::rpc_task) {
-    // SAFETY: sunrpc passes a live transport.
-    unsafe { Xprt::from_raw(xprt) }.force_disconnect();
-}
-
-/// Entry point called by C.
-///
-/// # Safety
-///
-/// Only called by the C side, with the arguments its contract promises.
-pub(super) unsafe extern "C" fn op_close(xprt: *mut sys::rpc_xprt) {
-    // SAFETY: sunrpc passes a live transport of ours and holds XPRT_LOCKED.
-    let rx = unsafe { RdmaXprt::from_raw(xprt) };
-    // SAFETY: sunrpc calls `close` with XPRT_LOCKED held.
-    rx.close(&unsafe { XprtLocked::assume(rx.xprt()) });
-}
-
-/// Entry point called by C.
-///
-/// # Safety
-///
-/// Only called by the C side, with the arguments its contract promises.
-pub(super) unsafe extern "C" fn op_destroy(xprt: *mut sys::rpc_xprt) {
-    // SAFETY: sunrpc passes a live transport of ours; nothing else uses it.
-    let rx = unsafe { RdmaXprt::from_raw(xprt) };
-    rdebug!("destroy\n");
-    rx.connect_work.cancel_sync();
-    {
-        // SAFETY: With the connect worker gone and sunrpc destroying the
-        // transport, nothing else can reach it.
-        let locked = unsafe { XprtLocked::assume(rx.xprt()) };
-        rx.teardown(&locked);
-    }
-    // Every request is released by now (each held a reference).
-    rx.slots.free_all();
-    // SAFETY: So is every backchannel request (each sunrpc owned held a
-    // reference), and nothing else uses the transport any more.
-    unsafe { rx.bc.pool.free_all() };
-    // SAFETY: After the connection is torn down, nothing refers to the
-    // transport.
-    unsafe {
-        free_addresses(xprt);
-        sys::xprt_free(xprt);
-        sys::rpcrdma_rs_module_put(this_module());
     }
 }
 
-/// Entry point called by C.
-///
-/// # Safety
-///
-/// Only called by the C side, with the arguments its contract promises.
-pub(super) unsafe extern "C" fn op_set_connect_timeout(
-    xprt: *mut sys::rpc_xprt,
+/// `destroy`: the connection goes; the glue frees the rest.
+pub(super) fn destroy(rx: &RdmaXprt, locked: &mut XprtLocked<'_>) {
+    rx.teardown(locked);
+}
+
+/// `set_connect_timeout`.
+pub(super) fn set_connect_timeout(
+    rx: &RdmaXprt,
     connect_timeout: c_ulong,
     reconnect_timeout: c_ulong,
 ) {
-    // SAFETY: sunrpc passes a live transport of ours.
-    let rx = unsafe { RdmaXprt::from_raw(xprt) };
     let initval = connect_timeout.max(init_reestablish() << 1);
-    let mut lock = rx.xprt().lock_transport();
-    // SAFETY: `timeout` is part of the transport.
-    unsafe { lock.lower_timeouts(&rx.timeout, initval, connect_timeout, reconnect_timeout) };
+    rx.lower_timeouts(initval, connect_timeout, reconnect_timeout);
 }
 
-/// Entry point called by C.
-///
-/// # Safety
-///
-/// Only called by the C side, with the arguments its contract promises.
-pub(super) unsafe extern "C" fn op_inject_disconnect(xprt: *mut sys::rpc_xprt) {
-    // Through autoclose, which disconnects the QP with XPRT_LOCKED held, so
-    // the connection cannot vanish under us.
-    // SAFETY: sunrpc passes a live transport.
-    unsafe { Xprt::from_raw(xprt) }.force_disconnect();
-}
-
-/// Entry point called by C.
-///
-/// # Safety
-///
-/// Only called by the C side, with the arguments its contract promises.
-pub(super) unsafe extern "C" fn op_print_stats(xprt: *mut sys::rpc_xprt, seq: *mut sys::seq_file) {
-    // SAFETY: sunrpc passes a live transport of ours and a seq_file owned by
-    // this thread.
-    let (rx, m) = unsafe {
-        (
-            RdmaXprt::from_raw(xprt),
-            kernel::seq_file::SeqFile::from_raw(seq.cast()),
-        )
-    };
+/// `print_stats`: the `xprt: rdma` line of mountstats, in rpcrdma.ko's
+/// column order.
+pub(super) fn print_stats(rx: &RdmaXprt, m: &SeqFile) {
     let stat = rx.xprt().stat();
     let last_used = rx.xprt().last_used();
     let hz = hz().max(1);

@@ -5,178 +5,52 @@
 //! callbacks (CB_RECALL and the others) over a client's own connection.
 //!
 //! nfsd creates one `rpc_xprt` of this class per session's connection,
-//! linked both ways with the `svc_xprt` (`xpt_bc_xprt`, `bc_xprt`). A
+//! linked both ways with the connection ([`crate::sunrpc::BcClass`] does
+//! that, and calls the connection through [`BackchannelOwner`]). A
 //! backward Call goes out inline on the connection with the backchannel's
 //! own credits; its Reply is recognised by `recvfrom` (an RDMA_MSG without
 //! chunks whose RPC message is a REPLY) and copied into the waiting
 //! request.
 
+#![deny(unsafe_code)]
+
 use kernel::prelude::*;
 
 use super::conn::SvcConn;
 use super::send;
-use crate::sunrpc::{format_addresses, free_addresses, hz, SendRqst, Xprt, XprtClass};
+use crate::sunrpc::{BackchannelOwner, BcClass, SendRqst, Xprt};
 use crate::sys;
 
 /// Backward requests at once: the slots of the rpc_xprt and the credits
-/// each backward Call grants (`RPCRDMA_MAX_BC_REQUESTS` is the same 64 in
-/// rpcrdma.ko; NFSv4.1 sessions ask for far fewer).
+/// each backward Call grants. rpcrdma.ko's server has 2
+/// (`RPCRDMA_MAX_BC_REQUESTS` in 7.3, `svc_rdma.h`) and grants 2; the
+/// Linux client offers 16 (`bc_num_slots`). Each Reply to a backward Call
+/// takes a Receive beyond those of the forward credits (bidir-00 §2.2.2,
+/// `proto::backchannel::server_receive_buffers`), so a connection's
+/// Receive count (`recv_count`) must add `BC_SLOTS`.
 pub(super) const BC_SLOTS: u32 = 16;
 
 /// `XPRT_TRANSPORT_BC_RDMA`.
 const IDENT: i32 = sys::xprt_transports_XPRT_TRANSPORT_BC_RDMA;
 
-/// The backchannel transport: sunrpc's `rpc_xprt` and its timeouts, which
-/// it points to.
-#[repr(C)]
-struct BcXprt {
-    xprt: sys::rpc_xprt,
-    timeout: sys::rpc_timeout,
-}
-
 /// Registers the class.
-pub(crate) fn register(module: &'static ThisModule) -> Result<XprtClass> {
-    XprtClass::register(module, "rdma backchannel", IDENT, bc_setup, &[], |_| ())
+pub(crate) fn register(module: &'static ThisModule) -> Result<BcClass> {
+    BcClass::register::<SvcConn>(module, "rdma backchannel", IDENT)
 }
 
-/// `xprt_class.setup`: the backchannel of `args->bc_xprt`.
-///
-/// # Safety
-///
-/// Called by sunrpc with valid `args` naming a live server connection of
-/// ours.
-unsafe extern "C" fn bc_setup(args: *mut sys::xprt_create) -> *mut sys::rpc_xprt {
-    // SAFETY: sunrpc passes valid arguments.
-    let args = unsafe { &*args };
-    if args.addrlen > core::mem::size_of::<sys::__kernel_sockaddr_storage>()
-        || args.bc_xprt.is_null()
-    {
-        return EBADF.to_ptr();
-    }
-    let slots = BC_SLOTS;
-    // SAFETY: `args.net` is valid; sunrpc zero-allocates our size.
-    let xprt = unsafe { sys::xprt_alloc(args.net, core::mem::size_of::<BcXprt>(), slots, slots) };
-    if xprt.is_null() {
-        return ENOMEM.to_ptr();
-    }
-    // SAFETY: `xprt` is fresh and ours alone, `BcXprt`-sized with the
-    // `rpc_xprt` first; `args.dstaddr` holds `args.addrlen` bytes; the
-    // server connection is live (nfsd holds it while it sets up its
-    // callback client).
-    unsafe {
-        let bx = xprt.cast::<BcXprt>();
-        let to = &raw mut (*bx).timeout;
-        (*to).to_initval = 60 * hz();
-        (*to).to_maxval = 60 * hz();
-        (*xprt).timeout = to;
-        sys::rpcrdma_rs_xprt_set_bound(xprt);
-        sys::rpcrdma_rs_xprt_set_connected(xprt);
-        (*xprt).bind_timeout = 0;
-        (*xprt).reestablish_timeout = 0;
-        (*xprt).idle_timeout = 0;
-        (*xprt).prot = IDENT;
-        (*xprt).ops = &BC_OPS;
-        core::ptr::copy_nonoverlapping(
-            args.dstaddr.cast::<u8>(),
-            (&raw mut (*xprt).addr).cast::<u8>(),
-            args.addrlen,
-        );
-        (*xprt).addrlen = args.addrlen;
-        format_addresses(xprt);
-        // `resvport` stays 0 (zero-allocated): no privileged port here.
-        let conn = &*args.bc_xprt.cast::<SvcConn>();
-        (*xprt).max_payload = send::bc_max_payload(conn);
-        // One reference for the server connection, dropped when it is
-        // freed (`svc_xprt_free`); one for the caller.
-        sys::xprt_get(xprt);
-        (*args.bc_xprt).xpt_bc_xprt = xprt;
-        (*xprt).bc_xprt = args.bc_xprt;
-        sys::xprt_get(xprt);
-    }
-    rdebug!("server: backchannel set up\n");
-    xprt
-}
+impl BackchannelOwner for SvcConn {
+    const SLOTS: u32 = BC_SLOTS;
 
-static BC_OPS: sys::rpc_xprt_ops = sys::rpc_xprt_ops {
-    set_buffer_size: None,
-    reserve_xprt: Some(sys::xprt_reserve_xprt_cong),
-    release_xprt: Some(sys::xprt_release_xprt_cong),
-    alloc_slot: Some(sys::xprt_alloc_slot),
-    free_slot: Some(sys::xprt_free_slot),
-    rpcbind: None,
-    set_port: None,
-    connect: None,
-    get_srcaddr: None,
-    get_srcport: None,
-    buf_alloc: Some(sys::rpcrdma_rs_svc_bc_buf_alloc),
-    buf_free: Some(sys::rpcrdma_rs_svc_bc_buf_free),
-    prepare_request: None,
-    send_request: Some(bc_send_request),
-    abort_send_request: None,
-    wait_for_reply_request: Some(sys::xprt_wait_for_reply_request_def),
-    timer: None,
-    release_request: Some(sys::xprt_release_rqst_cong),
-    close: Some(bc_close),
-    destroy: Some(bc_destroy),
-    set_connect_timeout: None,
-    print_stats: None,
-    enable_swap: None,
-    disable_swap: None,
-    inject_disconnect: None,
-    bc_setup: None,
-    bc_maxpayload: None,
-    bc_num_slots: None,
-    bc_free_rqst: None,
-    bc_destroy: None,
-};
-
-/// `send_request`: a backward Call, inline on the server connection. A
-/// connection that cannot take it is closed (nfsd then marks the callback
-/// path down and retries on a new one).
-///
-/// # Safety
-///
-/// Called by sunrpc with a request of a backchannel set up by
-/// [`bc_setup`], holding `XPRT_LOCKED`.
-unsafe extern "C" fn bc_send_request(rqst: *mut sys::rpc_rqst) -> i32 {
-    // SAFETY: sunrpc passes a live request being sent under XPRT_LOCKED.
-    let rqst = unsafe { SendRqst::from_raw(rqst) };
-    // SAFETY: The backchannel's `bc_xprt` is the server connection that
-    // holds a reference to it, alive while nfsd sends callbacks on it.
-    let conn = unsafe { &*(*rqst.xprt().as_ptr()).bc_xprt.cast::<SvcConn>() };
-    match send::backward_call(conn, &rqst) {
-        Ok(()) => 0,
-        Err(e) => {
-            rdebug!("server: backward Call not sent: {:?}\n", e);
-            conn.close_now();
-            ENOTCONN.to_errno()
-        }
+    fn max_payload(&self) -> usize {
+        send::bc_max_payload(self)
     }
-}
 
-/// `close`.
-///
-/// # Safety
-///
-/// Called by sunrpc with a live backchannel.
-unsafe extern "C" fn bc_close(xprt: *mut sys::rpc_xprt) {
-    // SAFETY: Live (caller).
-    unsafe {
-        sys::xprt_disconnect_done(xprt);
-        (*xprt).cwnd = core::ffi::c_ulong::from(sys::RPC_CWNDSHIFT);
+    fn send_backward_call(&self, rqst: &SendRqst<'_>) -> Result {
+        send::backward_call(self, rqst)
     }
-}
 
-/// `destroy`: the last reference went.
-///
-/// # Safety
-///
-/// Called by sunrpc once, with a backchannel nobody uses any more.
-unsafe extern "C" fn bc_destroy(xprt: *mut sys::rpc_xprt) {
-    // SAFETY: Ours, unused (caller); allocated by `xprt_alloc`.
-    unsafe {
-        free_addresses(xprt);
-        sys::xprt_free(xprt);
+    fn close_now(&self) {
+        SvcConn::close_now(self)
     }
 }
 

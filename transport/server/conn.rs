@@ -212,12 +212,13 @@ const RECV_BATCH: usize = 8;
 ///
 /// # Invariants
 ///
-/// `xprt` comes first (`repr(C)`, [`SvcObject`]). `ep` comes next: it is
-/// shut down (its QP drained, and no completion handler called) in
-/// [`PinnedDrop`] before any field goes, and dropped first, so nothing
-/// its completions or CM events reach is gone while they can run.
+/// `xprt` comes first (`repr(C)`, [`SvcObject`](crate::sunrpc::SvcObject)).
+/// `ep` comes next, so it is dropped first: its drop stops calling the
+/// connection's handlers, drains the QP and destroys the CM id (which
+/// waits for a running CM event) before any other field goes, so nothing
+/// a completion or a CM event reaches is gone while one can run.
 #[repr(C)]
-#[pin_data(PinnedDrop)]
+#[pin_data]
 pub(crate) struct SvcConn {
     xprt: SvcXprt,
     ep: SetOnce<Endpoint<SvcConn>>,
@@ -233,7 +234,7 @@ pub(crate) struct SvcConn {
     /// Receive buffers released and not yet posted again (svcrdma posts
     /// in batches too).
     #[pin]
-    reposts: SpinLock<KVec<Parked<RecvKind>>>,
+    reposts: SpinLock<[Option<Parked<RecvKind>>; RECV_BATCH]>,
     /// At most this many Sends in a row go unsignalled; fewer than the
     /// Send buffers, so that those they hold never starve a Reply.
     signal_every: u32,
@@ -241,8 +242,6 @@ pub(crate) struct SvcConn {
     pub(super) rw_room: u32,
     /// Calls handed to nfsd whose request has not released them yet.
     pub(super) in_nfsd: Atomic<u32>,
-    /// The client's request was accepted (counted in `connections_*`).
-    accepted: Atomic<bool>,
     /// Largest Send: the smaller of the client's receive size (RFC 8797)
     /// and ours; the size of our Send buffers.
     pub(super) inline_send: u32,
@@ -253,6 +252,7 @@ pub(crate) struct SvcConn {
     /// before the counters.
     debug: SetOnce<CounterDir<ConnStats>>,
     pub(super) stats: Arc<ConnStats>,
+    farewell: Farewell,
 }
 
 crate::sunrpc::impl_svc_object!(SvcConn, xprt);
@@ -505,6 +505,7 @@ impl SvcConn {
                 .min((sizes.recvs.saturating_sub(RECV_BATCH as u32 + BC_SLOTS)) / 2)
                 .max(1);
             let swi = dev.can_send_with_inv();
+            let counters = Arc::new(ConnStats::new(), GFP_KERNEL)?;
             let conn = new_object(
                 try_pin_init!(Self {
                     xprt: SvcXprt::new(),
@@ -529,17 +530,20 @@ impl SvcConn {
                     sq_cv <- new_condvar!("rpcrdma_rs_svc_sq"),
                     sq_waiters: Atomic::new(0),
                     reposts <- new_spinlock!(
-                        KVec::with_capacity(RECV_BATCH, GFP_KERNEL)?,
+                        [const { None }; RECV_BATCH],
                         "rpcrdma_rs_svc_reposts"
                     ),
                     signal_every: lazy,
                     rw_room: rw,
                     in_nfsd: Atomic::new(0),
-                    accepted: Atomic::new(false),
                     inline_send: peer.inline.send,
                     remote_inv: responder::remote_invalidation(peer.peer_remote_invalidate, swi),
                     debug: SetOnce::new(),
-                    stats: Arc::new(ConnStats::new(), GFP_KERNEL)?,
+                    stats: counters.clone(),
+                    farewell: Farewell {
+                        stats: counters,
+                        accepted: Atomic::new(false),
+                    },
                 }? Error),
                 serv,
                 net,
@@ -583,7 +587,7 @@ impl SvcConn {
             conn.xprt.set_local_addr(id.src_addr());
             conn.xprt.set_remote_addr(id.dst_addr());
         }
-        conn.accepted.store(true, Relaxed);
+        conn.farewell.accepted.store(true, Relaxed);
         let seq = TOTALS.accepted.inc();
         conn.publish_counters(seq);
         rdebug!(
@@ -652,22 +656,17 @@ impl SvcConn {
         }
         let batch = {
             let mut pending = self.reposts.lock();
-            if pending.push_within_capacity(buf.park()).is_err() || pending.len() < RECV_BATCH {
+            let Some(free) = pending.iter_mut().find(|p| p.is_none()) else {
+                // Cannot happen: a full batch is taken at once below.
+                return;
+            };
+            *free = Some(buf.park());
+            if pending.iter().any(Option::is_none) {
                 return;
             }
-            core::mem::replace(&mut *pending, KVec::new())
+            core::mem::replace(&mut *pending, [const { None }; RECV_BATCH])
         };
-        let mut batch = batch;
-        let res = ep.post_recvs(batch.drain_all().filter_map(|p| ep.recv(p)));
-        // Keep the room for the next batch.
-        let mut pending = self.reposts.lock();
-        if pending.capacity() < RECV_BATCH && batch.capacity() >= RECV_BATCH {
-            core::mem::swap(&mut *pending, &mut batch);
-            for p in batch.drain_all() {
-                let _ = pending.push_within_capacity(p);
-            }
-        }
-        drop(pending);
+        let res = ep.post_recvs(batch.into_iter().flatten().filter_map(|p| ep.recv(p)));
         if let Err(e) = res {
             rdebug!("server: cannot repost Receives: {:?}\n", e);
             self.close();
@@ -816,16 +815,16 @@ impl SvcConn {
     }
 }
 
-#[pinned_drop]
-impl PinnedDrop for SvcConn {
-    fn drop(self: Pin<&mut Self>) {
-        // Before anything goes: flush every posted work request and wait
-        // for its completion, with no handler called any more (the
-        // `svc_xprt` has no reference left). The endpoint, dropped first,
-        // then frees the buffers, the QP and the id, in that order.
-        if let Some(ep) = self.ep() {
-            ep.shutdown();
-        }
+/// What a connection does last as it goes: counts it closed, if it was
+/// accepted, and logs what it served. Its last field, so everything else
+/// (the endpoint first, which drains the QP) is gone by then.
+struct Farewell {
+    stats: Arc<ConnStats>,
+    accepted: Atomic<bool>,
+}
+
+impl Drop for Farewell {
+    fn drop(&mut self) {
         if self.accepted.load(Relaxed) {
             TOTALS.closed.add(1);
         }

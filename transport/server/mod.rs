@@ -21,7 +21,7 @@ use kernel::prelude::*;
 use super::client::IDENT;
 use super::Counter;
 use crate::sunrpc::{
-    Ctxt, Net, RootDir, RootGuard, Serv, SockAddr, SvcClass, SvcRqst, SvcTransport, XprtClass,
+    BcClass, Ctxt, Net, RootDir, RootGuard, Serv, SockAddr, SvcClass, SvcRqst, SvcTransport,
 };
 use crate::sys;
 use conn::{ConnStats, SvcConn};
@@ -96,7 +96,7 @@ impl SvcTransport for RdmaSvc {
 /// The registered server class and its counters in debugfs.
 pub(crate) struct Registration {
     _class: SvcClass,
-    _backchannel: XprtClass,
+    _backchannel: BcClass,
     _debug: RootGuard,
 }
 

@@ -258,7 +258,11 @@ fn prepare(
 ) -> Result<Option<u32>, Option<RdmaError>> {
     let (call, rw, state) = call_of(buf).ok_or(None)?;
     let asm = responder::assemble(&call, room).map_err(|cause| {
-        rwarn!("server: refused a Call ({:?}), xid {:#x}\n", cause, call.xid);
+        rwarn!(
+            "server: refused a Call ({:?}), xid {:#x}\n",
+            cause,
+            call.xid
+        );
         Some(RdmaError::from(cause))
     })?;
     // Refused before anything is mapped: every Read piece is at least

@@ -74,7 +74,10 @@ fn answer(conn: &SvcConn, rqst: &mut SvcRqst<'_>, buf: &mut RecvBuf<'_, SvcConn>
     match reply(conn, rqst, call.xid, &plan, invalidate) {
         Ok(()) => 0,
         Err(e) => {
-            rdebug!("server: cannot send a Reply: {:?}\n", e);
+            rwarn!(
+                "server: cannot send a Reply ({:?}): closing the connection\n",
+                e
+            );
             conn.close();
             ENOTCONN.to_errno()
         }
@@ -89,10 +92,8 @@ fn reply(
     invalidate: Option<u32>,
 ) -> Result {
     let mut slot = conn.get_send()?;
-    let writes = plan.writes().map(|w| (w.src, w.len, w.offset, w.handle));
-    let bytes = slot.buf()?.add_reply_writes(rqst, writes)?;
-    // The Send buffer is held meanwhile: see `SendSlot::reserve_writes`.
-    slot.reserve_writes()?;
+    // The inline parts first: taking the Reply's pages for the Writes
+    // below empties `rq_res`.
     let buf = slot.buf()?.buf();
     let mut pos = plan
         .encode_header(buf, xid, conn.cfg.credits)
@@ -103,6 +104,10 @@ fn reply(
         rqst.res().read(r.start, dst)?;
         pos += n;
     }
+    let writes = plan.writes().map(|w| (w.src, w.len, w.offset, w.handle));
+    let bytes = slot.buf()?.add_reply_writes(rqst, writes)?;
+    // The Send buffer is held meanwhile: see `SendSlot::reserve_writes`.
+    slot.reserve_writes()?;
     slot.post(pos, invalidate)?;
     conn.count(|s| &s.replies, 1);
     conn.count(|s| &s.write_bytes, bytes);
