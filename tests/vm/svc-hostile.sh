@@ -195,11 +195,13 @@ case_ok() {
 }
 
 # many_segs_ok CASE LINE: an answer to write-many-segs or reply-many-segs
-# that is a Reply must carry the READ's data, checked by the peer (nfs=).
+# that is a Reply must carry the READ's data, checked by the peer (nfs=),
+# and the connection must serve on.
 many_segs_ok() {
     case $1 in write-many-segs | reply-many-segs) ;; *) return 0 ;; esac
     [ "$(field "$2" result)" = reply ] || return 0
     [ "$(field "$2" nfs)" = ok ] || { echo "$1: the READ's Reply is not what was asked for"; return 1; }
+    [ "$(field "$2" then)" = reply ] || { echo "$1: the connection did not serve after the READ"; return 1; }
 }
 
 # no_stale CASE LINE: an answer to a message too short to hold an xid and a
