@@ -34,6 +34,9 @@
  * prints granted=, sent= and answered= instead; abandon-connect prints
  * abandoned=N (connects given up, see C_ABANDON) before its result, which
  * is that of a NULL Call on a new connection afterwards.
+ * write-many-segs and reply-many-segs (an NFSv4 READ into many small
+ * segments) add, after sent_xid=, what check_many found: nfs=ok|bad and
+ * the details.
  *
  *   rpcrdma-peer -c SERVER [-P PORT] [-t MS] [-u FILE] [-l] [CASE ...]
  *
@@ -64,9 +67,11 @@
 #define NSEND 512
 #define CHUNKSZ (64 * 1024)	/* what the server may Read and Write */
 #define BIGCHUNKSZ (1024 * 1024 + CHUNKSZ)	/* ... for reply-chunk-huge */
+#define MANYCHUNKSZ (256 * 1024)	/* ... for write-many-segs, reply-many-segs */
 #define CH_CALL 0		/* chunk region: a Call to pull by RDMA Read */
 #define CH_REPLY 4096		/* ... room for a Reply chunk */
 #define CH_WRITE 8192		/* ... room for a Write chunk */
+#define CH_MANY (64 * 1024)	/* ... the *-many-segs cases' chunk: up to 192 KiB */
 #define CREDITS 32		/* credits every Call asks for */
 #define BAD_RKEY 0xdeadbeefu
 
@@ -88,6 +93,9 @@ struct cconn {
 	int established;	/* CM: connected */
 	int ended;		/* CM: the connection ended (ENDED_*) */
 	char qp_err[80];	/* the first completion error, if any */
+	unsigned int reply_off;	/* our Reply chunk's offset in chunk, 0: CH_REPLY */
+	unsigned int first_len;	/* the first answer to the Call, as received */
+	uint8_t first[RBUF];
 };
 
 enum kind { A_NONE, A_DISC, A_ERR_VERS, A_ERR_CHUNK, A_ERR_OTHER, A_REPLY, A_BAD, A_NOCONN };
@@ -1054,6 +1062,279 @@ static unsigned int b_pzrc_zero_bytes(struct cconn *c, uint8_t *p, uint32_t xid)
 	return o;
 }
 
+/*
+ * write-many-segs, reply-many-segs: an NFSv4.0 READ whose payload the
+ * server must RDMA Write into many small segments, more Writes than a
+ * connection has Send Queue room for at once (about 72 on rxe): the
+ * server posts them part by part (issue 27). The Call is a COMPOUND
+ * {PUTROOTFH, LOOKUP PEERDATA, READ} as AUTH_SYS uid 0, with the all-ones
+ * stateid (READ bypass: no OPEN). The server VM writes PEERDATA
+ * (tests/vm/server.sh): 4096 lines "%015d\n", 0 to 4095, 64 KiB; we
+ * compare what lands in our memory with that. The segments lie back to
+ * back at CH_MANY. The transport header must fit the server's 4 KiB
+ * Receive together with the Call, and its Reply header with the Write
+ * chunk's echo ours: READ_SEGS segments, 16 bytes each, are about what it
+ * holds.
+ */
+#define PEERDATA ".peerdata"
+#define PEERDATA_LEN 65536
+#define READ_SEGS 240
+#define MANY_WSEG 256		/* write-many-segs: READ 240 x 256 = 61440 bytes */
+#define MANY_RSEG 320		/* reply-many-segs: Reply chunk of 76800 bytes */
+
+enum { OP_LOOKUP = 15, OP_PUTROOTFH = 24, OP_READ = 25 };
+
+/* The RPC Call: NFSv4 COMPOUND {PUTROOTFH, LOOKUP PEERDATA, READ 0 count}. */
+static void nfs4_read_call(uint8_t *p, unsigned int *o, uint32_t xid, uint32_t count)
+{
+	static const char name[] = PEERDATA, host[] = "peer";
+	unsigned int n = sizeof(name) - 1, k;
+
+	put32(p, o, xid);
+	put32(p, o, 0);			/* CALL */
+	put32(p, o, 2);
+	put32(p, o, NFS_PROG);
+	put32(p, o, 4);
+	put32(p, o, 1);			/* COMPOUND */
+	put32(p, o, 1);			/* AUTH_SYS */
+	put32(p, o, 24);
+	put32(p, o, 0);			/* stamp */
+	put32(p, o, sizeof(host) - 1);
+	memcpy(p + *o, host, sizeof(host) - 1);
+	*o += 4;
+	put32(p, o, 0);			/* uid 0 */
+	put32(p, o, 0);			/* gid 0 */
+	put32(p, o, 0);			/* no more gids */
+	put32(p, o, 0);			/* verifier: AUTH_NONE */
+	put32(p, o, 0);
+	put32(p, o, 0);			/* tag */
+	put32(p, o, 0);			/* minorversion */
+	put32(p, o, 3);
+	put32(p, o, OP_PUTROOTFH);
+	put32(p, o, OP_LOOKUP);
+	put32(p, o, n);
+	memset(p + *o, 0, (n + 3) & ~3u);
+	memcpy(p + *o, name, n);
+	*o += (n + 3) & ~3u;
+	put32(p, o, OP_READ);
+	for (k = 0; k < 4; k++)		/* seqid and other: all ones */
+		put32(p, o, 0xffffffff);
+	put32(p, o, 0);			/* offset */
+	put32(p, o, 0);
+	put32(p, o, count);
+}
+
+/* One Write chunk of READ_SEGS x MANY_WSEG bytes; READ that much. */
+static unsigned int b_write_many_segs(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	unsigned int o = 0, k;
+
+	hdr(p, &o, xid, 1, RDMA_MSG);
+	put32(p, &o, 0);
+	put32(p, &o, 1);
+	put32(p, &o, READ_SEGS);
+	for (k = 0; k < READ_SEGS; k++)
+		seg(p, &o, c->cmr->rkey, MANY_WSEG, (uintptr_t)c->chunk + CH_MANY + k * MANY_WSEG);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	nfs4_read_call(p, &o, xid, READ_SEGS * MANY_WSEG);
+	return o;
+}
+
+/* No Write chunk, a Reply chunk of READ_SEGS x MANY_RSEG bytes; READ it all. */
+static unsigned int b_reply_many_segs(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	unsigned int o = 0, k;
+
+	c->reply_off = CH_MANY;
+	hdr(p, &o, xid, 1, RDMA_MSG);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	put32(p, &o, 1);
+	put32(p, &o, READ_SEGS);
+	for (k = 0; k < READ_SEGS; k++)
+		seg(p, &o, c->cmr->rkey, MANY_RSEG, (uintptr_t)c->chunk + CH_MANY + k * MANY_RSEG);
+	nfs4_read_call(p, &o, xid, PEERDATA_LEN);
+	return o;
+}
+
+/* The first byte at which data differs from PEERDATA's, or -1. */
+static long peerdata_differs(const uint8_t *data, unsigned int len)
+{
+	char line[24];
+	unsigned int i;
+
+	for (i = 0; i < len; i++) {
+		if (i % 16 == 0)
+			snprintf(line, sizeof(line), "%015u\n", i / 16);
+		if (data[i] != (uint8_t)line[i % 16])
+			return i;
+	}
+	return -1;
+}
+
+/*
+ * A chunk in an answer's header at *o: its segment count, total length,
+ * and whether its segments are ours, back to back at CH_MANY, each at
+ * most seglen (what the server wrote of each: RFC 8166 3.4.6).
+ */
+static int many_chunk(struct cconn *c, const uint8_t *p, unsigned int len, unsigned int *o,
+		      unsigned int seglen, uint32_t *segs, uint32_t *total)
+{
+	uint32_t n, h, l, hi, lo, k;
+	uint64_t want = (uintptr_t)c->chunk + CH_MANY;
+
+	*total = 0;
+	if (get32(p, len, o, &n) || n > RBUF / 16)
+		return -1;
+	*segs = n;
+	for (k = 0; k < n; k++) {
+		if (get32(p, len, o, &h) || get32(p, len, o, &l) || get32(p, len, o, &hi) ||
+		    get32(p, len, o, &lo))
+			return -1;
+		if (h != c->cmr->rkey || l > seglen || (((uint64_t)hi << 32) | lo) != want)
+			return -1;
+		want += seglen;
+		*total += l;
+	}
+	return 0;
+}
+
+/*
+ * What only the *-many-segs cases check, after " sent=...": the answer's
+ * chunks (wchunk=SEGS/BYTES, rchunk=...), the COMPOUND's status and the
+ * READ's (status=), its count and eof, whether the data are PEERDATA's
+ * bytes (data=ok or bad@OFFSET), and the verdict, nfs=ok when all is as
+ * the case wants, else nfs=bad with nfs_why=.
+ */
+static void check_many(struct cconn *c, uint32_t xid, int via_write, uint32_t count)
+{
+	const uint8_t *p = c->first, *r;
+	unsigned int len = c->first_len, o = 16, rlen;
+	uint32_t proc, d, ws = 0, wlen = 0, rs = 0, rclen = 0, w[6], st = 0, eof = 0, dlen = 0;
+	const char *why = NULL;
+	const uint8_t *data = NULL;
+	long bad = -1;
+	int k;
+
+	proc = len >= 16 ? ntohl(*(const uint32_t *)(p + 12)) : 99;
+	/* Read list, Write list (at most one chunk), Reply chunk. */
+	if (get32(p, len, &o, &d) || d) {
+		why = "header";
+		goto out;
+	}
+	if (get32(p, len, &o, &d) || (d && (many_chunk(c, p, len, &o, MANY_WSEG, &ws, &wlen) ||
+					  get32(p, len, &o, &d) || d))) {
+		why = "write_list";
+		goto out;
+	}
+	if (get32(p, len, &o, &d) || (d && many_chunk(c, p, len, &o, MANY_RSEG, &rs, &rclen))) {
+		why = "reply_chunk";
+		goto out;
+	}
+	if (proc == RDMA_MSG) {
+		r = p + o;
+		rlen = len - o;
+	} else {
+		r = c->chunk + CH_MANY;
+		rlen = rclen;
+	}
+	/* RPC Reply: xid, REPLY, MSG_ACCEPTED, verifier, SUCCESS. */
+	o = 0;
+	for (k = 0; k < 5; k++)
+		if (get32(r, rlen, &o, &w[k])) {
+			why = "rpc_reply";
+			goto out;
+		}
+	o += (w[4] + 3) & ~3u;
+	if (w[0] != xid || w[1] != 1 || w[2] != 0 || w[4] > 400 || get32(r, rlen, &o, &w[5]) ||
+	    w[5] != 0) {
+		why = "rpc_reply";
+		goto out;
+	}
+	/* COMPOUND4res: status, tag, 3 results: PUTROOTFH, LOOKUP, READ. */
+	if (get32(r, rlen, &o, &st) || get32(r, rlen, &o, &d) || d > 64) {
+		why = "compound";
+		goto out;
+	}
+	o += (d + 3) & ~3u;
+	if (get32(r, rlen, &o, &d) || d != 3) {
+		why = st ? "status" : "compound";
+		goto out;
+	}
+	for (k = 0; k < 3; k++) {
+		static const uint32_t ops[] = { OP_PUTROOTFH, OP_LOOKUP, OP_READ };
+
+		if (get32(r, rlen, &o, &d) || d != ops[k] || get32(r, rlen, &o, &d)) {
+			why = "compound";
+			goto out;
+		}
+		if (d) {
+			st = d;
+			why = "status";
+			goto out;
+		}
+	}
+	if (get32(r, rlen, &o, &eof) || get32(r, rlen, &o, &dlen)) {
+		why = "read_result";
+		goto out;
+	}
+	if (via_write) {
+		/* The data went to our Write chunk; only its length is inline. */
+		data = c->chunk + CH_MANY;
+		if (dlen > wlen)
+			why = "write_chunk_short";
+	} else {
+		data = r + o;
+		if (dlen > rlen - o)
+			why = "reply_chunk_short";
+	}
+	if (!why && (bad = peerdata_differs(data, dlen)) >= 0)
+		why = "data";
+	else if (!why && dlen != count)
+		why = "count";
+	else if (!why && via_write && (proc != RDMA_MSG || wlen != count))
+		why = "write_chunk";
+	else if (!why && !via_write && (proc != RDMA_NOMSG || ws))
+		why = "not_nomsg";
+out:
+	printf(" wchunk=%u/%u rchunk=%u/%u status=%u count=%u eof=%u", ws, wlen, rs, rclen, st, dlen,
+	       eof);
+	if (data)
+		printf(bad >= 0 ? " data=bad@%ld" : " data=ok", bad);
+	printf(" nfs=%s", why ? "bad" : "ok");
+	if (why)
+		printf(" nfs_why=%s", why);
+}
+
+static void check_write_many(struct cconn *c, uint32_t xid)
+{
+	check_many(c, xid, 1, READ_SEGS * MANY_WSEG);
+}
+
+static void check_reply_many(struct cconn *c, uint32_t xid)
+{
+	check_many(c, xid, 0, PEERDATA_LEN);
+}
+
+/* Cases whose Replies get more checks than parse_answer's. */
+static const struct {
+	const char *name;
+	void (*check)(struct cconn *c, uint32_t xid);
+} more_checks[] = {
+	{ "write-many-segs", check_write_many },
+	{ "reply-many-segs", check_reply_many },
+};
+
+static void more_check(const char *name, struct cconn *c, uint32_t xid)
+{
+	unsigned int i;
+
+	for (i = 0; i < sizeof(more_checks) / sizeof(more_checks[0]); i++)
+		if (!strcmp(name, more_checks[i].name))
+			more_checks[i].check(c, xid);
+}
+
 static const struct ccase cases[] = {
 	{ "good-null", "NFS NULL Call, inline RDMA_MSG", b_null, C_ONE, 0, 0 },
 	{ "good-pzrc", "NFS NULL Call as RDMA_NOMSG in a Position Zero Read chunk", b_good_pzrc, C_ONE, 0, 0 },
@@ -1104,6 +1385,10 @@ static const struct ccase cases[] = {
 	  b_pzrc_zero_bytes, C_ONE, 0, 0 },
 	{ "abandon-connect", "connects abandoned after the REQ (REQ_SENT) or the REP, 200 or more; then a NULL Call",
 	  b_null, C_ABANDON, 0, 1 },
+	{ "write-many-segs", "NFSv4 READ of 60 KiB into a Write chunk of 240 segments",
+	  b_write_many_segs, C_ONE, MANYCHUNKSZ, 0 },
+	{ "reply-many-segs", "NFSv4 READ of 64 KiB, its Reply in a Reply chunk of 240 segments",
+	  b_reply_many_segs, C_ONE, MANYCHUNKSZ, 0 },
 };
 #define NCASES (sizeof(cases) / sizeof(cases[0]))
 
@@ -1171,7 +1456,7 @@ static void parse_answer(struct cconn *c, const uint8_t *p, unsigned int len, ui
 		return;
 	}
 	while (!get32(p, len, &o, &d) && d) {
-		if (get32(p, len, &o, &n) || n > 64) {
+		if (get32(p, len, &o, &n) || n > RBUF / 16) {
 			a->kind = A_BAD;
 			return;
 		}
@@ -1194,7 +1479,7 @@ static void parse_answer(struct cconn *c, const uint8_t *p, unsigned int len, ui
 		return;
 	}
 	if (d) {			/* Reply chunk: its first segment */
-		if (get32(p, len, &o, &n) || n < 1 || n > 64 || get32(p, len, &o, &h) ||
+		if (get32(p, len, &o, &n) || n < 1 || n > RBUF / 16 || get32(p, len, &o, &h) ||
 		    get32(p, len, &o, &l) || get32(p, len, &o, &hi) || get32(p, len, &o, &lo)) {
 			a->kind = A_BAD;
 			snprintf(a->why, sizeof(a->why), "bad reply chunk");
@@ -1220,12 +1505,13 @@ static void parse_answer(struct cconn *c, const uint8_t *p, unsigned int len, ui
 	}
 	/* RDMA_NOMSG: the Reply is in our Reply chunk. */
 	a->via_chunk = 1;
-	if (!d || h != c->cmr->rkey || l > c->chunksz - CH_REPLY ||
-	    (((uint64_t)hi << 32) | lo) != (uintptr_t)c->chunk + CH_REPLY) {
+	k = c->reply_off ? c->reply_off : CH_REPLY;
+	if (!d || h != c->cmr->rkey || l > c->chunksz - k ||
+	    (((uint64_t)hi << 32) | lo) != (uintptr_t)c->chunk + k) {
 		snprintf(a->why, sizeof(a->why), "RDMA_NOMSG without our reply chunk");
 		return;
 	}
-	a->rpc_ok = rpc_reply_ok(c->chunk + CH_REPLY, l, call_xid);
+	a->rpc_ok = rpc_reply_ok(c->chunk + k, l, call_xid);
 }
 
 /*
@@ -1275,8 +1561,11 @@ static unsigned int wait_answers(struct cconn *c, uint32_t xid, unsigned int wan
 				parse_answer(c, m, wc[i].byte_len,
 					     burst && wc[i].byte_len >= 4 ? ntohl(*(const uint32_t *)m) : xid,
 					     &b);
-				if (seen++ == 0)
+				if (seen++ == 0) {
 					*a = b;
+					c->first_len = wc[i].byte_len < RBUF ? wc[i].byte_len : RBUF;
+					memcpy(c->first, m, c->first_len);
+				}
 				if (!burst || (b.kind == A_REPLY && b.rpc_ok))
 					got++;
 				post_recv(c, wc[i].wr_id);
@@ -1481,6 +1770,8 @@ static int run_case(const struct ccase *k)
 		printf("case %s", k->name);
 		print_answer("result", &a, xid);
 		printf(" sent=%u sent_xid=0x%08x", len, xid);
+		if (a.kind == A_REPLY)
+			more_check(k->name, &c, xid);
 	}
 	if (c.qp_err[0])
 		printf(" qp=\"%s\"", c.qp_err);

@@ -2,8 +2,15 @@
 # export, then idle until the host ends the run.
 # shellcheck shell=sh
 
+# 64 KiB of known bytes, 4096 lines "%015d\n" from 0, which the hostile
+# client (svc-hostile.sh, rpcrdma-peer -c write-many-segs and
+# reply-many-segs) READs as /.peerdata and compares. A dot file, which the
+# scenarios that list the export do not see.
+peerdata() { awk 'BEGIN { for (i = 0; i < 4096; i++) printf "%015d\n", i }'; }
+
 export_fs() {
     mount -t tmpfs -o size=${RR_SIZE:-700}m tmpfs /export && chmod 1777 /export &&
+        peerdata > /export/.peerdata &&
         mount -t nfsd nfsd /proc/fs/nfsd &&
         mount -t rpc_pipefs rpc_pipefs /var/lib/nfs/rpc_pipefs || return 1
     opts=rw,no_root_squash,insecure,no_subtree_check,fsid=0

@@ -100,6 +100,15 @@
 #                     DREQ cannot be sent yet; the server must still end
 #                     the connection: by REJ as it frees it, or by DREQ
 #                     once the RTU came
+#   write-many-segs, reply-many-segs  an NFSv4.0 READ of the server's
+#                     /export/.peerdata (server.sh) into a Write chunk, or
+#                     a Reply chunk, of 240 small segments: more RDMA Writes
+#                     than the connection has Send Queue room for at once
+#                     (about 72 on rxe), which the server must post part
+#                     by part and still serve (issue 27, defect 6; it used
+#                     to close the connection). The peer checks the
+#                     COMPOUND's status, the echoed chunk and the bytes
+#                     that landed (nfs=ok)
 #
 # Whatever the case: every answer grants at least one credit (RFC 8166
 # 3.3.1); a "disconnect" must be the server's doing (the CM reports the
@@ -152,6 +161,8 @@ read-many-segs      reply                 reply
 reply-chunk-huge    reply                 reply
 pzrc-zero-bytes     disconnect            err-chunk|nothing
 abandon-connect     reply                 reply
+write-many-segs     reply                 reply
+reply-many-segs     reply                 reply
 '
 # Cases without an XID to echo.
 NO_XID="short-2 empty"
@@ -226,6 +237,7 @@ case_ok() {
     esac
     [ "$svc" = c ] || no_stale "$1" "$line" || return 1
     [ "$svc" = c ] || echoes_ok "$1" "$line" || return 1
+    many_segs_ok "$1" "$line" || return 1
     probe=$(field "$line" then)
     case $probe in
     nothing) echo "connection neither served nor closed after $1"; return 1 ;;
@@ -233,6 +245,16 @@ case_ok() {
     esac
     [ "$got" != nothing ] || [ "$probe" = reply ] ||
         { echo "$1 dropped, but the connection did not serve after it ($probe)"; return 1; }
+}
+
+# many_segs_ok CASE LINE: an answer to write-many-segs or reply-many-segs
+# that is a Reply must carry the READ's data, checked by the peer (nfs=),
+# and the connection must serve on.
+many_segs_ok() {
+    case $1 in write-many-segs | reply-many-segs) ;; *) return 0 ;; esac
+    [ "$(field "$2" result)" = reply ] || return 0
+    [ "$(field "$2" nfs)" = ok ] || { echo "$1: the READ's Reply is not what was asked for"; return 1; }
+    [ "$(field "$2" then)" = reply ] || { echo "$1: the connection did not serve after the READ"; return 1; }
 }
 
 # no_stale CASE LINE: an answer to a message too short to hold an xid and a
