@@ -278,6 +278,36 @@ impl RwSet {
     }
 }
 
+/// A Receive buffer's Reads being set up, on its endpoint's QP.
+pub(crate) struct Reads<'a> {
+    rw: &'a mut RwSet,
+    qp: QpRef,
+}
+
+impl Reads<'_> {
+    /// The pages the Reads fill.
+    pub(crate) fn pages(&mut self) -> &mut PageRefs {
+        self.rw.pages()
+    }
+
+    /// Sets up an RDMA Read of the peer's `len` bytes at `remote` under
+    /// `rkey` into byte `dest` of the pages.
+    pub(crate) fn add(&mut self, dest: usize, len: usize, remote: u64, rkey: u32) -> Result {
+        self.rw.add_read(self.qp, dest, len, remote, rkey)
+    }
+
+    /// The Send Queue room the Reads need at once: all of it, or at least
+    /// the largest one's, which cannot be split.
+    pub(crate) fn room(&self) -> u32 {
+        self.rw.wrs().max(self.rw.max_ctx_wrs())
+    }
+
+    /// Releases what was set up.
+    pub(crate) fn release(&mut self) {
+        self.rw.release();
+    }
+}
+
 /// The endpoint's QP, for the rdma_rw contexts of its slots.
 ///
 /// # Invariants
@@ -955,11 +985,17 @@ impl<O: EpOwner> Recv<'_, O> {
         &mut self.held_mut().state
     }
 
-    /// Sets up an RDMA Read of the peer's `len` bytes at `remote` under
-    /// `rkey` into byte `dest` of the pages of [`Recv::parts`]'s set.
-    pub(crate) fn add_read(&mut self, dest: usize, len: usize, remote: u64, rkey: u32) -> Result {
+    /// The received bytes, the state, and the Reads to set up on the
+    /// endpoint's QP, together: the Call is read while its Reads are set up.
+    pub(crate) fn reads(&mut self) -> Result<(&[u8], &mut O::RecvState, Reads<'_>)> {
         let qp = self.slot.core().qp()?;
-        self.held_mut().rw.add_read(qp, dest, len, remote, rkey)
+        let held = self.held_mut();
+        let len = held.len.min(held.buf.len());
+        let reads = Reads {
+            rw: &mut held.rw,
+            qp,
+        };
+        Ok((&held.buf.as_slice()[..len], &mut held.state, reads))
     }
 
     /// Whether Reads set up are not posted yet.

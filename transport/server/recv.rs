@@ -192,10 +192,8 @@ fn pull(conn: &SvcConn, mut buf: Buf<'_>, rqst: &mut SvcRqst<'_>, xid: u32) -> i
         Ok(Some(wrs)) => wrs,
         // No Read moves a byte: the Call is all there.
         Ok(None) => return reads_done(conn, buf, rqst),
+        // `prepare` released what it had set up.
         Err(e) => {
-            if let Some((_, rw, _)) = call_of(&mut buf) {
-                rw.release();
-            }
             match e {
                 Some(error) => {
                     send::error(conn, xid, crate::proto::v1::VERSION, error);
@@ -250,13 +248,15 @@ fn pull(conn: &SvcConn, mut buf: Buf<'_>, rqst: &mut SvcRqst<'_>, xid: u32) -> i
 /// Takes the pages the Call needs off `rqst` into `buf`'s Reads, and sets
 /// up a Read into them for each Read piece of its assembly: the Send
 /// Queue room they need, or `None` when no Read moves a byte. An error to
-/// answer with, or `None` to close the connection.
+/// answer with, or `None` to close the connection; on an error nothing
+/// stays set up.
 fn prepare(
     buf: &mut Buf<'_>,
     rqst: &mut SvcRqst<'_>,
     room: u32,
 ) -> Result<Option<u32>, Option<RdmaError>> {
-    let (call, rw, state) = call_of(buf).ok_or(None)?;
+    let (bytes, state, mut reads) = buf.reads().map_err(|_| None)?;
+    let call = state.call.call(bytes).ok_or(None)?;
     let asm = responder::assemble(&call, room).map_err(|cause| {
         rwarn!(
             "server: refused a Call ({:?}), xid {:#x}\n",
@@ -265,48 +265,39 @@ fn prepare(
         );
         Some(RdmaError::from(cause))
     })?;
-    // Refused before anything is mapped: every Read piece is at least
-    // one work request.
-    let pieces = asm
-        .clone()
-        .filter(|p| matches!(p, Piece::Read { .. }))
-        .count();
-    if pieces == 0 {
+    if !asm.clone().any(|p| matches!(p, Piece::Read { .. })) {
         return Ok(None);
     }
     let pages = (asm.total_len() as usize).div_ceil(PAGE_SIZE);
-    rqst.take_arg_pages(pages, rw.pages()).map_err(|_| None)?;
-    state.segments = 0;
-    state.bytes = 0;
-    let mut reads: KVec<(u32, u32, u64, u32)> = KVec::new();
-    for piece in asm {
-        if let Piece::Read {
-            handle,
-            length,
-            offset,
-            dest,
-        } = piece
-        {
-            reads
-                .push((dest, length, offset, handle), GFP_KERNEL)
-                .map_err(|_| None)?;
+    let res = (|| {
+        rqst.take_arg_pages(pages, reads.pages())
+            .map_err(|_| None)?;
+        state.segments = 0;
+        state.bytes = 0;
+        for piece in asm {
+            if let Piece::Read {
+                handle,
+                length,
+                offset,
+                dest,
+            } = piece
+            {
+                reads
+                    .add(dest as usize, length as usize, offset, handle)
+                    .map_err(|e| {
+                        rwarn!("server: cannot set up an RDMA Read: {:?}\n", e);
+                        None
+                    })?;
+                state.segments += 1;
+                state.bytes += u64::from(length);
+            }
         }
+        Ok(reads.room())
+    })();
+    if res.is_err() {
+        reads.release();
     }
-    let view: &mut Recv<'_, SvcConn> = buf;
-    for (dest, length, offset, handle) in reads {
-        view.add_read(dest as usize, length as usize, offset, handle)
-            .map_err(|e| {
-                rwarn!("server: cannot set up an RDMA Read: {:?}\n", e);
-                None
-            })?;
-        let state = view.state();
-        state.segments += 1;
-        state.bytes += u64::from(length);
-    }
-    let (_, _, rw) = view.parts();
-    // One context needing more room than the connection has cannot be
-    // posted at all.
-    Ok(Some(rw.wrs().max(rw.max_ctx_wrs())))
+    res.map(Some)
 }
 
 /// The Reads of the Call in `buf` are done: their pages become `rqst`'s,
