@@ -10,6 +10,7 @@
 #   HOSTILE_MODES=a,b   the modes hostile-c and hostile-rs try (tests/vm/hostile.sh)
 #   SVC_HOSTILE_SERVERS="c rs"  the servers svc-hostile-* runs against (both)
 #   SVC_HOSTILE_CASES=a,b       the cases it runs (tests/vm/svc-hostile.sh)
+#   SVC_HOSTILE_ABANDON=N       connects it abandons, at least (200)
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$REPO_DIR/scripts/vm.sh"
@@ -239,7 +240,7 @@ scenario hostile-rs 900 none "Rust client against a hostile server" \
 # on a path they take is likely to be caught.
 for srv in ${SVC_HOSTILE_SERVERS:-c rs}; do
     scenario "svc-hostile-$srv" 720 "$srv" "hostile client against the $srv server, another client doing I/O; abandoned connects" \
-        "rr.script=svc-hostile rr.mod=c rr.server=$srv${SVC_HOSTILE_CASES:+ rr.cases=$SVC_HOSTILE_CASES}" \
+        "rr.script=svc-hostile rr.mod=c rr.server=$srv${SVC_HOSTILE_CASES:+ rr.cases=$SVC_HOSTILE_CASES}${SVC_HOSTILE_ABANDON:+ rr.abandon=$SVC_HOSTILE_ABANDON}" \
         "kfence.sample_interval=1"
 done
 

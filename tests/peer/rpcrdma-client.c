@@ -33,12 +33,14 @@
  * length of the Reply chunk it echoed, or absent. The credit-burst case
  * prints granted=, sent= and answered= instead; abandon-connect prints
  * abandoned=N (connects given up, see C_ABANDON) before its result, which
- * is that of a NULL Call on a new connection afterwards.
+ * is that of a NULL Call on a new connection afterwards; its first_ms= is
+ * how long that connection and its first Call took (what a legitimate
+ * client that comes after the abandoned connects waits).
  * write-many-segs and reply-many-segs (an NFSv4 READ into many small
  * segments) add, after sent_xid=, what check_many found: nfs=ok|bad and
  * the details.
  *
- *   rpcrdma-peer -c SERVER [-P PORT] [-t MS] [-u FILE] [-l] [CASE ...]
+ *   rpcrdma-peer -c SERVER [-P PORT] [-t MS] [-u FILE] [-a N] [-l] [CASE ...]
  *
  * -l lists the cases, one per line with a short description. Without
  * CASE, all cases run in the listed order but those marked explicit
@@ -136,6 +138,7 @@ static struct sockaddr_storage server;
 static int timeout_ms = 5000;
 static size_t chunk_size = CHUNKSZ;	/* of the next connection */
 static const char *until_file;		/* -u */
+static unsigned int abandon_min = 200;	/* -a */
 static uint32_t next_xid = 0x51c00000;
 
 static long now_ms(void)
@@ -1651,11 +1654,10 @@ static int ev_wait(struct rdma_event_channel *ech, int ms)
  * at once (REQ_SENT: the server may not have seen the REQ yet, or be
  * building the connection or accepting it); the others once the server's
  * REP came (it accepted, and waits for an RTU that never comes), or 2 s
- * passed without one. ABANDON_MIN
- * at least, and until until_file exists (-u); ABANDON_MAX attempts at most.
+ * passed without one. abandon_min (-a, 200 by default) at least, and until
+ * until_file exists (-u); ABANDON_MAX attempts at most.
  * Returns the REQs sent; *failed counts the attempts that sent none.
  */
-#define ABANDON_MIN 200
 #define ABANDON_MAX 20000
 static unsigned int abandon_loop(unsigned int *failed, unsigned int *reps, char *why, size_t n)
 {
@@ -1670,7 +1672,7 @@ static unsigned int abandon_loop(unsigned int *failed, unsigned int *reps, char 
 		struct rdma_conn_param cp = { 0 };
 		int ok = 0;
 
-		if (sent >= ABANDON_MIN && (!until_file || !access(until_file, F_OK)))
+		if (sent >= abandon_min && (!until_file || !access(until_file, F_OK)))
 			break;
 		ech = rdma_create_event_channel();
 		if (!ech || rdma_create_id(ech, &id, NULL, RDMA_PS_TCP)) {
@@ -1713,7 +1715,7 @@ static int run_case(const struct ccase *k)
 	char why[128] = "";
 	uint32_t xid = next_xid++;
 	unsigned int len = 0, got = 0, total = 0, i;
-	long t0 = now_ms();
+	long t0 = now_ms(), t_first = 0;
 
 	printf("case %s start: %s\n", k->name, k->desc);
 	if (k->how == C_ABANDON) {
@@ -1724,6 +1726,7 @@ static int run_case(const struct ccase *k)
 		       reps, failed, now_ms() - t0, why[0] ? " why=\"" : "", why, why[0] ? "\"" : "");
 		fflush(stdout);
 		why[0] = 0;
+		t_first = now_ms();
 	}
 	chunk_size = k->chunksz ? k->chunksz : CHUNKSZ;
 	if (cconn_open(&c, k->how == C_EARLY ? k->build : NULL, xid, &len, why, sizeof(why))) {
@@ -1767,8 +1770,12 @@ static int run_case(const struct ccase *k)
 			}
 		}
 		wait_answers(&c, xid, 1, 0, timeout_ms, &a);
+		if (t_first)
+			t_first = now_ms() - t_first;
 		printf("case %s", k->name);
 		print_answer("result", &a, xid);
+		if (k->how == C_ABANDON)
+			printf(" first_ms=%ld", t_first);
 		printf(" sent=%u sent_xid=0x%08x", len, xid);
 		if (a.kind == A_REPLY)
 			more_check(k->name, &c, xid);
@@ -1817,11 +1824,11 @@ int client_main(int argc, char **argv)
 
 	/* argv[0] is "-c"; the server comes next. */
 	if (argc < 2) {
-		fprintf(stderr, "usage: rpcrdma-peer -c SERVER [-P PORT] [-t MS] [-u FILE] [-l] [CASE ...]\n");
+		fprintf(stderr, "usage: rpcrdma-peer -c SERVER [-P PORT] [-t MS] [-u FILE] [-a N] [-l] [CASE ...]\n");
 		return 2;
 	}
 	optind = 2;
-	while ((opt = getopt(argc, argv, "P:t:u:l")) != -1) {
+	while ((opt = getopt(argc, argv, "P:t:u:a:l")) != -1) {
 		switch (opt) {
 		case 'P':
 			port = optarg;
@@ -1831,6 +1838,9 @@ int client_main(int argc, char **argv)
 			break;
 		case 'u':
 			until_file = optarg;
+			break;
+		case 'a':
+			abandon_min = (unsigned int)atoi(optarg);
 			break;
 		case 'l':
 			list = 1;
