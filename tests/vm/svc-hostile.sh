@@ -334,7 +334,17 @@ run_peer() {
     timeout -s KILL 300 rpcrdma-peer -c $SERVER4 -t 5000 $cases > $PEER_OUT 2>&1
     rc=$?
     while IFS= read -r l; do note "peer: $l"; done < $PEER_OUT
-    [ $rc -eq 0 ] && grep -q '^done cases=' $PEER_OUT
+    [ $rc -eq 0 ] && grep -q '^done cases=' $PEER_OUT || return 1
+    # A short case list can end before the I/O loop's round: it goes on
+    # (the verdicts are the first pass's) until a round completed while
+    # it ran, so that io_served_meanwhile holds by construction.
+    pass=1
+    while [ "$(bg_rounds)" -le "$before" ] && [ $pass -lt 50 ]; do
+        # shellcheck disable=SC2086 # one word per case
+        timeout -s KILL 300 rpcrdma-peer -c $SERVER4 -t 5000 $cases > /dev/null 2>&1
+        pass=$((pass + 1))
+    done
+    note "hostile client: $pass passes of its cases"
 }
 
 verbs_device() {
@@ -425,19 +435,18 @@ abandon_run() {
 }
 
 # abandon_no_leak: the server's RDMA resources (QPs, CQs, PDs, MRs, CM
-# ids) are back to the baseline and its free memory is not down, with
-# rpcrdma.ko and rpcrdma_rs alike. The kmalloc figure (ok=, slab_most=) is
-# noted, not a verdict yet: after 200 abandoned connects rpcrdma_rs's
-# server keeps about 300 more kmalloc-16 objects and 360 more vmap_area
-# ones than before (rpcrdma.ko's, none), with /proc/vmallocinfo's
-# "unpurged" areas grown by the lazily freed rxe queues of the connections
-# accepted and then abandoned, and no live allocation more (rxe_queue_init
-# areas back to their count). Issue 27 stays open on it.
+# ids) are back to the baseline, its free memory is not down, and no slab
+# cache kept objects for the connects (server.sh counts_req), with
+# rpcrdma.ko and rpcrdma_rs alike. Measured without shrinking the caches,
+# rpcrdma_rs's server seemed to keep 300 kmalloc-16 objects after 200
+# connects: free objects waiting in per-CPU sheaves, gone once shrunk
+# (after 1000 connects, no cache more than 45 objects up on either
+# server).
 abandon_no_leak() {
     n=$(field "$(grep '^case abandon-connect abandoned=' $ABANDON_OUT)" abandoned)
     counts_ask compare "${n:-200}" || return 1
     note "after the abandoned connects: $answer"
-    [ "$(field "$answer" held_back)" = 1 ]
+    [ "$(field "$answer" ok)" = 1 ]
 }
 
 # case_ok_in FILE CASE: case_ok on the peer's output in FILE.
