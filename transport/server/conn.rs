@@ -333,18 +333,11 @@ impl EpOwner for SvcConn {
             }
             self.close();
         }
-        let mut wrs = 0;
-        let mut sq = self.sq.lock();
-        for mut buf in bufs {
-            // Its Send completed, with every Write before it.
-            wrs += 1 + core::mem::take(&mut buf.state().room);
-            buf.writes().release();
-            // Room for every buffer was reserved at connect.
-            let _ = sq.free.push_within_capacity(buf.park());
-        }
-        sq.room = sq.room.saturating_add(wrs);
-        drop(sq);
-        self.room_freed();
+        // Each Send completed with every Write before it.
+        self.give_back(bufs.map(|mut buf| {
+            let wrs = core::mem::take(&mut buf.state().room);
+            (buf, wrs)
+        }));
     }
 }
 
@@ -455,13 +448,8 @@ impl<'a> SendSlot<'a> {
 impl Drop for SendSlot<'_> {
     fn drop(&mut self) {
         // Once posted, the completion gives the buffer back.
-        if let Some(mut buf) = self.buf.take() {
-            buf.writes().release();
-            let mut sq = self.conn.sq.lock();
-            let _ = sq.free.push_within_capacity(buf.park());
-            sq.room = sq.room.saturating_add(1 + self.wrs);
-            drop(sq);
-            self.conn.room_freed();
+        if let Some(buf) = self.buf.take() {
+            self.conn.give_back(core::iter::once((buf, self.wrs)));
         }
     }
 }
@@ -764,6 +752,23 @@ impl SvcConn {
     }
 
     /// Wakes the threads waiting for room.
+    /// Puts Send buffers back on the free list, each with the Send Queue
+    /// room of its Send and of the given count of Writes, and wakes the
+    /// threads waiting for room.
+    fn give_back<'a>(&'a self, bufs: impl Iterator<Item = (SendBuf<'a, SvcConn>, u32)>) {
+        let mut wrs = 0u32;
+        let mut sq = self.sq.lock();
+        for (mut buf, writes) in bufs {
+            wrs = wrs.saturating_add(1 + writes);
+            buf.writes().release();
+            // Room for every buffer was reserved at connect.
+            let _ = sq.free.push_within_capacity(buf.park());
+        }
+        sq.room = sq.room.saturating_add(wrs);
+        drop(sq);
+        self.room_freed();
+    }
+
     fn room_freed(&self) {
         if self.sq_waiters.load(Relaxed) != 0 {
             self.sq_cv.notify_all();
