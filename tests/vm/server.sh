@@ -482,6 +482,24 @@ refuse_beside_c() {
     dmesg | grep 'rpcrdma_rs: cannot register' | grep -q 'is rpcrdma.ko loaded'
 }
 
+# xprtstats_report: the server transport's counters to the host (the
+# demo prints them beside the client's mountstats line), one
+# "RR-COUNTERS SOURCE name=value ..." line per source: rpcrdma_rs's
+# debugfs totals, the rdma_stat_* sysctls (rpcrdma.ko's), or n/a.
+xprtstats_report() {
+    d=/sys/kernel/debug/rpcrdma_rs_server
+    n=0
+    if [ -d $d ]; then
+        echo "RR-COUNTERS $d $(for f in "$d"/*; do [ ! -f "$f" ] || printf '%s=%s ' "${f##*/}" "$(cat "$f")"; done)" > "$RESULTS"
+        n=1
+    fi
+    if ls /proc/sys/sunrpc/svc_rdma/rdma_stat_* > /dev/null 2>&1; then
+        echo "RR-COUNTERS /proc/sys/sunrpc/svc_rdma $(for f in /proc/sys/sunrpc/svc_rdma/rdma_stat_*; do printf '%s=%s ' "${f##*/}" "$(cat "$f")"; done)" > "$RESULTS"
+        n=1
+    fi
+    [ $n -eq 1 ] || echo "RR-COUNTERS n/a (no server transport counters: rr.mod=${RR_MOD:-c})" > "$RESULTS"
+}
+
 # swap_to_c: install-rs's second half. Once the client unmounted (no
 # connection left; 60 s at most), the administrator's steps to put
 # rpcrdma.ko back: stop nfsd, unload rpcrdma_rs, `make uninstall`, start
@@ -529,6 +547,11 @@ fault_watch() {
             rc=$?
             echo "RR-TEARDOWN-DONE" > "$RESULTS"
             publish teardown "done $rc"
+        fi
+        # nfs-io.sh's server_counters.
+        if req=$(cat /export/.xprtstats 2>/dev/null) && [ "$req" = req ]; then
+            xprtstats_report
+            echo done > /export/.xprtstats
         fi
         # install-rs: answered over HTTP, the client having unmounted.
         if [ -e /export/.uninstall ]; then
