@@ -31,13 +31,13 @@ run_pair demo 900 "rr.mod=$srv" \
 echo
 # The server's counters, asked for by the client before it unmounted
 # (tests/vm/nfs-io.sh server_counters), one name=value per line.
-echo "--- server: $(modname "$SERVER") under nfsd (counters after the I/O) ---"
+echo "--- server: $(modname "$SERVER") under nfsd (totals over all its connections, after the I/O) ---"
 tr -d '\r' < "$VM_DIR/server.results.log" | sed -n 's/^RR-COUNTERS //p' |
     while read -r src kvs; do
         echo "$src:"
         printf '%s\n' $kvs | sed 's/=/ /' | awk '{ printf "  %-28s %s\n", $1, $2 }'
     done
-echo "--- client: $(modname "$CLIENT") (/proc/self/mountstats, at the last umount) ---"
+echo "--- client: $(modname "$CLIENT") (/proc/self/mountstats: the last mount's transport) ---"
 xprt=$(grep -a 'xprt:' "$VM_DIR/client.console.log" | tr -d '\r' | tail -n 1)
 echo "$xprt"
 # The RDMA line's fields, as the admin guide lists them (Counters).
