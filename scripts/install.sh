@@ -60,8 +60,9 @@ write_conf() {
 # Both modules carry the aliases rpcrdma6, svcrdma and xprtrdma, so
 # without these lines modprobe would load both (the second fails), and
 # "rpcrdma" names the C module itself. An alias here is looked up before
-# module names and modules.alias, so it wins over both; no `install`
-# command (a shell per load) or `blacklist` (aliases only) is needed.
+# module names and modules.alias, so it wins over both. (`blacklist
+# rpcrdma` covers the aliases but not the name; `install rpcrdma ...`
+# would, with a shell per load.)
 # To load the C module by hand while this file exists: insmod its path.
 alias rpcrdma rpcrdma_rs
 alias rpcrdma6 rpcrdma_rs
