@@ -7,13 +7,17 @@
 #   make test         every test: host, fuzz, build checks, KUnit and VM scenarios
 #   make bench        fio over NFS/RDMA: rpcrdma.ko vs rpcrdma_rs as client and server, REPS=3; tables, PNGs
 #   make module       rpcrdma_rs.ko against KDIR (default: the cached test kernel)
+#   make install      rpcrdma_rs.ko into /lib/modules/$KVER/updates, depmod, and
+#                     /etc/modprobe.d/rpcrdma_rs.conf: it loads in place of rpcrdma.ko
+#   make uninstall    undo that: rpcrdma.ko serves again
+#                     (KVER=$(uname -r), DESTDIR= or INSTALL_MOD_PATH= to stage)
 #   make KDIR=/path   the same against your own built 7.3 tree
 
 KDIR ?=
 LLVM ?= -19
 export KDIR LLVM
 
-.PHONY: all module demo test bench provision kernel check clean
+.PHONY: all module install uninstall demo test bench provision kernel check clean
 all: module
 
 provision:
@@ -24,6 +28,12 @@ kernel: provision
 
 module: provision
 	scripts/build-module.sh
+
+# Installs the module already built (make module): as kbuild's
+# modules_install, it builds nothing, so it can run as root on a machine
+# where the build ran as someone else.
+install uninstall:
+	scripts/install.sh $@
 
 demo: provision
 	scripts/demo.sh

@@ -7,8 +7,9 @@ set -euo pipefail
 
 BINS=(/usr/sbin/ip /usr/bin/rdma /usr/sbin/mount.nfs /usr/sbin/exportfs
       /usr/sbin/rpc.mountd /usr/sbin/rpcbind /usr/sbin/rpc.statd /usr/bin/fio
-      /usr/bin/getfattr /usr/bin/setfattr /usr/bin/getfacl /usr/bin/setfacl)
-PKGS=(busybox-static iproute2 nfs-common nfs-kernel-server rpcbind fio attr acl libc6)
+      /usr/bin/getfattr /usr/bin/setfattr /usr/bin/getfacl /usr/bin/setfacl
+      /usr/bin/kmod)
+PKGS=(busybox-static iproute2 nfs-common nfs-kernel-server rpcbind fio attr acl kmod libc6)
 INIT=$REPO_DIR/tests/vm/init
 
 key=$( { cat "$0" "$INIT"; dpkg-query -W "${PKGS[@]}"; } | sha256sum | cut -c1-12)
@@ -24,6 +25,12 @@ for app in $("$root/bin/busybox" --list); do
 done
 copy_with_libs "$root" "${BINS[@]}"
 ln -s ../run "$root/var/run"   # rpcbind's socket, where the kernel registers
+# kmod where the kernel runs it for request_module (CONFIG_MODPROBE_PATH,
+# /proc/sys/kernel/modprobe), with the depmod and modinfo that
+# scripts/install.sh runs; busybox's applets of those names know no
+# modprobe.d aliases. The modules themselves come with each run's overlay
+# (scripts/vm.sh vm_modules_tree): they belong to the kernel, not here.
+for t in modprobe depmod modinfo; do ln -s /usr/bin/kmod "$root/sbin/$t"; done
 ln -sf /usr/sbin/mount.nfs "$root/sbin/mount.nfs"
 ln -sf /usr/sbin/mount.nfs "$root/sbin/mount.nfs4"
 cp /etc/protocols /etc/netconfig /etc/services "$root/etc/"

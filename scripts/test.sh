@@ -261,6 +261,15 @@ scenario matrix-c-c 900 c "C client, C server: v4.2, v4.1, v3 over IPv4 and IPv6
 scenario matrix-rs-c 900 c "Rust client, C server: v4.2, v4.1, v3 over IPv4 and IPv6" "$matrix rr.mod=rs"
 scenario matrix-c-rs 900 rs "C client, Rust server: v4.2, v4.1, v3 over IPv4 and IPv6; clean unload" "$matrix rr.mod=c" "rr.wakeups=1.5 ${SRV_WORDS:-}"
 scenario matrix-rs-rs 900 rs "Rust client, Rust server: v4.2, v4.1, v3 over IPv4 and IPv6; clean unload" "$matrix rr.mod=rs" "rr.wakeups=1.5 ${SRV_WORDS:-}"
+# Issue 28: rpcrdma_rs installed in place of rpcrdma.ko as the admin guide
+# says (make install's scripts/install.sh) in both VMs, nothing loaded by
+# hand: nfsd's rdma listener and mount -o proto=rdma, then rdma6, must
+# load rpcrdma_rs through the kernel's modprobe, and carry 16 MiB
+# compared byte for byte; after uninstall in both, nfsd and the next
+# mount load rpcrdma.ko, which reads the same file back
+# (tests/vm/install-rs.sh, server.sh swap_to_c).
+scenario install-rs 480 install "installed in place of rpcrdma.ko in both VMs: autoloaded by nfsd and mount; uninstalled: rpcrdma.ko again" \
+    "rr.script=install-rs rr.size=16"
 # Large transfers against the Rust server: chunks of every kind, 1 MiB
 # rsize/wsize, the big file, with the C client and with the Rust client;
 # 1 KiB client thresholds; Long Calls from the Rust client.

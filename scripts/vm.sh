@@ -41,8 +41,16 @@ vm_prepare() {
     base=$("$REPO_DIR/scripts/initramfs.sh")
     ov=$(mktemp -d)
     mkdir -p "$ov/modules" "$ov/scenario"
-    cp "$kbuild/net/sunrpc/xprtrdma/rpcrdma.ko" "$ov/modules/"
-    [ -n "$rs_ko" ] && cp "$rs_ko" "$ov/modules/rpcrdma_rs.ko"
+    vm_modules_tree "$ov" "$kbuild"
+    ln "$ov/lib/modules/$(cat "$kbuild/include/config/kernel.release")/kernel/net/sunrpc/xprtrdma/rpcrdma.ko" "$ov/modules/"
+    if [ -n "$rs_ko" ]; then
+        cp "$rs_ko" "$ov/modules/rpcrdma_rs.ko"
+        # What an administrator has after `make module`: the built
+        # module beside scripts/install.sh (tests/vm/install-rs.sh).
+        mkdir -p "$ov/src/rpcrdma_rs/scripts"
+        ln "$ov/modules/rpcrdma_rs.ko" "$ov/src/rpcrdma_rs/rpcrdma_rs.ko"
+        cp "$REPO_DIR/scripts/install.sh" "$ov/src/rpcrdma_rs/scripts/"
+    fi
     cp "$REPO_DIR"/tests/vm/*.sh "$ov/scenario/"
     # shellcheck disable=SC2086 # a list of paths
     copy_with_libs "$ov" ${VM_EXTRA_BINS:-}
@@ -59,6 +67,27 @@ vm_prepare() {
     (cd "$ov" && find . -print0 | cpio --null -o -H newc --quiet) > "$VM_RUNDIR/overlay.cpio"
     rm -rf "$ov"
     cat "$base" "$VM_RUNDIR/overlay.cpio" > "$VM_RUNDIR/initrd.cpio"
+}
+
+# vm_modules_tree ROOT KBUILD: the kernel's modules (rpcrdma.ko among
+# them: the test kernel builds SUNRPC_XPRT_RDMA=m) in ROOT/lib/modules/KVER
+# as kbuild's modules_install lays them out, and depmod's indexes, so
+# that the kernel's request_module finds them through the guest's
+# /sbin/modprobe (kmod, scripts/initramfs.sh). Done here rather than by
+# modules_install, which would write into the shared kernel build cache.
+vm_modules_tree() {
+    local root=$1 kbuild=$2 kver m
+    kver=$(cat "$kbuild/include/config/kernel.release")
+    local dst=$root/lib/modules/$kver
+    mkdir -p "$dst"
+    while read -r m; do
+        m=${m%.o}.ko
+        mkdir -p "$dst/kernel/$(dirname "$m")"
+        cp "$kbuild/$m" "$dst/kernel/$m"
+    done < "$kbuild/modules.order"
+    sed 's:^\(.*\)\.o$:kernel/\1.ko:' "$kbuild/modules.order" > "$dst/modules.order"
+    cp "$kbuild/modules.builtin" "$kbuild/modules.builtin.modinfo" "$dst/"
+    /sbin/depmod -b "$root" "$kver"
 }
 
 # vm_start NAME MAC NETDEV "rr.* words" MEM: boot one guest in the background;

@@ -155,10 +155,62 @@ load_transport() {
                 { echo "$f reads $(cat "$f"), not ${kv#*=}"; return 1; }
         done
         ;;
+    install)
+        # Installed, not loaded: the kernel loads it when nfsd or mount
+        # asks for the transport (install-rs).
+        [ -z "$params" ] || { echo "install takes no parameters: '$params'"; return 1; }
+        install_module ;;
     none) [ -z "$params" ] || { echo "no transport module for '$params'"; return 1; } ;;
     *)    echo "unknown transport module '$1'"; return 1 ;;
     esac
     [ -z "$params" ] || note "transport $1 loaded with $params"
+}
+
+# The admin guide's install: what `make install` runs, from the source
+# tree with the built module beside it (scripts/vm.sh vm_prepare), for
+# the running kernel. Then every name the kernel asks for (rpcrdma for
+# proto=rdma, rpcrdma6, svcrdma for nfsd, and the old xprtrdma) must
+# resolve to rpcrdma_rs alone, through the modprobe the kernel runs;
+# nothing is loaded yet.
+RS_SRC=/src/rpcrdma_rs
+install_module() {
+    [ "$(cat /proc/sys/kernel/modprobe)" = /sbin/modprobe ] && [ -x /sbin/modprobe ] ||
+        { echo "the kernel runs $(cat /proc/sys/kernel/modprobe), not kmod's /sbin/modprobe"; return 1; }
+    $RS_SRC/scripts/install.sh install || return 1
+    for n in rpcrdma rpcrdma6 svcrdma xprtrdma; do
+        # Unquoted: one line, spaces collapsed; a second module would show.
+        # shellcheck disable=SC2046
+        got=$(echo $(/sbin/modprobe --show-depends "$n" 2>&1))
+        [ "$got" = "insmod /lib/modules/$(uname -r)/updates/rpcrdma_rs.ko" ] ||
+            { echo "modprobe $n would run: $got"; return 1; }
+    done
+    ! grep -q '^rpcrdma' /proc/modules || { echo "loaded already: $(cat /proc/modules)"; return 1; }
+}
+
+# uninstall_module: the admin guide's `make uninstall`; then the names
+# resolve to rpcrdma.ko again.
+uninstall_module() {
+    $RS_SRC/scripts/install.sh uninstall || return 1
+    for n in rpcrdma svcrdma; do
+        # shellcheck disable=SC2046
+        got=$(echo $(/sbin/modprobe --show-depends "$n" 2>&1))
+        [ "$got" = "insmod /lib/modules/$(uname -r)/kernel/net/sunrpc/xprtrdma/rpcrdma.ko" ] ||
+            { echo "modprobe $n would run: $got"; return 1; }
+    done
+    [ ! -e /etc/modprobe.d/rpcrdma_rs.conf ] && [ ! -e "/lib/modules/$(uname -r)/updates/rpcrdma_rs.ko" ]
+}
+
+# serving rpcrdma_rs|rpcrdma: that module is loaded (by the kernel: the
+# scenarios that use this load nothing by hand) and the other is not.
+serving() {
+    other=rpcrdma
+    [ "$1" = rpcrdma ] && other=rpcrdma_rs
+    mods=$(cut -d' ' -f1 /proc/modules | tr '\n' ' ')
+    if grep -q "^$1 " /proc/modules && ! grep -q "^$other " /proc/modules; then
+        note "$1 serves; loaded modules: $mods"
+    else
+        echo "loaded modules: $mods; want $1 and not $other"; return 1
+    fi
 }
 
 # unload MODULE: rmmod, retrying for a while. sunrpc destroys a transport

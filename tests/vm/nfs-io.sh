@@ -33,6 +33,20 @@ rename_remove() {
         rm -r /mnt/dir2 /mnt/data && [ -z "$(ls /mnt)" ]
 }
 
+# server_counters: ask the server to send its transport's counters to
+# the host (server.sh xprtstats_report), while the mount's are still
+# there to read beside them; 30 s at most.
+server_counters() {
+    echo req > /mnt/.xprtstats || return 1
+    i=0
+    until [ "$(cat /mnt/.xprtstats 2>/dev/null)" = done ]; do
+        i=$((i + 1))
+        [ $i -le 30 ] || { echo "the server did not answer in 30 s"; return 1; }
+        sleep 1
+    done
+    rm -f /mnt/.xprtstats
+}
+
 check client_net net_up 192.0.2.2 2001:db8::2
 check client_transport load_transport "${RR_MOD:-c}"
 if check mount nfs_mount; then
@@ -41,6 +55,7 @@ if check mount nfs_mount; then
     check read_back_compare read_back
     check create_list_${files}_files many_files
     check rename_remove rename_remove
+    check server_counters server_counters
     grep -A 3 "xprt:" /proc/self/mountstats
     check umount umount /mnt
 fi

@@ -486,6 +486,40 @@ refuse_beside_c() {
     dmesg | grep 'rpcrdma_rs: cannot register' | grep -q 'is rpcrdma.ko loaded'
 }
 
+# xprtstats_report: the server transport's counters to the host (the
+# demo prints them beside the client's mountstats line), one
+# "RR-COUNTERS SOURCE name=value ..." line per source: rpcrdma_rs's
+# debugfs totals, the rdma_stat_* sysctls (rpcrdma.ko's), or n/a.
+xprtstats_report() {
+    d=/sys/kernel/debug/rpcrdma_rs_server
+    n=0
+    if [ -d $d ]; then
+        echo "RR-COUNTERS $d $(for f in "$d"/*; do [ ! -f "$f" ] || printf '%s=%s ' "${f##*/}" "$(cat "$f")"; done)" > "$RESULTS"
+        n=1
+    fi
+    if ls /proc/sys/sunrpc/svc_rdma/rdma_stat_* > /dev/null 2>&1; then
+        echo "RR-COUNTERS /proc/sys/sunrpc/svc_rdma $(for f in /proc/sys/sunrpc/svc_rdma/rdma_stat_*; do printf '%s=%s ' "${f##*/}" "$(cat "$f")"; done)" > "$RESULTS"
+        n=1
+    fi
+    [ $n -eq 1 ] || echo "RR-COUNTERS n/a (no server transport counters: rr.mod=${RR_MOD:-c})" > "$RESULTS"
+}
+
+# swap_to_c: install-rs's second half. Once the client unmounted (no
+# connection left; 60 s at most), the administrator's steps to put
+# rpcrdma.ko back: stop nfsd, unload rpcrdma_rs, `make uninstall`, start
+# nfsd. Its rdma listener must load rpcrdma.ko by itself.
+swap_to_c() {
+    i=0
+    until [ "$(qp_count)" -eq "$BASE_QPS" ]; do
+        i=$((i + 1))
+        [ $i -le 60 ] || { echo "QPs still open: $(rdma resource show qp)"; return 1; }
+        sleep 1
+    done
+    echo 0 > /proc/fs/nfsd/threads && unload rpcrdma_rs &&
+        check server_uninstall uninstall_module &&
+        nfsd_listen && serving rpcrdma
+}
+
 # Faults on request: the client drops a trigger file into the export, so the
 # fault lands while it has I/O going. Writing 0 threads destroys the
 # listeners, so nfsd_listen re-creates them.
@@ -518,6 +552,17 @@ fault_watch() {
             echo "RR-TEARDOWN-DONE" > "$RESULTS"
             publish teardown "done $rc"
         fi
+        # nfs-io.sh's server_counters.
+        if req=$(cat /export/.xprtstats 2>/dev/null) && [ "$req" = req ]; then
+            xprtstats_report
+            echo done > /export/.xprtstats
+        fi
+        # install-rs: answered over HTTP, the client having unmounted.
+        if [ -e /export/.uninstall ]; then
+            rm -f /export/.uninstall
+            check server_uninstalled_rdma_listener_loads_c swap_to_c
+            publish uninstall "done $?"
+        fi
         # Each fault answers in /export/.fault-NAME.done once over, for
         # clients that wait for it (srv-faults.sh); reconnect.sh does not.
         for f in nfsd link devdel threads cmloss; do
@@ -545,6 +590,7 @@ check server_net net_up $SERVER4 $SERVER6 &&
     check server_nfsd_tune nfsd_tune &&
     check server_rpc_daemons rpc_daemons &&
     check server_nfsd_listen nfsd_listen &&
+    { [ "${RR_MOD:-c}" != install ] || check server_rdma_listener_loads_rs serving rpcrdma_rs; } &&
     check server_status_httpd status_httpd &&
     echo "RR-READY" > "$RESULTS"
 # The host powers us off once the client is done.
