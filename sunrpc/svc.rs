@@ -583,13 +583,20 @@ impl SvcRqst<'_> {
         Ok(())
     }
 
-    fn arg_page(&self, i: usize) -> Result<*mut sys::page> {
-        let r = self.raw();
+    /// Entry `i` of `rq_pages`, the request's pages.
+    fn page_slot(&mut self, i: usize) -> Result<&mut *mut sys::page> {
+        let r = self.raw_mut();
         if i >= r.rq_maxpages as usize {
             return Err(EMSGSIZE);
         }
-        // SAFETY: In bounds of `rq_pages` (type invariant).
-        let page = unsafe { *r.rq_pages.add(i) };
+        // SAFETY: `i < rq_maxpages`, within `rq_pages` (type invariant);
+        // the request, and so its page array, is ours alone for the call,
+        // which `&mut self` borrows.
+        Ok(unsafe { &mut *r.rq_pages.add(i) })
+    }
+
+    fn arg_page(&mut self, i: usize) -> Result<*mut sys::page> {
+        let page = *self.page_slot(i)?;
         if page.is_null() {
             return Err(ENOMEM);
         }
@@ -647,8 +654,7 @@ impl SvcRqst<'_> {
         // however far the loop gets.
         r.rq_pages_nfree = r.rq_pages_nfree.max(n as u64);
         for i in 0..n {
-            // SAFETY: `i < rq_maxpages`, within `rq_pages` (type invariant).
-            let slot = unsafe { &mut *r.rq_pages.add(i) };
+            let slot = self.page_slot(i)?;
             let page = NonNull::new(*slot).ok_or(ENOMEM)?;
             // Cannot fail: reserved above.
             if into.pages.push_within_capacity(page).is_ok() {
@@ -672,8 +678,7 @@ impl SvcRqst<'_> {
         let mut kept = 0;
         for i in 0..n {
             let ours = from.pages[i];
-            // SAFETY: `i < rq_maxpages`, within `rq_pages` (type invariant).
-            let slot = unsafe { &mut *r.rq_pages.add(i) };
+            let slot = self.page_slot(i)?;
             let old = core::mem::replace(slot, ours.as_ptr());
             // INVARIANT: `from` gives up `ours` to the request and holds
             // the request's page instead (`kept <= i`: no entry yet to
