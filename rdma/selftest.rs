@@ -282,12 +282,14 @@ impl CqHandler for Peer {
     }
 }
 
+/// Bytes that differ from their neighbours and from those 256 bytes
+/// away: a piece moved to the wrong offset shows.
 fn read_pattern(i: usize) -> u8 {
-    (i as u8).wrapping_mul(7).wrapping_add(1)
+    (i as u8).wrapping_mul(7).wrapping_add(1) ^ ((i >> 8) as u8).wrapping_mul(0x35)
 }
 
 fn write_pattern(i: usize) -> u8 {
-    !(i as u8) ^ 0x5a
+    !(i as u8) ^ 0x5a ^ ((i >> 8) as u8).wrapping_mul(0x1d)
 }
 
 fn pattern(f: fn(usize) -> u8) -> [u8; LEN] {
