@@ -139,6 +139,12 @@ impl From<Parked<RecvKind>> for Ctxt {
 /// [`SvcRqst::reply_writes`](crate::sunrpc::SvcRqst) moved into it).
 /// `ctxs` is declared first: unmapped, which makes a Read's data visible
 /// to the CPU, before the pages are put.
+///
+/// The CPU reaches the pages only with the token of the buffer holding
+/// the set, never while its Reads or Writes are posted. It fills the
+/// pages of Writes before setting them up, and reads those of Reads after
+/// [`RwSet::unmap`]: in between, where DMA is not coherent, it and the
+/// device may see different bytes.
 pub(crate) struct RwSet {
     ctxs: KVec<RwCtx>,
     pages: PageRefs,
@@ -214,7 +220,8 @@ impl RwSet {
     ///
     /// The pages of `segs` must be in this set's pages, or moved into
     /// them before the set is used again (or the contexts released
-    /// first), and not written by the CPU until the set is released.
+    /// first), and not written by the CPU while a Write of them is
+    /// posted.
     unsafe fn add_write(&mut self, qp: QpRef, segs: &[PageSeg], remote: u64, rkey: u32) -> Result {
         // SAFETY: The pages stay (the caller's promise); the QP outlives
         // the set, as for `add_read`.

@@ -138,11 +138,14 @@ impl RwCtx {
     ///
     /// # Safety
     ///
-    /// The pages of `segs` must stay allocated, and the CPU must not write
-    /// their bytes (nor read them, for a Read), until the returned value
-    /// is dropped or recycled; `qp` must be a live QP created with room
-    /// for rdma_rw contexts (see [`QpCaps::rdma_ctxs`](super::QpCaps)),
-    /// which outlives the returned value.
+    /// The pages of `segs` must stay allocated until the returned value
+    /// is dropped or recycled, and the CPU must not touch their bytes
+    /// while its work requests are posted and not completed (or
+    /// flushed); `qp` must be a live QP created with room for rdma_rw
+    /// contexts (see [`QpCaps::rdma_ctxs`](super::QpCaps)), which
+    /// outlives the returned value. Bytes the CPU writes after this call,
+    /// or reads before the value is dropped or recycled, may differ from
+    /// the device's where DMA is not coherent.
     pub(crate) unsafe fn on_qp(
         spares: &mut RwSpares,
         qp: NonNull<sys::ib_qp>,
