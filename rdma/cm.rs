@@ -12,7 +12,7 @@ use kernel::sync::atomic::{Atomic, Relaxed};
 use kernel::sync::Arc;
 
 use super::{Cq, Device, Pd, Qp};
-use crate::sunrpc::SockAddr;
+use crate::sunrpc::{Net, SockAddr};
 use crate::sys;
 
 /// Timeout for address and route resolution, in milliseconds
@@ -165,7 +165,7 @@ struct QpParts {
 /// # Invariants
 ///
 /// `ptr` is a live `rdma_cm_id` created by [`CmId::new`] (or a child id
-/// adopted by [`ConnRequest::accept`](super::ConnRequest::accept)), owned
+/// adopted by [`PendingConn::accept`](super::PendingConn::accept)), owned
 /// by this value, whose handler is [`cm_event_handler::<H>`] and whose
 /// context is a `H` that outlives it (the one `owner` holds, when it is
 /// set). `qp` is `Some` exactly while the id has a QP
@@ -213,7 +213,7 @@ impl<H: CmHandler> CmId<H> {
     ///
     /// `net` must be a valid network namespace, and `handler` must stay
     /// valid until the returned id is dropped.
-    pub(crate) unsafe fn new(net: *mut sys::net, handler: *const H) -> Result<Self> {
+    unsafe fn new(net: *mut sys::net, handler: *const H) -> Result<Self> {
         // SAFETY: The callback has the right signature; `handler` outlives
         // the id by the caller's guarantee.
         let ptr = from_err_ptr(unsafe {
@@ -250,10 +250,18 @@ impl<H: CmHandler> CmId<H> {
 
     /// Starts resolving `dst` to a local device; completes with
     /// [`CmEvent::AddrResolved`] or [`CmEvent::AddrError`].
-    pub(crate) fn resolve(&self, dst: &crate::sunrpc::SockAddr) -> Result {
-        // SAFETY: `dst` holds a whole `sockaddr_storage`, valid as an
-        // address of any family (rdma_cm reads what its family needs).
-        unsafe { self.resolve_addr(dst.as_ptr()) }
+    pub(crate) fn resolve(&self, dst: &SockAddr) -> Result {
+        // SAFETY: `self.ptr` is live; `dst` holds a whole
+        // `sockaddr_storage`, valid as an address of any family (rdma_cm
+        // reads what its family needs, and copies it).
+        to_result(unsafe {
+            sys::rdma_resolve_addr(
+                self.ptr.as_ptr(),
+                core::ptr::null_mut(),
+                dst.as_ptr().cast_mut(),
+                core::ffi::c_ulong::from(RESOLVE_TIMEOUT_MS),
+            )
+        })
     }
 
     /// Takes ownership of `ptr`, whose handler and context the caller
@@ -279,24 +287,6 @@ impl<H: CmHandler> CmId<H> {
         // SAFETY: `self.ptr` is live; the port is set once the address is
         // resolved (or the request arrived) and does not change after.
         unsafe { (*self.ptr.as_ptr()).port_num }
-    }
-
-    /// Starts resolving `dst` to a local device; completes with
-    /// [`CmEvent::AddrResolved`] or [`CmEvent::AddrError`].
-    ///
-    /// # Safety
-    ///
-    /// `dst` must point to a valid socket address.
-    pub(crate) unsafe fn resolve_addr(&self, dst: *const sys::sockaddr) -> Result {
-        // SAFETY: `self.ptr` is live; `dst` is valid by the caller's promise.
-        to_result(unsafe {
-            sys::rdma_resolve_addr(
-                self.ptr.as_ptr(),
-                core::ptr::null_mut(),
-                dst.cast_mut(),
-                core::ffi::c_ulong::from(RESOLVE_TIMEOUT_MS),
-            )
-        })
     }
 
     /// Starts route resolution; completes with [`CmEvent::RouteResolved`]
@@ -567,6 +557,56 @@ impl<H: CmHandler> Drop for CmId<H> {
         // SAFETY: `self.ptr` is live and owned by us; this waits for any
         // running event handler.
         unsafe { sys::rdma_destroy_id(self.ptr.as_ptr()) };
+    }
+}
+
+/// An RC id being resolved for a connection, whose events go to a
+/// handler it borrows: the id cannot outlive it. It becomes a connection
+/// once it moves into something the handler owns
+/// ([`Endpoint::connect`](super::Endpoint::connect)).
+///
+/// # Invariants
+///
+/// `handler` is the handler of `id`.
+pub(crate) struct Dialing<'a, H: CmHandler> {
+    id: CmId<H>,
+    handler: &'a H,
+}
+
+impl<'a, H: CmHandler> Dialing<'a, H> {
+    /// Creates an RC id in `net` whose events go to `handler`, and starts
+    /// resolving `dst`: [`CmEvent::AddrResolved`] or
+    /// [`CmEvent::AddrError`] follows.
+    pub(crate) fn new(net: Net, handler: &'a H, dst: &SockAddr) -> Result<Self> {
+        // SAFETY: `net` is a live namespace (type invariant of `Net`);
+        // rdma_cm takes its own reference. The id stays in `Self`, which
+        // borrows `handler`, until it is dropped or handed to an owner
+        // that `handler` outlives (`into_id`'s contract).
+        let id = unsafe { CmId::new(net.as_ptr(), handler) }?;
+        id.resolve(dst)?;
+        // INVARIANT: `handler` is the id's handler.
+        Ok(Self { id, handler })
+    }
+
+    /// The id: to resolve the route once the address is, and to find the
+    /// device.
+    pub(crate) fn id(&self) -> &CmId<H> {
+        &self.id
+    }
+
+    /// The handler the id's events go to.
+    pub(super) fn handler(&self) -> &'a H {
+        self.handler
+    }
+
+    /// The id, no longer tied to the handler's borrow.
+    ///
+    /// # Safety
+    ///
+    /// The id must be kept in something that [`Dialing::handler`]
+    /// outlives.
+    pub(super) unsafe fn into_id(self) -> CmId<H> {
+        self.id
     }
 }
 

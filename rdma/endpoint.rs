@@ -139,6 +139,12 @@ impl From<Parked<RecvKind>> for Ctxt {
 /// [`SvcRqst::reply_writes`](crate::sunrpc::SvcRqst) moved into it).
 /// `ctxs` is declared first: unmapped, which makes a Read's data visible
 /// to the CPU, before the pages are put.
+///
+/// The CPU reaches the pages only with the token of the buffer holding
+/// the set, never while its Reads or Writes are posted. It fills the
+/// pages of Writes before setting them up, and reads those of Reads after
+/// [`RwSet::unmap`]: in between, where DMA is not coherent, it and the
+/// device may see different bytes.
 pub(crate) struct RwSet {
     ctxs: KVec<RwCtx>,
     pages: PageRefs,
@@ -167,6 +173,11 @@ impl RwSet {
     /// The pages, for the request to fill or take back.
     pub(crate) fn pages(&mut self) -> &mut PageRefs {
         &mut self.pages
+    }
+
+    /// Contexts' memory kept for the next Reads or Writes.
+    pub(crate) fn spares(&self) -> usize {
+        self.spares.len()
     }
 
     /// Whether no Read or Write is set up.
@@ -209,7 +220,8 @@ impl RwSet {
     ///
     /// The pages of `segs` must be in this set's pages, or moved into
     /// them before the set is used again (or the contexts released
-    /// first), and not written by the CPU until the set is released.
+    /// first), and not written by the CPU while a Write of them is
+    /// posted.
     unsafe fn add_write(&mut self, qp: QpRef, segs: &[PageSeg], remote: u64, rkey: u32) -> Result {
         // SAFETY: The pages stay (the caller's promise); the QP outlives
         // the set, as for `add_read`.
@@ -668,6 +680,58 @@ impl<O: EpOwner> Endpoint<O> {
         res
     }
 
+    /// Connects over `dialing`, whose route is resolved and whose events
+    /// go to `owner`, with the endpoint `owner` holds: creates the QP,
+    /// posts every Receive and starts connecting with `param` (with our
+    /// private data). The id's events tell how it ends
+    /// ([`CmEvent::Established`](super::CmEvent) or an error), and the
+    /// completions go to `owner`. On error the QP is drained at once, as
+    /// for [`Endpoint::accept`].
+    pub(crate) fn connect(
+        owner: &O,
+        dialing: super::Dialing<'_, O>,
+        param: &mut super::ConnParam<'_>,
+    ) -> Result {
+        // The id must be the owner's, which owns the endpoint it goes in.
+        if !core::ptr::eq(dialing.handler(), owner) {
+            return Err(EINVAL);
+        }
+        let this = owner.endpoint().as_ref().ok_or(EINVAL)?;
+        let core = &*this.core;
+        // INVARIANT: `owner` is the id's handler (checked above) and owns
+        // this endpoint, which owns the id; set once, by whichever of
+        // `accept` and `connect` claims the endpoint.
+        if core.id.as_ref().is_some()
+            || core
+                .owner
+                .cmpxchg(core::ptr::null(), core::ptr::from_ref(owner), Release)
+                .is_err()
+        {
+            return Err(EBUSY);
+        }
+        // SAFETY: The id goes into this endpoint, which `owner`, its
+        // handler, owns and so outlives.
+        let mut id = unsafe { dialing.into_id() };
+        let caps = core.caps;
+        let res = id
+            .create_qp(&core.pd, &core.send_cq, &core.recv_cq, &caps)
+            .and_then(|()| this.post_all_recvs(&id));
+        // Cannot fail: claimed above. Dropped otherwise, the id drains
+        // its QP before it goes, while the slots still exist.
+        let _ = core.id.populate(id);
+        let res = res.and_then(|()| this.id().ok_or(EBUSY)?.connect(param));
+        if res.is_err() {
+            this.shutdown();
+        }
+        res
+    }
+
+    /// The protection domain of the QP: for memory the peer reaches
+    /// through it.
+    pub(crate) fn pd(&self) -> &Arc<Pd> {
+        &self.core.pd
+    }
+
     /// Posts every Receive, before the peer can Send.
     fn post_all_recvs(&self, id: &CmId<O>) -> Result {
         let qp = id.qp().ok_or(ENOTCONN)?;
@@ -1079,6 +1143,24 @@ impl<O: EpOwner> SendBuf<'_, O> {
     /// The Writes to post with the Send.
     pub(crate) fn writes(&mut self) -> &mut RwSet {
         &mut self.held().rw
+    }
+
+    /// Sets up in [`SendBuf::writes`] an RDMA Write of `len` bytes at
+    /// byte `src` of the set's own pages ([`RwSet::pages`]) to the peer's
+    /// memory at `remote` under `rkey`.
+    pub(crate) fn add_write(&mut self, src: usize, len: usize, remote: u64, rkey: u32) -> Result {
+        let qp = self.slot.core().qp()?;
+        let rw = &mut self.held().rw;
+        let mut segs = core::mem::take(&mut rw.segs);
+        segs.clear();
+        let res = rw.pages.segs(&mut segs, src, len).and_then(|()| {
+            // SAFETY: The pieces lie in the set's own pages, which it
+            // puts only after its contexts are gone (type invariant of
+            // `RwSet`).
+            unsafe { rw.add_write(qp, &segs, remote, rkey) }
+        });
+        rw.segs = segs;
+        res
     }
 
     /// Sets up in [`SendBuf::writes`] an RDMA Write of each

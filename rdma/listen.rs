@@ -4,10 +4,11 @@
 //!
 //! rdma_cm delivers a connection request on a new child id, created with
 //! the listener's handler and context, and holds the handler mutexes of
-//! both ids during the call. So the child can be accepted right there
-//! (`rdma_accept` wants its handler mutex held), but neither id may be
-//! destroyed there: a rejected child is destroyed by rdma_cm itself when
-//! the callback returns non-zero (cma.c, `cma_ib_req_handler`).
+//! both ids during the call. Neither id may be destroyed there: a
+//! rejected child is destroyed by rdma_cm itself when the callback
+//! returns non-zero (cma.c, `cma_ib_req_handler`). A request is rejected
+//! there, or deferred ([`ConnRequest::defer`]) and accepted later from
+//! process context ([`PendingConn::accept`]).
 
 use core::ffi::c_void;
 use core::marker::PhantomData;
@@ -17,10 +18,10 @@ use core::ptr::NonNull;
 use kernel::error::{from_err_ptr, to_result};
 use kernel::prelude::*;
 use kernel::sync::atomic::{Acquire, Atomic, Release};
-use kernel::sync::{Arc, SetOnce};
+use kernel::sync::SetOnce;
 
 use super::cm::cm_event_handler;
-use super::{CmEvent, CmHandler, CmId, ConnParam, Cq, Device, Pd, Qp, QpCaps};
+use super::{CmEvent, CmHandler, CmId, ConnParam, Device};
 use crate::sunrpc::{Net, SockAddr};
 use crate::sys;
 
@@ -35,8 +36,9 @@ const REJ_CONSUMER_DEFINED: u8 = 28;
 /// context with the listener's handler mutex held: it may sleep, but must
 /// not destroy the listener.
 pub(crate) trait ListenHandler: Sync {
-    /// A connection request: accept it with [`ConnRequest::accept`], or
-    /// reject it with [`ConnRequest::reject`] or by dropping it.
+    /// A connection request: defer it with [`ConnRequest::defer`], to
+    /// accept it later, or reject it with [`ConnRequest::reject`] or by
+    /// dropping it.
     fn connect_request(&self, req: ConnRequest<'_>);
 
     /// Any other event of the listening id (address change, device
@@ -111,7 +113,7 @@ impl<L: ListenHandler> Listener<L> {
     /// `net` must be a valid network namespace, `addr` a valid socket
     /// address, and `handler` must stay valid until the returned listener
     /// is dropped.
-    pub(crate) unsafe fn new(
+    unsafe fn new(
         net: *mut sys::net,
         handler: *const L,
         addr: *const sys::sockaddr,
@@ -189,30 +191,20 @@ impl<L: ListenHandler> Drop for Listener<L> {
     }
 }
 
-/// What [`ConnRequest::accept`] builds the QP of: a PD, two CQs (maybe
-/// one twice) and the queue sizes.
-pub(crate) struct QpInit<'a> {
-    pub(crate) pd: &'a Arc<Pd>,
-    pub(crate) send_cq: &'a Arc<Cq>,
-    pub(crate) recv_cq: &'a Arc<Cq>,
-    pub(crate) caps: QpCaps,
-}
-
 /// A connection request, valid for the duration of
 /// [`ListenHandler::connect_request`]. Dropping it without
-/// [`ConnRequest::accept`] rejects it, and rdma_cm destroys the child id.
+/// [`ConnRequest::defer`] rejects it, and rdma_cm destroys the child id.
 ///
 /// # Invariants
 ///
 /// `id` is the live child id of the request, whose callback (holding its
 /// handler mutex) is running for `'a`; `settled` is set once the request
-/// was accepted or rejected, and `*destroy` once rdma_cm is to destroy the
+/// was deferred or rejected, and `*destroy` once rdma_cm is to destroy the
 /// child.
 pub(crate) struct ConnRequest<'a> {
     id: NonNull<sys::rdma_cm_id>,
     private: [u8; REQ_PVT_LEN],
     private_len: usize,
-    responder_resources: u8,
     initiator_depth: u8,
     settled: bool,
     destroy: &'a mut bool,
@@ -245,7 +237,6 @@ impl<'a> ConnRequest<'a> {
             id,
             private,
             private_len,
-            responder_resources: conn.responder_resources,
             initiator_depth: conn.initiator_depth,
             settled: false,
             destroy,
@@ -255,23 +246,6 @@ impl<'a> ConnRequest<'a> {
     /// The peer's private data (at most [`REQ_PVT_LEN`] bytes of it).
     pub(crate) fn private(&self) -> &[u8] {
         &self.private[..self.private_len]
-    }
-
-    /// RDMA Reads the peer accepts at once, as it offered.
-    pub(crate) fn responder_resources(&self) -> u8 {
-        self.responder_resources
-    }
-
-    /// RDMA Reads the peer wants to issue at once.
-    pub(crate) fn initiator_depth(&self) -> u8 {
-        self.initiator_depth
-    }
-
-    /// The device the request arrived on.
-    pub(crate) fn device(&self) -> Result<Device> {
-        // SAFETY: `id` is live (type invariant); rdma_cm bound it to the
-        // device before delivering the request.
-        unsafe { Device::get((*self.id.as_ptr()).device) }
     }
 
     /// Rejects the request, sending `private` (up to 255 bytes) to the peer.
@@ -297,68 +271,6 @@ impl<'a> ConnRequest<'a> {
         // INVARIANT: rejected; rdma_cm destroys the child on return.
         self.settled = true;
         *self.destroy = true;
-    }
-
-    /// Accepts the request: the child id's events go to `handler` from now
-    /// on, it gets an RC QP on `pd` and the CQs sized by `caps`,
-    /// `ready` runs with the QP (to post Receives before the peer can
-    /// Send), and `param` (with our private data) goes to the peer. The peer sees
-    /// ESTABLISHED, and so does `handler`, after this callback returns.
-    /// On error the request is rejected and rdma_cm destroys the child.
-    ///
-    /// # Safety
-    ///
-    /// `handler` must stay valid until the returned id is dropped, and the
-    /// returned id must not be dropped before this callback returned
-    /// (destroying an id waits for its running callback): hand it over to
-    /// process context.
-    pub(crate) unsafe fn accept<H: CmHandler>(
-        mut self,
-        handler: *const H,
-        qp: QpInit<'_>,
-        param: &mut ConnParam<'_>,
-        ready: impl FnOnce(Qp) -> Result,
-    ) -> Result<CmId<H>> {
-        let raw = self.id.as_ptr();
-        // The handler mutex is held, so no event can see the id half way
-        // through the switch (svcrdma swaps them the same way).
-        // SAFETY: `raw` is live (type invariant); `handler` outlives the id
-        // by the caller's guarantee.
-        unsafe {
-            (*raw).event_handler = Some(cm_event_handler::<H>);
-            (*raw).context = handler.cast_mut().cast::<c_void>();
-        }
-        // Not dropped on error: rdma_cm destroys the child then, and only
-        // the QP is ours to destroy.
-        // SAFETY: The id is the child, owned by nobody yet, with handler
-        // and context set for `H` above.
-        let mut id = ManuallyDrop::new(unsafe { CmId::<H>::adopt(self.id) });
-        if let Err(e) = id.create_qp(qp.pd, qp.send_cq, qp.recv_cq, &qp.caps) {
-            self.settle_rejected(&[]);
-            return Err(e);
-        }
-        if let Err(e) = id.qp().ok_or(ENOTCONN).and_then(ready) {
-            // Drained first (`destroy_qp`): the Receives `ready` posted
-            // flush, and their completions run before the QP goes.
-            id.destroy_qp();
-            self.settle_rejected(&[]);
-            return Err(e);
-        }
-        // SAFETY: `raw` is live with its handler mutex held (type
-        // invariant); `param` is valid for the call.
-        let rc = to_result(unsafe { sys::rdma_accept(raw, param.as_raw()) });
-        // INVARIANT: settled either way: accepted, or rejected by
-        // rdma_accept itself on failure.
-        self.settled = true;
-        if let Err(e) = rc {
-            // rdma_accept moved the QP to ERR: every posted Receive
-            // flushes. `destroy_qp` drains them first, while the caller's
-            // contexts still exist.
-            id.destroy_qp();
-            *self.destroy = true;
-            return Err(e);
-        }
-        Ok(ManuallyDrop::into_inner(id))
     }
 }
 

@@ -30,7 +30,7 @@ pub(crate) mod selftest;
 
 pub(crate) use cell::ExclusiveCell;
 pub(crate) use cm::{
-    CmEvent, CmHandler, CmId, ConnParam, LingeringIds, NetNs, QpCaps, RESOLVE_TIMEOUT_MS,
+    CmEvent, CmHandler, CmId, ConnParam, Dialing, LingeringIds, NetNs, QpCaps, RESOLVE_TIMEOUT_MS,
 };
 pub(crate) use cq::{Cq, CqEntry, CqHandler, HasCqEntry, Wc};
 pub(crate) use device::{Device, Pd};
@@ -41,7 +41,7 @@ pub(crate) use endpoint::{
 };
 pub(crate) use frwr::{FrwrList, FrwrMr, FrwrOwner, FrwrPool};
 pub(crate) use hold::{HeldPages, PageHold};
-pub(crate) use listen::{ConnRequest, ListenHandler, ListenOwner, Listener, PendingConn, QpInit};
+pub(crate) use listen::{ConnRequest, ListenHandler, ListenOwner, Listener, PendingConn};
 pub(crate) use mr::{Mr, PageSeg, Registered};
 pub(crate) use qp::{Qp, RecvWr, SendChain};
 pub(crate) use rw::{RwCtx, RwOp, RwSpares};

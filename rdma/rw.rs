@@ -11,7 +11,7 @@ use kernel::error::to_result;
 use kernel::prelude::*;
 use kernel::types::Opaque;
 
-use super::{CmHandler, CmId, CqEntry, CqHandler, DmaDir, PageSeg, Qp};
+use super::{DmaDir, PageSeg, Qp};
 use crate::sys;
 
 /// What an [`RwCtx`] does with the peer's memory.
@@ -42,7 +42,7 @@ impl RwOp {
 /// `mem` is `Some` until the value is recycled or dropped; while it is,
 /// its `ctx` was initialised by `rdma_rw_ctx_init` on `qp` and `port` over
 /// the `sg_len` entries at [`sg_ptr`], DMA-mapped in `op`'s direction;
-/// `qp` outlives this value (the contract of [`RwCtx::new`]). The context
+/// `qp` outlives this value (the contract of [`RwCtx::on_qp`]). The context
 /// is boxed because it points into itself (its single work request at its
 /// SGE). `big_sg` is empty when the entries fit in `mem.sg`.
 pub(crate) struct RwCtx {
@@ -132,35 +132,20 @@ unsafe impl Send for RwCtx {}
 
 impl RwCtx {
     /// Prepares `op` between `segs` (in order, without gaps) and the
-    /// peer's `len` bytes at `remote_addr` under `rkey`, on the QP of `id`.
-    /// The length is that of `segs`.
+    /// peer's `len` bytes at `remote_addr` under `rkey`, on `qp` and its
+    /// `port`. The length is that of `segs`. Its memory comes from
+    /// `spares` when one is there.
     ///
     /// # Safety
     ///
-    /// The pages of `segs` must stay allocated, and the CPU must not write
-    /// their bytes (nor read them, for a Read), until the returned value
-    /// is dropped or recycled; the QP of `id` (created with room for
-    /// rdma_rw contexts, see [`QpCaps::rdma_ctxs`](super::QpCaps)) must
-    /// outlive it. Its memory comes from `spares` when one is there.
-    pub(crate) unsafe fn new<H: CmHandler>(
-        spares: &mut RwSpares,
-        id: &CmId<H>,
-        segs: &[PageSeg],
-        remote_addr: u64,
-        rkey: u32,
-        op: RwOp,
-    ) -> Result<Self> {
-        let qp = id.qp().ok_or(ENOTCONN)?;
-        // SAFETY: The caller's promises are `on_qp`'s, for the QP of `id`.
-        unsafe { Self::on_qp(spares, qp.ptr, id.port_num(), segs, remote_addr, rkey, op) }
-    }
-
-    /// As [`RwCtx::new`], on `qp` and its `port`.
-    ///
-    /// # Safety
-    ///
-    /// As for [`RwCtx::new`], with `qp` a live QP created with room for
-    /// rdma_rw contexts, which outlives the returned value.
+    /// The pages of `segs` must stay allocated until the returned value
+    /// is dropped or recycled, and the CPU must not touch their bytes
+    /// while its work requests are posted and not completed (or
+    /// flushed); `qp` must be a live QP created with room for rdma_rw
+    /// contexts (see [`QpCaps::rdma_ctxs`](super::QpCaps)), which
+    /// outlives the returned value. Bytes the CPU writes after this call,
+    /// or reads before the value is dropped or recycled, may differ from
+    /// the device's where DMA is not coherent.
     pub(crate) unsafe fn on_qp(
         spares: &mut RwSpares,
         qp: NonNull<sys::ib_qp>,
@@ -241,49 +226,10 @@ impl RwCtx {
             .fold(0u32, |acc, c| acc.saturating_add(c.wr_count()))
     }
 
-    /// Links the work requests of every context in `ctxs`, in order, into
-    /// one chain to post with [`RwChain::post`]: only the last is
-    /// signalled, and completes on `entry`'s handler, by which time the
-    /// others have completed too (a failing one completes with no handler
-    /// and flushes the rest, so `entry` still sees the outcome). `None`
-    /// for no contexts.
-    ///
-    /// # Safety
-    ///
-    /// The contexts must all be on one QP, and stay unchanged until the
-    /// chain is posted or dropped unposted. Once posted, none may be
-    /// dropped, linked or posted again, and the context holding `entry`
-    /// must stay alive, until that completion ran or the QP was drained.
-    pub(crate) unsafe fn chain<T: CqHandler<ID>, const ID: u64>(
-        ctxs: &mut [RwCtx],
-        entry: &CqEntry<T, ID>,
-    ) -> Option<RwChain> {
-        let (last, rest) = ctxs.split_last_mut()?;
-        let qp = last.qp;
-        let ctx = last.mem.as_ref()?.ctx.get();
-        // SAFETY: `last` is initialised on the live `qp` (type invariant);
-        // without a chain, rdma_rw signals its last work request on
-        // `entry` and returns its first.
-        let first = unsafe {
-            sys::rdma_rw_ctx_wrs(
-                ctx,
-                qp.as_ptr(),
-                last.port,
-                entry.as_ptr(),
-                core::ptr::null_mut(),
-            )
-        };
-        let mut first = NonNull::new(first)?;
-        for ctx in rest.iter_mut().rev() {
-            // SAFETY: `first` heads the chain built so far, valid until
-            // it is posted (the caller's promise).
-            first = unsafe { ctx.link_before(first) };
-        }
-        Some(RwChain { qp, first })
-    }
-
-    /// Links the work requests of `ctxs` as [`RwCtx::chain`] does, with the
-    /// last signalled on `cqe`, and posts them on `qp`.
+    /// Links the work requests of every context in `ctxs`, in order, with
+    /// only the last signalled, on `cqe` (by which time the others have
+    /// completed too: a failing one completes with no handler and flushes
+    /// the rest), and posts them on `qp` in one call.
     ///
     /// # Safety
     ///
@@ -381,30 +327,5 @@ impl RwCtx {
 impl Drop for RwCtx {
     fn drop(&mut self) {
         drop(self.release());
-    }
-}
-
-/// RDMA Read or Write work requests linked by [`RwCtx::chain`]. It holds
-/// no borrow of the contexts: once posted, their completion may hand them
-/// to another thread before [`RwChain::post`] returns.
-pub(crate) struct RwChain {
-    qp: Qp,
-    first: NonNull<sys::ib_send_wr>,
-}
-
-impl RwChain {
-    /// Posts the chain in one call. Some work requests may have been
-    /// posted even when it fails.
-    ///
-    /// # Safety
-    ///
-    /// The contexts linked stay as [`RwCtx::chain`]'s contract says.
-    pub(crate) unsafe fn post(self) -> Result {
-        let mut bad = core::ptr::null();
-        // SAFETY: `qp` is live and every context of the chain is on it;
-        // the chain stays valid until it completed (the caller's promise).
-        to_result(unsafe {
-            sys::rpcrdma_rs_post_send(self.qp.as_ptr(), self.first.as_ptr(), &mut bad)
-        })
     }
 }

@@ -1,27 +1,29 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Loopback checks of the listener and of rdma_rw on a local soft-RoCE
-//! device, run by KUnit: a client id connects to a [`Listener`] on the
-//! `kunit_addr` module parameter's address; the server RDMA-Reads a
-//! buffer the client registered (two Reads in one chain), then RDMA-Writes another pattern into it
-//! in one post with a Send, whose arrival must find the Write's data in
-//! place; a second listener rejects its request.
+//! Loopback checks of the listener, of [`Endpoint`] and of rdma_rw on a
+//! local soft-RoCE device, run by KUnit: a client endpoint connects to a
+//! [`Listener`] on the `kunit_addr` module parameter's address, whose
+//! request the server defers and accepts onto its own endpoint, with
+//! private data both ways. The client registers a page and Sends; with
+//! that Receive the server RDMA-Reads the page (two Reads in one chain),
+//! then RDMA-Writes another pattern into it, posted with a Send, whose
+//! arrival must find the Write's data in place; a second listener rejects
+//! its request.
 //!
 //! Every check returns an error instead of asserting, so that everything
 //! is torn down (in order) whatever fails: a KUnit assertion would end the
 //! test thread and leak live ids.
 
-use kernel::page::{Page, PAGE_SIZE};
 use kernel::prelude::*;
-use kernel::sync::atomic::{Acquire, Atomic, Full, Relaxed, Release};
-use kernel::sync::SetOnce;
-use kernel::types::Opaque;
+use kernel::sync::{new_condvar, new_mutex, CondVar, CondVarTimeoutResult, Mutex, SetOnce};
+use kernel::time::msecs_to_jiffies;
 
 use super::{
-    CmEvent, CmHandler, CmId, ConnParam, ConnRequest, Cq, CqEntry, CqHandler, DmaBuf, DmaDir,
-    ListenHandler, Listener, Mr, PageSeg, Pd, QpCaps, QpInit, RecvWr, RwCtx, RwOp, RwSpares,
-    SendChain, Wc,
+    CmEvent, CmHandler, ConnParam, ConnRequest, CqEntry, CqHandler, Dialing, Endpoint, EpOwner,
+    EpSizes, ListenHandler, ListenOwner, Listener, Mr, Parked, PendingConn, RecvBuf, RecvKind,
+    Registered, Retired, SendChain, SendKind, Wc,
 };
+use crate::sunrpc::{Net, PageRefs, SockAddr};
 use crate::sys;
 
 /// What a failed check says.
@@ -30,13 +32,15 @@ pub(crate) type Check<T = ()> = core::result::Result<T, &'static str>;
 const ACCEPT_PORT: u16 = 20050;
 const REJECT_PORT: u16 = 20051;
 /// Longest wait for one event or completion.
-const TIMEOUT_SECS: u64 = 10;
+const TIMEOUT_MS: u32 = 10_000;
 /// Bytes moved each way.
 const LEN: usize = 1024;
 const CLIENT_PVT: &[u8] = b"rpcrdma_rs client";
 /// Eight bytes: what [`CmEvent::Established`] keeps.
 const SERVER_PVT: &[u8; 8] = b"rs-srv-1";
 const REJECT_PVT: &[u8] = b"no thanks";
+/// What the client Sends once its page is registered.
+const CLIENT_MSG: &[u8] = b"read me";
 /// What the server Sends after its RDMA Write.
 const SEND_MSG: &[u8] = b"write done";
 
@@ -47,114 +51,163 @@ const EV_REJECTED: u32 = 1 << 3;
 const EV_DISCONNECTED: u32 = 1 << 4;
 const EV_ERROR: u32 = 1 << 5;
 
-/// A C completion counting wake-ups, waited on with a deadline
-/// (`kernel::sync::Completion` has no timed wait).
+/// The server's endpoint: one Receive, and one Send with room for its
+/// Write; two rdma_rw contexts (the Reads) at once.
+const SERVER_SIZES: EpSizes = EpSizes {
+    recvs: 1,
+    recv_len: 64,
+    sends: 1,
+    send_len: 64,
+    send_extra: 4,
+    rw_ctxs: 2,
+    send_sge: 1,
+};
+
+/// The client's: one Receive, one Send, and room for a REG_MR.
+const CLIENT_SIZES: EpSizes = EpSizes {
+    recvs: 1,
+    recv_len: 64,
+    sends: 1,
+    send_len: 64,
+    send_extra: 2,
+    rw_ctxs: 0,
+    send_sge: 1,
+};
+
+/// What one side has seen, under [`Peer::seen`].
+#[derive(Default)]
+struct Seen {
+    /// CM events, as `EV_*` bits.
+    events: u32,
+    /// The private data of ESTABLISHED.
+    private: [u8; 8],
+    /// Connection requests, and whether the last began with
+    /// [`CLIENT_PVT`].
+    requests: u32,
+    private_ok: bool,
+    /// A request deferred, for the test thread to accept.
+    pending: Option<PendingConn>,
+    /// A completed Receive, and a Receive buffer whose Reads completed,
+    /// each with whether it succeeded.
+    recv: Option<(Parked<RecvKind>, bool)>,
+    reads: Option<(Parked<RecvKind>, bool)>,
+    /// Whether the last Send, and the last REG_MR, succeeded.
+    sent: Option<bool>,
+    reg: Option<bool>,
+}
+
+/// One side: listener (the server's), endpoint, and what its handlers
+/// saw, waited for on a condition variable.
 ///
 /// # Invariants
 ///
-/// `c` is initialised by [`Waker::init`] before any other use, and never
-/// moves after (its owner is boxed).
-struct Waker {
-    c: Opaque<sys::completion>,
+/// `ep` comes first, so it is dropped first: its drop drains the QP and
+/// destroys the id before anything the handlers reach goes; `listener`
+/// next, which waits for a running connection request.
+#[pin_data]
+struct Peer {
+    ep: SetOnce<Endpoint<Peer>>,
+    listener: SetOnce<Listener<Peer>>,
+    /// Whether connection requests are deferred to be accepted, or
+    /// rejected.
+    accept: bool,
+    /// Where the client's REG_MRs complete.
+    reg_cqe: CqEntry<Peer>,
+    #[pin]
+    seen: Mutex<Seen>,
+    #[pin]
+    cv: CondVar,
 }
 
-// SAFETY: A kernel completion may be completed and waited on from any
-// thread; it is only initialised before being shared.
-unsafe impl Send for Waker {}
-// SAFETY: As above.
-unsafe impl Sync for Waker {}
+crate::impl_has_cq_entry!(Peer, 0, reg_cqe);
 
-impl Waker {
-    fn new() -> Self {
-        Self {
-            c: Opaque::uninit(),
-        }
+impl Peer {
+    fn new(accept: bool) -> Check<Pin<KBox<Self>>> {
+        KBox::pin_init(
+            try_pin_init!(Self {
+                ep: SetOnce::new(),
+                listener: SetOnce::new(),
+                accept,
+                reg_cqe: CqEntry::new(),
+                seen <- new_mutex!(Seen::default(), "rpcrdma_rs_kunit_seen"),
+                cv <- new_condvar!("rpcrdma_rs_kunit_cv"),
+            }? Error),
+            GFP_KERNEL,
+        )
+        .map_err(|_| "no memory")
     }
 
-    /// # Safety
-    ///
-    /// `self` must not move any more, and nobody may use it yet.
-    unsafe fn init(&self) {
-        // SAFETY: Valid memory at its final address (caller).
-        unsafe { sys::rpcrdma_rs_init_completion(self.c.get()) };
+    /// Changes what was seen and wakes the waiter.
+    fn note(&self, f: impl FnOnce(&mut Seen)) {
+        f(&mut self.seen.lock());
+        self.cv.notify_all();
     }
 
-    fn wake(&self) {
-        // SAFETY: Initialised (type invariant).
-        unsafe { sys::rpcrdma_rs_complete(self.c.get()) };
-    }
-
-    /// Waits until `ready` says yes, at most [`TIMEOUT_SECS`]; `what`
-    /// names the wait in the failure.
-    fn wait_until(&self, what: &'static str, mut ready: impl FnMut() -> Option<Check>) -> Check {
-        // SAFETY: Plain reads of kernel globals.
-        let (start, hz) = unsafe { (sys::rpcrdma_rs_jiffies(), sys::rpcrdma_rs_hz()) };
-        let limit = hz.saturating_mul(TIMEOUT_SECS);
+    /// Waits until `ready` says yes, at most [`TIMEOUT_MS`]; `what` names
+    /// the wait in the failure.
+    fn wait<T>(
+        &self,
+        what: &'static str,
+        mut ready: impl FnMut(&mut Seen) -> Option<Check<T>>,
+    ) -> Check<T> {
+        let mut left = msecs_to_jiffies(TIMEOUT_MS);
+        let mut seen = self.seen.lock();
         loop {
-            if let Some(res) = ready() {
+            if let Some(res) = ready(&mut seen) {
                 return res;
             }
-            // SAFETY: As above.
-            let spent = unsafe { sys::rpcrdma_rs_jiffies() }.wrapping_sub(start);
-            if spent >= limit {
-                pr_err!("kunit: timed out: {what}\n");
-                return Err("timed out");
-            }
-            // SAFETY: Initialised (type invariant).
-            if unsafe { sys::rpcrdma_rs_wait_completion(self.c.get(), limit - spent) } < 0 {
-                return Err("interrupted");
+            match self.cv.wait_interruptible_timeout(&mut seen, left) {
+                CondVarTimeoutResult::Woken { jiffies } => left = jiffies,
+                CondVarTimeoutResult::Timeout => {
+                    pr_err!("kunit: timed out: {what}\n");
+                    return Err("timed out");
+                }
+                CondVarTimeoutResult::Signal { .. } => return Err("interrupted"),
             }
         }
     }
-}
 
-/// Records the CM events of one id.
-struct Events {
-    seen: Atomic<u32>,
-    /// The private data of ESTABLISHED, little-endian.
-    private: Atomic<u64>,
-    waker: Waker,
-}
-
-impl Events {
-    fn new() -> Self {
-        Self {
-            seen: Atomic::new(0),
-            private: Atomic::new(0),
-            waker: Waker::new(),
-        }
-    }
-
-    fn note(&self, bit: u32) {
-        let mut old = self.seen.load(Relaxed);
-        while let Err(cur) = self.seen.cmpxchg(old, old | bit, Full) {
-            old = cur;
-        }
-        self.waker.wake();
-    }
-
-    /// Waits for `want`; fails early on an error event it did not want.
-    fn wait(&self, want: u32, what: &'static str) -> Check {
-        self.waker.wait_until(what, || {
-            let seen = self.seen.load(Acquire);
-            if seen & want != 0 {
+    /// Waits for the CM event `want`; fails early on an error event it
+    /// did not want.
+    fn wait_event(&self, want: u32, what: &'static str) -> Check {
+        self.wait(what, |s| {
+            if s.events & want != 0 {
                 Some(Ok(()))
-            } else if seen & (EV_ERROR | EV_REJECTED) & !want != 0 {
+            } else if s.events & (EV_ERROR | EV_REJECTED) & !want != 0 {
                 Some(Err(what))
             } else {
                 None
             }
         })
     }
+
+    /// Waits for a completion that `take` finds; it must be a success.
+    fn wait_ok<T>(
+        &self,
+        what: &'static str,
+        mut take: impl FnMut(&mut Seen) -> Option<(T, bool)>,
+    ) -> Check<T> {
+        self.wait(what, |s| {
+            take(s).map(|(v, ok)| if ok { Ok(v) } else { Err(what) })
+        })
+    }
+
+    fn ep(&self) -> Check<&Endpoint<Self>> {
+        self.ep.as_ref().ok_or("no endpoint")
+    }
+
+    fn saw(&self, bit: u32) -> bool {
+        self.seen.lock().events & bit != 0
+    }
 }
 
-impl CmHandler for Events {
+impl CmHandler for Peer {
     fn event(&self, event: CmEvent) {
         let bit = match event {
             CmEvent::AddrResolved => EV_ADDR,
             CmEvent::RouteResolved => EV_ROUTE,
             CmEvent::Established { private, .. } => {
-                self.private.store(u64::from_le_bytes(private), Relaxed);
+                self.note(|s| s.private = private);
                 EV_ESTABLISHED
             }
             CmEvent::Rejected { .. } => EV_REJECTED,
@@ -162,343 +215,105 @@ impl CmHandler for Events {
             CmEvent::Other(_) | CmEvent::AddrChange => return,
             _ => EV_ERROR,
         };
-        self.note(bit);
+        self.note(|s| s.events |= bit);
     }
 }
 
-/// Waits for the completions of one context's work requests.
-struct WcWaiter {
-    cqe: CqEntry<Self>,
-    /// The last status, plus one; zero while none is pending.
-    status: Atomic<u32>,
-    /// The last completion's byte count (a Receive's).
-    len: Atomic<u32>,
-    waker: Waker,
-}
-
-crate::impl_has_cq_entry!(WcWaiter, 0, cqe);
-
-impl WcWaiter {
-    fn new() -> Self {
-        Self {
-            cqe: CqEntry::new(),
-            status: Atomic::new(0),
-            len: Atomic::new(0),
-            waker: Waker::new(),
-        }
-    }
-
-    /// Waits for the next completion; it must be a success.
-    fn wait(&self, what: &'static str) -> Check {
-        self.waker
-            .wait_until(what, || match self.status.xchg(0, Full) {
-                0 => None,
-                1 => Some(Ok(())),
-                _ => Some(Err(what)),
-            })
+impl ListenOwner for Peer {
+    fn listener(&self) -> &SetOnce<Listener<Self>> {
+        &self.listener
     }
 }
 
-impl CqHandler for WcWaiter {
-    fn done(&self, wc: &Wc<'_>) {
-        self.len
-            .store(u32::try_from(wc.byte_len()).unwrap_or(u32::MAX), Relaxed);
-        self.status.store(wc.status().saturating_add(1), Release);
-        self.waker.wake();
-    }
-}
-
-/// The passive side: a listener's handler, and what it accepted.
-struct Server {
-    accept: bool,
-    /// The accepted child id; dropped before the handlers below.
-    child: SetOnce<CmId<Events>>,
-    events: Events,
-    wc: WcWaiter,
-    /// The accepted connection's PD's local DMA lkey.
-    lkey: Atomic<u32>,
-    requests: Atomic<u32>,
-    /// Whether the request's private data began with [`CLIENT_PVT`].
-    private_ok: Atomic<bool>,
-}
-
-impl Server {
-    fn new(accept: bool) -> Check<KBox<Self>> {
-        let this = KBox::new(
-            Self {
-                accept,
-                child: SetOnce::new(),
-                events: Events::new(),
-                wc: WcWaiter::new(),
-                lkey: Atomic::new(0),
-                requests: Atomic::new(0),
-                private_ok: Atomic::new(false),
-            },
-            GFP_KERNEL,
-        )
-        .map_err(|_| "server: no memory")?;
-        // SAFETY: Boxed, so at their final addresses; not shared yet.
-        unsafe {
-            this.events.waker.init();
-            this.wc.waker.init();
-        }
-        Ok(this)
-    }
-
-    fn accept(&self, req: ConnRequest<'_>) -> Result {
-        let dev = req.device()?;
-        let pd = Pd::new(&dev)?;
-        let cq = Cq::new(&dev, 16)?;
-        self.lkey.store(pd.local_dma_lkey(), Relaxed);
-        let caps = QpCaps {
-            send_wr: 4,
-            recv_wr: 2,
-            send_sge: 1,
-            rdma_ctxs: 2,
-        };
-        // Our RDMA Reads at once: what the client takes; theirs: what
-        // they want.
-        let depth = req.responder_resources().clamp(1, 4);
-        let resources = req.initiator_depth().min(4);
-        let mut param = ConnParam::new(SERVER_PVT, resources, depth, 6, 0);
-        // SAFETY: `events` lives in `self`, which outlives `child` (it is
-        // dropped first); the id is stored, so not dropped in this callback.
-        let id = unsafe {
-            req.accept(
-                &self.events,
-                QpInit {
-                    pd: &pd,
-                    send_cq: &cq,
-                    recv_cq: &cq,
-                    caps,
-                },
-                &mut param,
-                |_| Ok(()),
-            )?
-        };
-        // Requests to one listener are serialised, and a second one is
-        // rejected before accepting: `child` is empty, so this cannot
-        // fail (and drop the id in its own callback).
-        let _ = self.child.populate(id);
-        Ok(())
-    }
-}
-
-impl ListenHandler for Server {
+impl ListenHandler for Peer {
     fn connect_request(&self, req: ConnRequest<'_>) {
-        self.requests.fetch_add(1, Relaxed);
         let ok = req.private().starts_with(CLIENT_PVT);
-        self.private_ok.store(ok, Relaxed);
-        if !self.accept || self.child.as_ref().is_some() {
+        self.note(|s| {
+            s.requests += 1;
+            s.private_ok = ok;
+        });
+        if !self.accept {
             req.reject(REJECT_PVT);
-        } else if let Err(e) = self.accept(req) {
-            pr_err!("kunit: accept failed: {e:?}\n");
+            return;
         }
-        self.events.waker.wake();
+        // A second request is rejected: `keep` gives it back.
+        req.defer(|pending| {
+            let mut s = self.seen.lock();
+            if s.pending.is_some() || s.requests > 1 {
+                return Err(pending);
+            }
+            s.pending = Some(pending);
+            Ok(())
+        });
+        self.cv.notify_all();
     }
 }
 
-/// The active side.
-struct Client {
-    /// Memory regions, over pages that outlive the client.
-    mrs: KVec<Mr>,
-    /// A Receive buffer, posted by [`Client::post_recv`].
-    recv: Option<(DmaBuf, RecvWr)>,
-    /// Its completion.
-    rwc: WcWaiter,
-    lkey: u32,
-    id: Option<CmId<Events>>,
-    events: Events,
-    wc: WcWaiter,
-}
+impl EpOwner for Peer {
+    type RecvState = ();
+    type SendState = ();
 
-impl Client {
-    /// Connects to `addr`; `Ok` once ESTABLISHED, or REJECTED when
-    /// `expect_reject`.
-    fn connect(
-        net: *mut sys::net,
-        addr: &sys::sockaddr_in,
-        expect_reject: bool,
-    ) -> Check<KBox<Self>> {
-        let mut this = KBox::new(
-            Self {
-                mrs: KVec::new(),
-                recv: None,
-                rwc: WcWaiter::new(),
-                lkey: 0,
-                id: None,
-                events: Events::new(),
-                wc: WcWaiter::new(),
-            },
-            GFP_KERNEL,
-        )
-        .map_err(|_| "client: no memory")?;
-        // SAFETY: Boxed, so at their final addresses; not shared yet.
-        unsafe {
-            this.events.waker.init();
-            this.wc.waker.init();
-            this.rwc.waker.init();
-        }
-        // SAFETY: `net` is init_net; `events` outlives the id (declared
-        // after it, and the client is boxed).
-        let id = unsafe { CmId::new(net, &this.events) }.map_err(|_| "client: create id")?;
-        let id = this.id.insert(id);
-        // SAFETY: `addr` is a valid sockaddr_in.
-        unsafe { id.resolve_addr(core::ptr::from_ref(addr).cast()) }
-            .map_err(|_| "client: resolve_addr")?;
-        this.events.wait(EV_ADDR, "client: address resolution")?;
-        let id = this.id.as_mut().ok_or("client: no id")?;
-        id.resolve_route().map_err(|_| "client: resolve_route")?;
-        this.events.wait(EV_ROUTE, "client: route resolution")?;
-        let id = this.id.as_mut().ok_or("client: no id")?;
-        let dev = id.device().map_err(|_| "client: no device")?;
-        let pd = Pd::new(&dev).map_err(|_| "client: PD")?;
-        let cq = Cq::new(&dev, 16).map_err(|_| "client: CQ")?;
-        let lkey = pd.local_dma_lkey();
-        let caps = QpCaps {
-            send_wr: 4,
-            recv_wr: 2,
-            send_sge: 1,
-            rdma_ctxs: 0,
-        };
-        id.create_qp(&pd, &cq, &cq, &caps)
-            .map_err(|_| "client: QP")?;
-        for _ in 0..2 {
-            let mr = Mr::new(&pd, &dev, 1).map_err(|_| "client: MR")?;
-            this.mrs
-                .push(mr, GFP_KERNEL)
-                .map_err(|_| "client: no memory")?;
-        }
-        this.lkey = lkey;
-        let id = this.id.as_ref().ok_or("client: no id")?;
-        let mut param = ConnParam::new(CLIENT_PVT, 4, 0, 6, 0);
-        id.connect(&mut param).map_err(|_| "client: connect")?;
-        if expect_reject {
-            this.events.wait(EV_REJECTED, "client: not rejected")?;
-        } else {
-            this.events
-                .wait(EV_ESTABLISHED, "client: not established")?;
-        }
-        Ok(this)
+    fn endpoint(&self) -> &SetOnce<Endpoint<Self>> {
+        &self.ep
     }
 
-    /// Registers all of `page` in MR `i` (0: the peer reads, 1: it writes)
-    /// and waits for the registration to complete.
-    ///
-    /// # Safety
-    ///
-    /// `page` must outlive the client.
-    unsafe fn register(&mut self, i: usize, page: &Page) -> Check<super::Registered> {
-        let writing = i == 1;
-        let mr = self.mrs.get_mut(i).ok_or("client: no MR")?;
-        let seg = PageSeg {
-            page: page.as_ptr().cast(),
-            offset: 0,
-            len: LEN as u32,
-        };
-        // SAFETY: The page outlives the client, which drops its MRs; the
-        // QP is drained before that, so the peer cannot use the key after.
-        let reg = unsafe { mr.map(&[seg], writing) }.map_err(|_| "client: map MR")?;
-        let mut wr = sys::ib_reg_wr::default();
-        mr.reg_wr(&mut wr, writing, self.wc.cqe.as_ptr());
-        wr.wr.send_flags = sys::ib_send_flags_IB_SEND_SIGNALED;
-        let qp = self
-            .id
-            .as_ref()
-            .and_then(|id| id.qp())
-            .ok_or("client: no QP")?;
-        let mut chain = SendChain::new();
-        // SAFETY: A single valid WR, on our stack until the call returns
-        // (the device copies posted WRs); its `wr_cqe` is in `self`, which
-        // the completion precedes (waited for below, or drained at
-        // teardown).
-        unsafe {
-            chain.push(&mut wr.wr);
-            qp.post_send_chain(&chain)
-        }
-        .map_err(|_| "client: post REG_MR")?;
-        self.wc.wait("client: REG_MR failed")?;
-        Ok(reg)
+    fn received(&self, buf: RecvBuf<'_, Self>, wc: &Wc<'_>) {
+        let p = buf.park();
+        self.note(|s| s.recv = Some((p, wc.ok())));
     }
 
-    /// Posts a Receive of up to [`LEN`] bytes, completing on `rwc`.
-    fn post_recv(&mut self) -> Check {
-        let id = self.id.as_ref().ok_or("client: no id")?;
-        let qp = id.qp().ok_or("client: no QP")?;
-        let dev = id.device().map_err(|_| "client: no device")?;
-        let buf = DmaBuf::new(&dev, LEN, DmaDir::FromDevice).map_err(|_| "client: buffer")?;
-        let wr = RecvWr::new(&buf, self.lkey);
-        let (_, wr) = self.recv.insert((buf, wr));
-        // SAFETY: The buffer is ours and not posted; it and `wr` stay in
-        // `self.recv` (boxed client), and `rwc` in `self`, until the
-        // Receive completes or `teardown` drained the QP.
-        unsafe {
-            let first = wr.link(self.rwc.cqe.as_ptr(), core::ptr::null_mut());
-            qp.post_recv_chain(first)
-        }
-        .map_err(|_| "client: post Receive")
+    fn reads_done(&self, buf: RecvBuf<'_, Self>, wc: &Wc<'_>) {
+        let p = buf.park();
+        self.note(|s| s.reads = Some((p, wc.ok())));
     }
 
-    /// The bytes the completed Receive brought.
-    fn received(&self) -> Check<KVec<u8>> {
-        let (buf, _) = self.recv.as_ref().ok_or("client: no Receive")?;
-        let len = (self.rwc.len.load(Relaxed) as usize).min(buf.len());
-        buf.sync_for_cpu(len);
-        let mut out = KVec::new();
-        out.extend_from_slice(&buf.as_slice()[..len], GFP_KERNEL)
-            .map_err(|_| "client: no memory")?;
-        Ok(out)
-    }
-
-    fn teardown(&mut self) {
-        if let Some(id) = self.id.as_mut() {
-            id.drain_qp();
+    fn sent(&self, bufs: Retired<'_, Self>, wc: &Wc<'_>) {
+        // The buffers stay with the endpoint: one Send each way is all.
+        for mut buf in bufs {
+            buf.writes().release();
         }
-        // Buffers and MRs before the id: they use its device.
-        self.recv = None;
-        self.mrs.clear();
-        self.id = None;
+        self.note(|s| s.sent = Some(wc.ok()));
     }
 }
 
-/// Fills `page`'s first [`LEN`] bytes with `f(i)`.
-fn fill(page: &Page, f: impl Fn(usize) -> u8) -> Check {
+impl CqHandler for Peer {
+    fn done(&self, wc: &Wc<'_>) {
+        self.note(|s| s.reg = Some(wc.ok()));
+    }
+}
+
+/// Bytes that differ from their neighbours and from those 256 bytes
+/// away: a piece moved to the wrong offset shows.
+fn read_pattern(i: usize) -> u8 {
+    (i as u8).wrapping_mul(7).wrapping_add(1) ^ ((i >> 8) as u8).wrapping_mul(0x35)
+}
+
+fn write_pattern(i: usize) -> u8 {
+    !(i as u8) ^ 0x5a ^ ((i >> 8) as u8).wrapping_mul(0x1d)
+}
+
+fn pattern(f: fn(usize) -> u8) -> [u8; LEN] {
     let mut buf = [0u8; LEN];
     for (i, b) in buf.iter_mut().enumerate() {
         *b = f(i);
     }
-    // SAFETY: `buf` holds `LEN` bytes; no DMA touches the page now.
-    unsafe { page.write_raw(buf.as_ptr(), 0, LEN) }.map_err(|_| "write page")
+    buf
 }
 
-/// Whether `page`'s first [`LEN`] bytes are `f(i)`.
-fn matches(page: &Page, f: impl Fn(usize) -> u8) -> Check<bool> {
+/// Whether the first [`LEN`] bytes of `pages` are `f(i)`.
+fn matches(pages: &PageRefs, f: fn(usize) -> u8) -> Check<bool> {
     let mut buf = [0u8; LEN];
-    // SAFETY: `buf` holds `LEN` bytes; no DMA touches the page now.
-    unsafe { page.read_raw(buf.as_mut_ptr(), 0, LEN) }.map_err(|_| "read page")?;
-    Ok(buf.iter().enumerate().all(|(i, &b)| b == f(i)))
-}
-
-fn alloc_page() -> Check<Page> {
-    let page = Page::alloc_page(GFP_KERNEL).map_err(|_| "no page")?;
-    // SAFETY: The page is ours; `LEN` fits in it.
-    unsafe { page.fill_zero_raw(0, PAGE_SIZE) }.map_err(|_| "zero page")?;
-    Ok(page)
-}
-
-fn read_pattern(i: usize) -> u8 {
-    (i as u8).wrapping_mul(7).wrapping_add(1)
-}
-
-fn write_pattern(i: usize) -> u8 {
-    !(i as u8) ^ 0x5a
+    pages.copy_out(0, &mut buf).map_err(|_| "read pages")?;
+    Ok(buf == pattern(f))
 }
 
 /// The address from `kunit_addr` with `port`, or `None` when unset.
-fn test_addr(port: u16) -> Option<sys::sockaddr_in> {
-    let mut sin = sys::sockaddr_in::default();
-    // SAFETY: `sin` is a valid sockaddr_in to fill.
-    (unsafe { sys::rpcrdma_rs_kunit_addr(&mut sin, port) } == 0).then_some(sin)
+fn test_addr(port: u16) -> Option<SockAddr> {
+    let mut ss = sys::__kernel_sockaddr_storage::default();
+    // SAFETY: `ss` is writable, and larger than the `sockaddr_in` the
+    // helper fills.
+    let rc = unsafe { sys::rpcrdma_rs_kunit_addr(core::ptr::from_mut(&mut ss).cast(), port) };
+    (rc == 0).then(|| SockAddr::from_storage(ss))
 }
 
 /// Whether the suite can run: `kunit_addr` is set.
@@ -510,197 +325,252 @@ pub(crate) fn configured() -> bool {
     ok
 }
 
+/// Resolves `addr` for `client`, builds its endpoint on the device found
+/// and starts connecting, with [`CLIENT_PVT`]: the Send tokens.
+fn dial(client: &Peer, addr: &SockAddr) -> Check<KVec<Parked<SendKind>>> {
+    let dialing = Dialing::new(Net::init(), client, addr).map_err(|_| "client: resolve_addr")?;
+    client.wait_event(EV_ADDR, "client: address resolution")?;
+    let id = dialing.id();
+    id.resolve_route().map_err(|_| "client: resolve_route")?;
+    client.wait_event(EV_ROUTE, "client: route resolution")?;
+    let dev = id.device().map_err(|_| "client: no device")?;
+    let (ep, _, sends) = Endpoint::new(&dev, CLIENT_SIZES).map_err(|_| "client: endpoint")?;
+    if !client.ep.populate(ep) {
+        return Err("client: endpoint twice");
+    }
+    let mut param = ConnParam::new(CLIENT_PVT, 4, 0, 6, 0);
+    Endpoint::connect(client, dialing, &mut param).map_err(|_| "client: connect")?;
+    Ok(sends)
+}
+
+/// Registers the first [`LEN`] bytes of `pages` in a new MR of the
+/// client's, kept in `mrs`, for the peer to read or write (`writing`),
+/// and waits for the registration to complete.
+fn register(
+    client: &Peer,
+    pages: &PageRefs,
+    mrs: &mut KVec<Mr>,
+    writing: bool,
+) -> Check<Registered> {
+    let ep = client.ep()?;
+    let qp = ep.id().and_then(|id| id.qp()).ok_or("client: no QP")?;
+    let mut segs = KVec::new();
+    pages
+        .segs(&mut segs, 0, LEN)
+        .map_err(|_| "client: no page")?;
+    let mut mr = Mr::new(ep.pd(), ep.device(), 1).map_err(|_| "client: MR")?;
+    // SAFETY: The pages outlive the MR: the caller declares them before
+    // `mrs`, whose MRs go once the client's QP is drained, so the peer
+    // cannot use the key afterwards. The CPU reaches the pages only while
+    // no Read or Write of them is outstanding.
+    let reg = unsafe { mr.map(&segs, writing) }.map_err(|_| "client: map MR")?;
+    let mut wr = sys::ib_reg_wr::default();
+    mr.reg_wr(&mut wr, writing, client.reg_cqe.as_ptr());
+    wr.wr.send_flags = sys::ib_send_flags_IB_SEND_SIGNALED;
+    mrs.push(mr, GFP_KERNEL).map_err(|_| "client: no memory")?;
+    let mut chain = SendChain::new();
+    // SAFETY: One valid work request, in no other chain, that stays on
+    // this stack until its completion was waited for, or the QP drained
+    // (below); it completes on `reg_cqe`, in `client`, which outlives its
+    // endpoint and so every completion of the QP.
+    let posted = unsafe {
+        chain.push(&mut wr.wr);
+        qp.post_send_chain(&chain)
+    };
+    let res = posted.map_err(|_| "client: post REG_MR").and_then(|()| {
+        client.wait_ok("client: REG_MR failed", |s| s.reg.take().map(|ok| ((), ok)))
+    });
+    if res.is_err() {
+        ep.shutdown();
+    }
+    res.map(|()| reg)
+}
+
+/// Posts a Send of `msg` on `peer`'s endpoint and waits for it.
+fn send(peer: &Peer, sends: &mut KVec<Parked<SendKind>>, msg: &[u8]) -> Check {
+    let ep = peer.ep()?;
+    let p = sends.pop().ok_or("no Send buffer")?;
+    let mut buf = ep.send(p).ok_or("stray Send buffer")?;
+    buf.buf()
+        .get_mut(..msg.len())
+        .ok_or("Send buffer too small")?
+        .copy_from_slice(msg);
+    ep.post_send(buf, msg.len(), None, |_| true)
+        .map_err(|_| "post Send")?;
+    peer.wait_ok("Send failed", |s| s.sent.take().map(|ok| ((), ok)))
+}
+
 /// Listens, connects, accepts with private data, then the server
-/// RDMA-Reads the client's buffer and RDMA-Writes another pattern into it,
+/// RDMA-Reads the client's page and RDMA-Writes another pattern into it,
 /// in one post with a Send the client receives.
 pub(crate) fn accept_read_write() -> Check {
-    let sin = test_addr(ACCEPT_PORT).ok_or("no kunit_addr")?;
-    // SAFETY: init_net lives forever.
-    let net = unsafe { sys::rpcrdma_rs_init_net() };
-    // Declared first, dropped last: the pages outlive the MRs and contexts.
-    let client_page = alloc_page()?;
-    let server_page = alloc_page()?;
-    let server = Server::new(true)?;
-    // SAFETY: `server` outlives the listener (declared before it); `sin`
-    // is a valid address.
-    let listener = unsafe { Listener::new(net, &*server, core::ptr::from_ref(&sin).cast(), 4) }
-        .map_err(|_| "listen")?;
-    let mut client = Client::connect(net, &sin, false)?;
-    let mut res = exchange(&server, &mut client, &client_page, &server_page);
-    // Teardown, whatever happened: disconnect, drain, then drop in order.
-    if let Some(id) = client.id.as_ref() {
-        // The DREQ reaches the server, whose own disconnect answers it
-        // with the DREP the client waits for.
-        id.disconnect();
-        let down = server
-            .events
-            .wait(EV_DISCONNECTED, "server: no DISCONNECTED");
-        if let Some(child) = server.child.as_ref() {
-            child.disconnect();
+    let addr = test_addr(ACCEPT_PORT).ok_or("no kunit_addr")?;
+    // Declared first, dropped last: the page outlives the MRs, and they
+    // the endpoints' QPs.
+    let mut page = PageRefs::new();
+    let mut mrs = KVec::new();
+    let server = Peer::new(true)?;
+    let client = Peer::new(true)?;
+    Listener::start(&*server, Net::init(), &addr, 4).map_err(|_| "listen")?;
+    let mut res = exchange(&server, &client, &addr, &mut page, &mut mrs);
+    // Teardown, whatever happened: the client's DREQ reaches the server,
+    // whose own disconnect answers it with the DREP the client waits for.
+    if client.saw(EV_ESTABLISHED) && server.saw(EV_ESTABLISHED) {
+        if let Some(id) = client.ep.as_ref().and_then(|ep| ep.id()) {
+            id.disconnect();
         }
-        let down = down.and(
-            client
-                .events
-                .wait(EV_DISCONNECTED, "client: no DISCONNECTED"),
-        );
+        let down = server.wait_event(EV_DISCONNECTED, "server: no DISCONNECTED");
+        if let Some(id) = server.ep.as_ref().and_then(|ep| ep.id()) {
+            id.disconnect();
+        }
+        let down = down.and(client.wait_event(EV_DISCONNECTED, "client: no DISCONNECTED"));
         res = res.and(down);
     }
-    // Draining the client's QP and dropping its MRs (DMA unmapping the
-    // page) makes the server's Write visible to the CPU.
-    client.teardown();
-    if let Some(child) = server.child.as_ref() {
-        child.drain_qp();
+    // Draining the client's QP and dropping its MRs (DMA-unmapping the
+    // page) makes the server's Write visible to the CPU on any device.
+    for peer in [&client, &server] {
+        if let Some(ep) = peer.ep.as_ref() {
+            ep.shutdown();
+        }
     }
-    if res.is_ok() && !matches(&client_page, write_pattern)? {
+    mrs.clear();
+    if res.is_ok() && !matches(&page, write_pattern)? {
         res = Err("client: RDMA Write left the wrong bytes");
     }
-    drop(client);
-    drop(listener);
-    drop(server);
     res
 }
 
-fn exchange(server: &Server, client: &mut Client, client_page: &Page, server_page: &Page) -> Check {
-    if client.events.private.load(Relaxed) != u64::from_le_bytes(*SERVER_PVT) {
+fn exchange(
+    server: &Peer,
+    client: &Peer,
+    addr: &SockAddr,
+    page: &mut PageRefs,
+    mrs: &mut KVec<Mr>,
+) -> Check {
+    let mut client_sends = dial(client, addr)?;
+    // The request, deferred by the listener, accepted from here.
+    let pending = server.wait("server: no request", |s| s.pending.take().map(Ok))?;
+    let dev = pending.device().map_err(|_| "server: no device")?;
+    let (ep, _, mut server_sends) =
+        Endpoint::new(&dev, SERVER_SIZES).map_err(|_| "server: endpoint")?;
+    if !server.ep.populate(ep) {
+        return Err("server: endpoint twice");
+    }
+    let mut param = ConnParam::new(SERVER_PVT, pending.initiator_depth().min(4), 4, 6, 0);
+    Endpoint::accept(server, pending, &mut param).map_err(|_| "server: accept")?;
+    client.wait_event(EV_ESTABLISHED, "client: not established")?;
+    server.wait_event(EV_ESTABLISHED, "server: not established")?;
+    if client.seen.lock().private != *SERVER_PVT {
         return Err("client: wrong private data in ESTABLISHED");
     }
-    if server.requests.load(Relaxed) != 1 || !server.private_ok.load(Relaxed) {
-        return Err("server: request or its private data missing");
-    }
-    server
-        .events
-        .wait(EV_ESTABLISHED, "server: not established")?;
-    let child = server.child.as_ref().ok_or("server: nothing accepted")?;
-
-    // RDMA Read of the client's buffer.
-    fill(client_page, read_pattern)?;
-    // SAFETY: `client_page` outlives `client` (caller's declaration order).
-    let reg = unsafe { client.register(0, client_page) }?;
-    let seg = PageSeg {
-        page: server_page.as_ptr().cast(),
-        offset: 0,
-        len: LEN as u32,
-    };
-    // The Reads' memory serves the Write after them, as a connection's
-    // contexts reuse theirs.
-    let mut spares = RwSpares::with_room(2).map_err(|_| "server: no memory")?;
     {
-        // Two Reads, one per half of the buffer, chained in one post with
+        let s = server.seen.lock();
+        if s.requests != 1 || !s.private_ok {
+            return Err("server: request or its private data missing");
+        }
+    }
+    let sep = server.ep()?;
+    let cep = client.ep()?;
+
+    // RDMA Read of the client's page, which a Send of the client's
+    // announces (a Call with Read chunks).
+    page.alloc(1).map_err(|_| "client: no page")?;
+    page.copy_in(0, &pattern(read_pattern))
+        .map_err(|_| "client: write page")?;
+    let reg = register(client, page, mrs, false)?;
+    send(client, &mut client_sends, CLIENT_MSG)?;
+    let p = server.wait_ok("server: Receive failed", |s| s.recv.take())?;
+    let mut buf = sep.recv(p).ok_or("server: stray Receive")?;
+    let room = {
+        let (bytes, (), mut reads) = buf.reads().map_err(|_| "server: no QP")?;
+        if bytes != CLIENT_MSG {
+            return Err("server: the client's Send brought the wrong bytes");
+        }
+        reads.pages().alloc(1).map_err(|_| "server: no page")?;
+        // Two Reads, one per half of the page, chained in one post with
         // only the last signalled (a Call's Read chunks): its completion
         // must find both halves in place.
-        let half = (LEN / 2) as u32;
-        let mut ctxs = KVec::new();
-        for (offset, len) in [(0, half), (half, LEN as u32 - half)] {
-            let part = PageSeg { offset, len, ..seg };
-            let remote = reg.iova + u64::from(offset);
-            // SAFETY: `server_page` outlives the contexts, and is not
-            // touched until they are dropped; the child's QP outlives
-            // them too.
-            let ctx =
-                unsafe { RwCtx::new(&mut spares, child, &[part], remote, reg.rkey, RwOp::Read) }
-                    .map_err(|_| "server: rdma_rw_ctx_init (Read)")?;
-            if ctx.wr_count() == 0 {
-                return Err("server: Read context without work requests");
-            }
-            ctxs.push(ctx, GFP_KERNEL)
-                .map_err(|_| "server: no memory")?;
-        }
-        // SAFETY: Both on the child's QP; they and `server.wc` stay until
-        // the completion, waited for below (or drained before they go).
-        let chain = unsafe { RwCtx::chain(&mut ctxs, &server.wc.cqe) }.ok_or("server: no chain")?;
-        // SAFETY: As above.
-        unsafe { chain.post() }.map_err(|_| "server: post Reads")?;
-        settle(child, server.wc.wait("server: RDMA Read failed"))?;
-        spares.reclaim(&mut ctxs);
-        if spares.len() != 2 {
-            return Err("server: recycled Read contexts not kept");
-        }
+        let half = LEN / 2;
+        reads
+            .add(0, half, reg.iova, reg.rkey)
+            .map_err(|_| "server: rdma_rw_ctx_init (Read)")?;
+        reads
+            .add(half, LEN - half, reg.iova + half as u64, reg.rkey)
+            .map_err(|_| "server: rdma_rw_ctx_init (Read)")?;
+        reads.room()
+    };
+    if buf.parts().2.wrs() < 2 {
+        return Err("server: Read contexts without work requests");
     }
-    if !matches(server_page, read_pattern)? {
+    if sep.post_reads(buf, room).is_err() {
+        return Err("server: post Reads");
+    }
+    let p = server.wait_ok("server: RDMA Read failed", |s| s.reads.take())?;
+    let mut buf = sep.recv(p).ok_or("server: stray Reads")?;
+    let (_, (), rw) = buf.parts();
+    // Unmapped, the Read's data is the CPU's; the contexts' memory stays
+    // for the next Reads, as a connection reuses it.
+    rw.unmap();
+    if rw.spares() != 2 {
+        return Err("server: recycled Read contexts not kept");
+    }
+    if !matches(rw.pages(), read_pattern)? {
         return Err("server: RDMA Read brought the wrong bytes");
     }
 
-    // RDMA Write of another pattern into it, linked unsignalled in front
-    // of a Send, in one post: only the Send completes, and the client's
-    // Receive of it comes after the Write's data (a Reply's Write chunk
-    // and the Reply itself).
-    fill(server_page, write_pattern)?;
-    // SAFETY: As above.
-    let reg = unsafe { client.register(1, client_page) }?;
-    client.post_recv()?;
-    let dev = child.device().map_err(|_| "server: no device")?;
-    let mut msg =
-        DmaBuf::new(&dev, SEND_MSG.len(), DmaDir::ToDevice).map_err(|_| "server: Send buffer")?;
-    msg.as_mut_slice()
+    // RDMA Write of another pattern into it, posted unsignalled in front
+    // of a Send: only the Send completes, and the client's Receive of it
+    // comes after the Write's data (a Reply's Write chunk and the Reply
+    // itself).
+    let reg = register(client, page, mrs, true)?;
+    let p = server_sends.pop().ok_or("server: no Send buffer")?;
+    let mut sbuf = sep.send(p).ok_or("server: stray Send buffer")?;
+    let w = sbuf.writes().pages();
+    w.alloc(1).map_err(|_| "server: no page")?;
+    w.copy_in(0, &pattern(write_pattern))
+        .map_err(|_| "server: write page")?;
+    sbuf.add_write(0, LEN, reg.iova, reg.rkey)
+        .map_err(|_| "server: rdma_rw_ctx_init (Write)")?;
+    if sbuf.writes().wrs() == 0 {
+        return Err("server: Write context without work requests");
+    }
+    sbuf.buf()
         .get_mut(..SEND_MSG.len())
         .ok_or("server: Send buffer too small")?
         .copy_from_slice(SEND_MSG);
-    msg.sync_for_device(SEND_MSG.len());
-    let mut sge = [msg.sge(0, SEND_MSG.len(), server.lkey.load(Relaxed))];
-    {
-        let qp = child.qp().ok_or("server: no QP")?;
-        let mut ctxs = KVec::new();
-        // SAFETY: As above.
-        let ctx =
-            unsafe { RwCtx::new(&mut spares, child, &[seg], reg.iova, reg.rkey, RwOp::Write) }
-                .map_err(|_| "server: rdma_rw_ctx_init (Write)")?;
-        if spares.len() != 1 {
-            return Err("server: Write context not made from a recycled one");
-        }
-        ctxs.push(ctx, GFP_KERNEL)
-            .map_err(|_| "server: no memory")?;
-        // SAFETY: The context, `msg` and `server.wc` stay until the Send
-        // completed, waited for below (or drained by `settle` before they
-        // go).
-        unsafe {
-            qp.post_send_after_rw(
-                server.wc.cqe.as_ptr(),
-                &mut sge,
-                ctxs.as_mut_slice(),
-                None,
-                true,
-            )
-        }
+    sep.post_send(sbuf, SEND_MSG.len(), None, |_| true)
         .map_err(|_| "server: post Write and Send")?;
-        settle(child, server.wc.wait("server: Write and Send failed"))?;
-    }
-    let id = client.id.as_ref().ok_or("client: no id")?;
-    settle(id, client.rwc.wait("client: Receive failed"))?;
-    if client.received()?.as_slice() != SEND_MSG {
+    server.wait_ok("server: Write and Send failed", |s| {
+        s.sent.take().map(|ok| ((), ok))
+    })?;
+    let p = client.wait_ok("client: Receive failed", |s| s.recv.take())?;
+    let buf = cep.recv(p).ok_or("client: stray Receive")?;
+    if buf.bytes() != SEND_MSG {
         return Err("client: the Send after the Write brought the wrong bytes");
     }
-    // The Write completed, so the responder placed the data; the caller
-    // checks it once the client's MR is unmapped.
-    Ok(())
-}
-
-/// Passes `waited` on; on failure first drains `id`'s QP, so that a work
-/// request still posted completes before its context is dropped.
-fn settle(id: &CmId<Events>, waited: Check) -> Check {
-    if waited.is_err() {
-        id.drain_qp();
+    // rxe moves the bytes with the CPU (virtual DMA): the Write's data is
+    // in place when its Send arrives, before the MR is unmapped.
+    if !matches(page, write_pattern)? {
+        return Err("client: the Send arrived before the Write's data");
     }
-    waited
+    Ok(())
 }
 
 /// A listener that rejects: the client sees REJECTED.
 pub(crate) fn reject() -> Check {
-    let sin = test_addr(REJECT_PORT).ok_or("no kunit_addr")?;
-    // SAFETY: init_net lives forever.
-    let net = unsafe { sys::rpcrdma_rs_init_net() };
-    let server = Server::new(false)?;
-    // SAFETY: `server` outlives the listener; `sin` is a valid address.
-    let listener = unsafe { Listener::new(net, &*server, core::ptr::from_ref(&sin).cast(), 4) }
-        .map_err(|_| "listen")?;
-    let res = Client::connect(net, &sin, true).map(|mut client| client.teardown());
-    let seen = server.requests.load(Relaxed) == 1 && server.private_ok.load(Relaxed);
-    drop(listener);
-    drop(server);
+    let addr = test_addr(REJECT_PORT).ok_or("no kunit_addr")?;
+    let server = Peer::new(false)?;
+    let client = Peer::new(true)?;
+    Listener::start(&*server, Net::init(), &addr, 4).map_err(|_| "listen")?;
+    let res =
+        dial(&client, &addr).and_then(|_| client.wait_event(EV_REJECTED, "client: not rejected"));
+    if let Some(ep) = client.ep.as_ref() {
+        ep.shutdown();
+    }
     res?;
-    if !seen {
+    let s = server.seen.lock();
+    if s.requests != 1 || !s.private_ok {
         return Err("server: request or its private data missing");
     }
     Ok(())
 }
-
-const _: () = assert!(LEN <= PAGE_SIZE);

@@ -16,7 +16,8 @@ use core::ffi::{c_int, c_uint, c_void};
 use core::marker::PhantomData;
 use core::ptr::NonNull;
 
-use kernel::page::PAGE_SIZE;
+use kernel::alloc::flags::__GFP_ZERO;
+use kernel::page::{Page, PAGE_SIZE};
 use kernel::prelude::*;
 use kernel::sync::atomic::{Acquire, Atomic, Release};
 use kernel::sync::SetOnce;
@@ -247,10 +248,23 @@ impl SockAddr {
 }
 
 /// A network namespace, passed through to rdma_cm.
+///
+/// # Invariants
+///
+/// A live `struct net`: a transport's, which lives as long as the
+/// transport, or the initial namespace, which lives forever.
 #[derive(Clone, Copy)]
 pub(crate) struct Net(*mut sys::net);
 
 impl Net {
+    /// The initial network namespace.
+    pub(crate) fn init() -> Self {
+        // SAFETY: Returns the address of `init_net`, a static.
+        let net = unsafe { sys::rpcrdma_rs_init_net() };
+        // INVARIANT: `init_net` is never freed.
+        Self(net)
+    }
+
     pub(crate) fn as_ptr(self) -> *mut sys::net {
         self.0
     }
@@ -569,13 +583,20 @@ impl SvcRqst<'_> {
         Ok(())
     }
 
-    fn arg_page(&self, i: usize) -> Result<*mut sys::page> {
-        let r = self.raw();
+    /// Entry `i` of `rq_pages`, the request's pages.
+    fn page_slot(&mut self, i: usize) -> Result<&mut *mut sys::page> {
+        let r = self.raw_mut();
         if i >= r.rq_maxpages as usize {
             return Err(EMSGSIZE);
         }
-        // SAFETY: In bounds of `rq_pages` (type invariant).
-        let page = unsafe { *r.rq_pages.add(i) };
+        // SAFETY: `i < rq_maxpages`, within `rq_pages` (type invariant);
+        // the request, and so its page array, is ours alone for the call,
+        // which `&mut self` borrows.
+        Ok(unsafe { &mut *r.rq_pages.add(i) })
+    }
+
+    fn arg_page(&mut self, i: usize) -> Result<*mut sys::page> {
+        let page = *self.page_slot(i)?;
         if page.is_null() {
             return Err(ENOMEM);
         }
@@ -627,12 +648,13 @@ impl SvcRqst<'_> {
             return Err(EMSGSIZE);
         }
         into.pages.reserve(n, GFP_KERNEL)?;
+        // INVARIANT: pages of sunrpc's, which others may reach.
+        into.shared = true;
         // sunrpc fills the empty entries among the first `rq_pages_nfree`,
         // however far the loop gets.
         r.rq_pages_nfree = r.rq_pages_nfree.max(n as u64);
         for i in 0..n {
-            // SAFETY: `i < rq_maxpages`, within `rq_pages` (type invariant).
-            let slot = unsafe { &mut *r.rq_pages.add(i) };
+            let slot = self.page_slot(i)?;
             let page = NonNull::new(*slot).ok_or(ENOMEM)?;
             // Cannot fail: reserved above.
             if into.pages.push_within_capacity(page).is_ok() {
@@ -651,11 +673,12 @@ impl SvcRqst<'_> {
         if n > r.rq_maxpages as usize {
             return Err(EMSGSIZE);
         }
+        // INVARIANT: it holds the request's pages below, until released.
+        from.shared = true;
         let mut kept = 0;
         for i in 0..n {
             let ours = from.pages[i];
-            // SAFETY: `i < rq_maxpages`, within `rq_pages` (type invariant).
-            let slot = unsafe { &mut *r.rq_pages.add(i) };
+            let slot = self.page_slot(i)?;
             let old = core::mem::replace(slot, ours.as_ptr());
             // INVARIANT: `from` gives up `ours` to the request and holds
             // the request's page instead (`kept <= i`: no entry yet to
@@ -702,6 +725,8 @@ impl SvcRqst<'_> {
         let n = unsafe { r.rq_next_page.offset_from(r.rq_respages) };
         let n = usize::try_from(n).map_err(|_| EINVAL)?;
         into.pages.reserve(n, GFP_KERNEL)?;
+        // INVARIANT: the Reply's pages may be the page cache's.
+        into.shared = true;
         for i in 0..n {
             // SAFETY: `i` is below `rq_next_page`, within `rq_pages`.
             let slot = unsafe { &mut *r.rq_respages.add(i) };
@@ -729,20 +754,88 @@ impl SvcRqst<'_> {
 }
 
 /// References to pages taken off a request ([`SvcRqst::take_reply_pages`]),
-/// put when released or dropped. The vector keeps its room, so a
-/// connection's Send contexts reuse it without allocating.
+/// or allocated here ([`PageRefs::alloc`]), put when released or dropped.
+/// The vector keeps its room, so a connection's Send contexts reuse it
+/// without allocating.
 ///
 /// # Invariants
 ///
-/// Each entry holds one reference to its page.
+/// Each entry holds one reference to its page. Unless `shared`, every
+/// page was allocated by [`PageRefs::alloc`], is directly mapped, and
+/// nobody else holds a reference to it.
 pub(crate) struct PageRefs {
     pages: KVec<NonNull<sys::page>>,
+    shared: bool,
 }
 
 impl PageRefs {
     /// Holds no page.
     pub(crate) const fn new() -> Self {
-        Self { pages: KVec::new() }
+        Self {
+            pages: KVec::new(),
+            shared: false,
+        }
+    }
+
+    /// Appends `n` pages, zeroed, allocated for this value alone: the CPU
+    /// reaches their bytes through [`PageRefs::copy_in`] and
+    /// [`PageRefs::copy_out`].
+    pub(crate) fn alloc(&mut self, n: usize) -> Result {
+        self.pages.reserve(n, GFP_KERNEL)?;
+        for _ in 0..n {
+            let page = Page::alloc_page(GFP_KERNEL | __GFP_ZERO)?;
+            // The allocation's one reference, which `release` puts.
+            let page = core::mem::ManuallyDrop::new(page);
+            let ptr = NonNull::new(page.as_ptr().cast::<sys::page>()).ok_or(ENOMEM)?;
+            // INVARIANT: one reference each, nobody else's; a GFP_KERNEL
+            // page is directly mapped. Cannot fail: reserved above.
+            let _ = self.pages.push_within_capacity(ptr);
+        }
+        Ok(())
+    }
+
+    /// The byte range of page `i` from `off` of up to `len` bytes, for
+    /// [`PageRefs::copy_in`] and [`PageRefs::copy_out`]: only pages that
+    /// [`PageRefs::alloc`] made, which nobody else reaches.
+    fn own_bytes(&self, pos: usize, len: usize) -> Result<(*mut u8, usize)> {
+        if self.shared {
+            return Err(EPERM);
+        }
+        let page = self.pages.get(pos / PAGE_SIZE).ok_or(EMSGSIZE)?;
+        let off = pos % PAGE_SIZE;
+        // SAFETY: A directly mapped page we hold (type invariant).
+        let base = unsafe { sys::rpcrdma_rs_page_address(page.as_ptr()) }.cast::<u8>();
+        Ok((base.wrapping_add(off), (PAGE_SIZE - off).min(len)))
+    }
+
+    /// Copies `src` into the pages at byte `dest`. Only for pages this
+    /// value allocated ([`PageRefs::alloc`]); `EPERM` for others.
+    pub(crate) fn copy_in(&mut self, dest: usize, src: &[u8]) -> Result {
+        let mut done = 0;
+        while done < src.len() {
+            let (p, n) = self.own_bytes(dest + done, src.len() - done)?;
+            // SAFETY: `n` bytes at `p` lie in one of our pages, which no
+            // one else holds (`own_bytes`); `&mut self` is unique. The
+            // device reaches them only through an rdma_rw context posted
+            // with the token of the endpoint buffer holding them, and
+            // nothing reaches this value meanwhile.
+            unsafe { core::ptr::copy_nonoverlapping(src[done..].as_ptr(), p, n) };
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// Copies the pages' bytes at byte `src` into `dst`; as
+    /// [`PageRefs::copy_in`].
+    pub(crate) fn copy_out(&self, src: usize, dst: &mut [u8]) -> Result {
+        let mut done = 0;
+        while done < dst.len() {
+            let (p, n) = self.own_bytes(src + done, dst.len() - done)?;
+            // SAFETY: As for `copy_in`; only `&mut self` writes them.
+            unsafe { core::ptr::copy_nonoverlapping(p, dst[done..].as_mut_ptr(), n) };
+            done += n;
+        }
+        Ok(())
     }
 
     /// Pages held.
@@ -782,6 +875,7 @@ impl PageRefs {
         // invariant), given up here: the vector forgets them next.
         unsafe { sys::rpcrdma_rs_release_pages(self.pages.as_mut_ptr().cast(), n) };
         self.pages.clear();
+        self.shared = false;
     }
 }
 

@@ -106,22 +106,6 @@ void rpcrdma_rs_dma_sync_for_device(struct ib_device *dev, u64 addr,
 
 
 
-/* Completions with a timed wait, for the KUnit suites on rxe. */
-void rpcrdma_rs_init_completion(struct completion *c)
-{
-	init_completion(c);
-}
-
-void rpcrdma_rs_complete(struct completion *c)
-{
-	complete(c);
-}
-
-long rpcrdma_rs_wait_completion(struct completion *c, unsigned long timeout)
-{
-	return wait_for_completion_interruptible_timeout(c, timeout);
-}
-
 void rpcrdma_rs_init_delayed_work(struct delayed_work *dwork, work_func_t fn)
 {
 	INIT_DELAYED_WORK(dwork, fn);
@@ -415,13 +399,6 @@ void rpcrdma_rs_wake_up_var(void *var)
 	wake_up_var(var);
 }
 
-/* Waits until *flag is zero; returns 0 on timeout. */
-long rpcrdma_rs_wait_until_clear(struct wait_queue_head *wq, const u32 *flag,
-				 unsigned long timeout)
-{
-	return wait_event_timeout(*wq, !READ_ONCE(*flag), timeout);
-}
-
 struct svc_serv *rpcrdma_rs_xprt_bc_serv(struct rpc_xprt *xprt)
 {
 	return READ_ONCE(xprt->bc_serv);
@@ -492,11 +469,6 @@ int rpcrdma_rs_kunit_addr(struct sockaddr_in *sin, u16 port)
  * The nfsd server transport: svc_xprt's static inlines and atomic flag
  * operations, and the server's module parameters.
  */
-void rpcrdma_rs_svc_xprt_get(struct svc_xprt *xprt)
-{
-	svc_xprt_get(xprt);
-}
-
 void rpcrdma_rs_svc_xprt_set_flag(struct svc_xprt *xprt, unsigned int bit)
 {
 	set_bit(bit, &xprt->xpt_flags);

@@ -7,7 +7,6 @@
 #define RPCRDMA_RS_HELPERS_H
 
 #include <linux/module.h>
-#include <linux/completion.h>
 #include <linux/workqueue.h>
 #include <linux/in.h>
 #include <linux/sunrpc/clnt.h>
@@ -44,9 +43,6 @@ void rpcrdma_rs_dma_sync_for_device(struct ib_device *dev, u64 addr,
 				    size_t size, enum dma_data_direction dir);
 
 
-void rpcrdma_rs_init_completion(struct completion *c);
-void rpcrdma_rs_complete(struct completion *c);
-long rpcrdma_rs_wait_completion(struct completion *c, unsigned long timeout);
 void rpcrdma_rs_init_delayed_work(struct delayed_work *dwork, work_func_t fn);
 bool rpcrdma_rs_queue_delayed_work(struct delayed_work *dwork,
 				   unsigned long delay);
@@ -95,8 +91,6 @@ long rpcrdma_rs_wait_until_gone(struct wait_queue_head *wq, const u64 *gone,
 void rpcrdma_rs_params(unsigned int *inline_read, unsigned int *inline_write,
 		       unsigned int *slots);
 bool rpcrdma_rs_fault(unsigned int bit);
-long rpcrdma_rs_wait_until_clear(struct wait_queue_head *wq, const u32 *flag,
-				 unsigned long timeout);
 long rpcrdma_rs_wait_var_zero(u32 *var, unsigned long timeout);
 void rpcrdma_rs_wake_up_var(void *var);
 
@@ -112,7 +106,6 @@ struct net *rpcrdma_rs_init_net(void);
 
 /* The nfsd server transport. */
 #include <linux/sunrpc/svc_xprt.h>
-void rpcrdma_rs_svc_xprt_get(struct svc_xprt *xprt);
 void rpcrdma_rs_svc_xprt_set_flag(struct svc_xprt *xprt, unsigned int bit);
 void rpcrdma_rs_svc_xprt_clear_flag(struct svc_xprt *xprt, unsigned int bit);
 bool rpcrdma_rs_svc_xprt_test_flag(const struct svc_xprt *xprt,
