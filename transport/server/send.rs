@@ -104,8 +104,14 @@ fn reply(
         rqst.res().read(r.start, dst)?;
         pos += n;
     }
-    let writes = plan.writes().map(|w| (w.src, w.len, w.offset, w.handle));
+    let mut nwrites = 0u64;
+    let writes = plan.writes().map(|w| {
+        nwrites += 1;
+        (w.src, w.len, w.offset, w.handle)
+    });
     let bytes = slot.buf()?.add_reply_writes(rqst, writes)?;
+    // As svcrdma's rdma_stat_write: one per segment written, set up.
+    super::SVC_STATS.write.add(nwrites);
     // The Send buffer is held meanwhile: see `SendSlot::reserve_writes`.
     slot.reserve_writes()?;
     slot.post(pos, invalidate)?;
