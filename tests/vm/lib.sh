@@ -207,8 +207,8 @@ SYSCTL_SVC="max_outbound_read_requests max_req_size max_requests rdma_stat_read 
 
 # sysctl_is KEY VALUE: KEY reads VALUE.
 sysctl_is() {
-    v=$(sysctl -n "$1" 2>&1) || { echo "sysctl -n $1: $v"; return 1; }
-    [ "$v" = "$2" ] || { echo "$1 reads '$v', not '$2'"; return 1; }
+    sysctl_got=$(sysctl -n "$1" 2>&1) || { echo "sysctl -n $1: $sysctl_got"; return 1; }
+    [ "$sysctl_got" = "$2" ] || { echo "$1 reads '$sysctl_got', not '$2'"; return 1; }
 }
 
 # sysctl_set KEY VALUE: sysctl -w succeeds and KEY reads VALUE.
@@ -235,6 +235,7 @@ sysctl_refused() {
 # only 0; with rpcrdma_rs, each sysctl and its module parameter are one
 # value. Leaves every value at its default.
 sysctl_tables() {
+    # ash has no local variables: names the helpers above do not use.
     s=sunrpc v=sunrpc.svc_rdma
     got=$(cd /proc/sys/sunrpc && ls -d rdma_* | tr '\n' ' ')
     [ "$got" = "$SYSCTL_CLIENT " ] || { echo "/proc/sys/sunrpc/rdma_*: $got"; return 1; }
