@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The module parameters, which are C `module_param_cb()`s in
-//! `sys/helpers.c` (see `Documentation/admin-guide.rst`): read here, once
-//! per transport or connect.
+//! The tunables: C variables in `sys/sysctl.c`, each both a module
+//! parameter and one of rpcrdma.ko's sysctls (see
+//! `Documentation/admin-guide.rst`): read here, once per transport or
+//! connect.
 
 use crate::sys;
 

@@ -34,6 +34,8 @@ const VERSION: &str = "0.1.0";
 const TRANSPORT_IDENT: i32 = transport::client::IDENT;
 
 struct RpcRdma {
+    /// rpcrdma.ko's sysctls; first, so removed before the transports go.
+    _sysctls: sunrpc::Sysctls,
     _client: transport::client::Registration,
     _server: transport::server::Registration,
     /// Last: the transports, and with them every connection, go first.
@@ -49,6 +51,9 @@ impl kernel::Module for RpcRdma {
         let server = transport::server::register(module).inspect_err(|e| {
             pr_err!("rpcrdma_rs: cannot register the server transport \"rdma\" ({e:?}): is rpcrdma.ko loaded?\n")
         })?;
+        // After the transports: while rpcrdma.ko is loaded, its tables
+        // hold the names, and the message above says why we cannot load.
+        let sysctls = sunrpc::Sysctls::register(&transport::server::SVC_STATS);
         let cfg = transport::client::Config::from_params();
         pr_info!(
             "rpcrdma_rs {VERSION} loaded (transport ident {TRANSPORT_IDENT}, inline read {} write {}, {} slots)\n",
@@ -57,6 +62,7 @@ impl kernel::Module for RpcRdma {
             cfg.slots
         );
         Ok(RpcRdma {
+            _sysctls: sysctls,
             _client: client,
             _server: server,
             _lingering: lingering,

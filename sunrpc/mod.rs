@@ -22,6 +22,7 @@ mod rqst;
 mod slots;
 mod svc;
 mod svc_backchannel;
+mod sysctl;
 mod wait;
 mod xprt;
 
@@ -40,5 +41,6 @@ pub(crate) use svc::{
     SvcObject, SvcRqst, SvcTransport, SvcXprt, XptFlag,
 };
 pub(crate) use svc_backchannel::{BackchannelOwner, BcClass};
+pub(crate) use sysctl::{SvcStats, Sysctls};
 pub(crate) use wait::{DelayedWork, HasDelayedWork, WaitQueue};
 pub(crate) use xprt::{hz, jiffies, Xprt, XprtLocked};

@@ -306,54 +306,6 @@ bool rpcrdma_rs_warn_ratelimit(void)
 	return __ratelimit(&rs);
 }
 
-/*
- * Module parameters, the counterparts of rpcrdma.ko's sunrpc sysctls. They
- * live here because the Rust module! macro of this kernel registers its
- * parameters without a sysfs mode. Out-of-range values are refused, as
- * the sysctls refuse them; a change applies to transports created later.
- */
-static unsigned int max_inline_read = 4096;
-static unsigned int max_inline_write = 4096;
-static unsigned int slot_table_entries = 128;
-
-static int param_set_inline(const char *val, const struct kernel_param *kp)
-{
-	return param_set_uint_minmax(val, kp, 1024, 65536);
-}
-
-static int param_set_slots(const char *val, const struct kernel_param *kp)
-{
-	return param_set_uint_minmax(val, kp, 4, 256);
-}
-
-static const struct kernel_param_ops inline_ops = {
-	.set = param_set_inline,
-	.get = param_get_uint,
-};
-
-static const struct kernel_param_ops slots_ops = {
-	.set = param_set_slots,
-	.get = param_get_uint,
-};
-
-module_param_cb(max_inline_read, &inline_ops, &max_inline_read, 0644);
-MODULE_PARM_DESC(max_inline_read,
-		 "Largest Reply received inline, bytes (1024-65536, default 4096)");
-module_param_cb(max_inline_write, &inline_ops, &max_inline_write, 0644);
-MODULE_PARM_DESC(max_inline_write,
-		 "Largest Call sent inline, bytes (1024-65536, default 4096)");
-module_param_cb(slot_table_entries, &slots_ops, &slot_table_entries, 0644);
-MODULE_PARM_DESC(slot_table_entries,
-		 "RPC slots and credits requested per transport (4-256, default 128)");
-
-void rpcrdma_rs_params(unsigned int *inline_read, unsigned int *inline_write,
-		       unsigned int *slots)
-{
-	*inline_read = READ_ONCE(max_inline_read);
-	*inline_write = READ_ONCE(max_inline_write);
-	*slots = READ_ONCE(slot_table_entries);
-}
-
 void rpcrdma_rs_init_waitqueue_head(struct wait_queue_head *wq)
 {
 	init_waitqueue_head(wq);
@@ -524,36 +476,6 @@ void rpcrdma_rs_release_pages(struct page **pages, int nr)
 void rpcrdma_rs_module_get(struct module *mod)
 {
 	__module_get(mod);
-}
-
-/*
- * Server parameters, the counterparts of svcrdma's sysctls
- * sunrpc.svc_rdma.max_requests and max_req_size.
- */
-static unsigned int svc_max_requests = 128;
-static unsigned int svc_max_inline = 4096;
-
-static int param_set_requests(const char *val, const struct kernel_param *kp)
-{
-	return param_set_uint_minmax(val, kp, 4, 16384);
-}
-
-static const struct kernel_param_ops requests_ops = {
-	.set = param_set_requests,
-	.get = param_get_uint,
-};
-
-module_param_cb(svc_max_requests, &requests_ops, &svc_max_requests, 0644);
-MODULE_PARM_DESC(svc_max_requests,
-		 "Server: credits granted per connection (4-16384, default 128)");
-module_param_cb(svc_max_inline, &inline_ops, &svc_max_inline, 0644);
-MODULE_PARM_DESC(svc_max_inline,
-		 "Server: largest Call received and Reply sent inline, bytes (1024-65536, default 4096)");
-
-void rpcrdma_rs_svc_params(unsigned int *max_requests, unsigned int *max_inline)
-{
-	*max_requests = READ_ONCE(svc_max_requests);
-	*max_inline = READ_ONCE(svc_max_inline);
 }
 
 /*

@@ -120,6 +120,10 @@ void rpcrdma_rs_release_pages(struct page **pages, int nr);
 void rpcrdma_rs_module_get(struct module *mod);
 void rpcrdma_rs_svc_params(unsigned int *max_requests,
 			   unsigned int *max_inline);
+/* sys/sysctl.c: rpcrdma.ko's sysctl tables. */
+int rpcrdma_rs_sysctls_register(u64 *read, u64 *recv, u64 *write,
+				u64 *sq_starve);
+void rpcrdma_rs_sysctls_unregister(void);
 int rpcrdma_rs_svc_bc_buf_alloc(struct rpc_task *task);
 void rpcrdma_rs_svc_bc_buf_free(struct rpc_task *task);
 struct dentry *rpcrdma_rs_debugfs_dir(const char *name, struct dentry *parent);

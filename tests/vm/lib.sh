@@ -250,3 +250,101 @@ perf_report() {
       perf report -i "$2" --stdio --no-children --sort dso,sym 2>&1 | grep '\[rpcrdma' | head -n 40
       echo "RR-PERF-END $1"; } > "$RESULTS"
 }
+
+# --- rpcrdma.ko's sysctls (issue 28), as an administrator uses them ------
+# Both modules must pass the same checks: rpcrdma_rs registers rpcrdma.ko's
+# tables with the same names, modes, ranges and refusals.
+SYSCTL_CLIENT="rdma_inline_write_padding rdma_max_inline_read rdma_max_inline_write rdma_memreg_strategy rdma_pad_optimize rdma_slot_table_entries"
+SYSCTL_SVC="max_outbound_read_requests max_req_size max_requests rdma_stat_read rdma_stat_recv rdma_stat_rq_poll rdma_stat_rq_prod rdma_stat_rq_starve rdma_stat_sq_poll rdma_stat_sq_prod rdma_stat_sq_starve rdma_stat_write"
+
+# sysctl_is KEY VALUE: KEY reads VALUE.
+sysctl_is() {
+    sysctl_got=$(sysctl -n "$1" 2>&1) || { echo "sysctl -n $1: $sysctl_got"; return 1; }
+    [ "$sysctl_got" = "$2" ] || { echo "$1 reads '$sysctl_got', not '$2'"; return 1; }
+}
+
+# sysctl_set KEY VALUE: sysctl -w succeeds and KEY reads VALUE.
+sysctl_set() {
+    out=$(sysctl -w "$1=$2" 2>&1) || { echo "sysctl -w $1=$2: $out"; return 1; }
+    sysctl_is "$1" "$2"
+}
+
+# sysctl_refused KEY VALUE: sysctl -w and a write into /proc/sys both fail
+# with EINVAL, and KEY keeps its value.
+sysctl_refused() {
+    before=$(sysctl -n "$1") || return 1
+    if out=$(sysctl -w "$1=$2" 2>&1); then echo "sysctl -w $1=$2 accepted: $out"; return 1; fi
+    case $out in *"Invalid argument"*) ;; *) echo "sysctl -w $1=$2: '$out', not EINVAL"; return 1 ;; esac
+    f=/proc/sys/$(echo "$1" | tr . /)
+    if out=$(sh -c 'echo "$1" > "$2"' sh "$2" "$f" 2>&1); then echo "echo $2 > $f accepted"; return 1; fi
+    case $out in *"Invalid argument"*) ;; *) echo "echo $2 > $f: '$out', not EINVAL"; return 1 ;; esac
+    sysctl_is "$1" "$before"
+}
+
+# sysctl_tables MODULE (rpcrdma or rpcrdma_rs, loaded): every file of
+# both tables exists with mode 0644 and reads its default; each bound is
+# accepted and the value beyond it refused; the retired counters take
+# only 0; with rpcrdma_rs, each sysctl and its module parameter are one
+# value. Leaves every value at its default.
+sysctl_tables() {
+    # ash has no local variables: names the helpers above do not use.
+    s=sunrpc v=sunrpc.svc_rdma
+    got=$(cd /proc/sys/sunrpc && ls -d rdma_* | tr '\n' ' ')
+    [ "$got" = "$SYSCTL_CLIENT " ] || { echo "/proc/sys/sunrpc/rdma_*: $got"; return 1; }
+    got=$(ls /proc/sys/sunrpc/svc_rdma | tr '\n' ' ')
+    [ "$got" = "$SYSCTL_SVC " ] || { echo "/proc/sys/sunrpc/svc_rdma: $got"; return 1; }
+    for f in /proc/sys/sunrpc/rdma_* /proc/sys/sunrpc/svc_rdma/*; do
+        m=$(stat -c %a "$f")
+        [ "$m" = 644 ] || { echo "$f: mode $m"; return 1; }
+    done
+    for kv in $s.rdma_slot_table_entries=128 $s.rdma_max_inline_read=4096 \
+        $s.rdma_max_inline_write=4096 $s.rdma_inline_write_padding=0 \
+        $s.rdma_memreg_strategy=5 $s.rdma_pad_optimize=0 $v.max_requests=128 \
+        $v.max_req_size=4096 $v.max_outbound_read_requests=16 $v.rdma_stat_rq_starve=0 \
+        $v.rdma_stat_rq_poll=0 $v.rdma_stat_rq_prod=0 $v.rdma_stat_sq_poll=0 \
+        $v.rdma_stat_sq_prod=0; do
+        sysctl_is "${kv%%=*}" "${kv#*=}" || return 1
+    done
+    for c in read recv write sq_starve; do
+        n=$(sysctl -n $v.rdma_stat_$c) && [ "$n" -ge 0 ] 2>/dev/null ||
+            { echo "$v.rdma_stat_$c reads '$n'"; return 1; }
+    done
+    # KEY=ACCEPTED,...: each accepted and read back, the last the default.
+    for kv in $s.rdma_slot_table_entries=4,16384,128 $s.rdma_max_inline_read=1024,65536,4096 \
+        $s.rdma_max_inline_write=1024,65536,4096 $s.rdma_inline_write_padding=4096,0 \
+        $s.rdma_memreg_strategy=0,6,5 $s.rdma_pad_optimize=-1,7,0 $v.max_requests=4,16384,128 \
+        $v.max_req_size=65536,4096 $v.max_outbound_read_requests=1,255,16 \
+        $v.rdma_stat_rq_starve=0 $v.rdma_stat_sq_prod=0; do
+        for x in $(echo "${kv#*=}" | tr , ' '); do
+            sysctl_set "${kv%%=*}" "$x" || return 1
+        done
+    done
+    for kv in $s.rdma_slot_table_entries=3 $s.rdma_slot_table_entries=16385 \
+        $s.rdma_max_inline_read=1023 $s.rdma_max_inline_read=65537 \
+        $s.rdma_max_inline_write=1023 $s.rdma_max_inline_write=65537 \
+        $s.rdma_inline_write_padding=-1 $s.rdma_inline_write_padding=4097 \
+        $s.rdma_memreg_strategy=-1 $s.rdma_memreg_strategy=7 $s.rdma_pad_optimize=x \
+        $v.max_requests=3 $v.max_requests=16385 $v.max_req_size=4095 \
+        $v.max_req_size=65537 $v.max_outbound_read_requests=0 \
+        $v.max_outbound_read_requests=256 $v.rdma_stat_rq_starve=1 \
+        $v.rdma_stat_rq_poll=1 $v.rdma_stat_rq_prod=1 $v.rdma_stat_sq_poll=1 \
+        $v.rdma_stat_sq_prod=1; do
+        sysctl_refused "${kv%%=*}" "${kv#*=}" || return 1
+    done
+    [ "$1" = rpcrdma_rs ] || return 0
+    OLD_IFS=$IFS
+    # SYSCTL:PARAMETER:VALUE:DEFAULT: a write to either shows in both.
+    p=/sys/module/rpcrdma_rs/parameters
+    for pair in $s.rdma_max_inline_read:max_inline_read:2048:4096 \
+        $s.rdma_max_inline_write:max_inline_write:2048:4096 \
+        $s.rdma_slot_table_entries:slot_table_entries:64:128 \
+        $v.max_requests:svc_max_requests:64:128 $v.max_req_size:svc_max_inline:8192:4096; do
+        # shellcheck disable=SC2086 # split at the colons
+        IFS=: && set -- $pair && IFS=$OLD_IFS
+        key=$1 param=$2 val=$3 def=$4
+        sysctl_set "$key" "$val" || return 1
+        [ "$(cat $p/$param)" = "$val" ] || { echo "$key=$val, but $p/$param reads $(cat $p/$param)"; return 1; }
+        echo "$def" > $p/$param || return 1
+        sysctl_is "$key" "$def" || { echo "after $p/$param=$def"; return 1; }
+    done
+}

@@ -45,8 +45,109 @@ many_files() {
     [ "$(cat "/mnt/dir-$tag/f7")" = 7 ] && rm -r "/mnt/dir-$tag"
 }
 
+# Issue 28: rpcrdma.ko's sysctls, on both VMs, with the same expectations
+# for either module on either side.
+modname=rpcrdma
+[ "${RR_MOD:-c}" = rs ] && modname=rpcrdma_rs
+
+# xprt_count N: field N after "rdma" of /mnt's xprt line in mountstats
+# (11 read chunks, 13 reply chunks; see the admin guide).
+xprt_count() {
+    awk -v n="$1" '$1 == "device" { cur = $5 } cur == "/mnt" && $1 == "xprt:" && $2 == "rdma" { print $(n + 2) }' /proc/self/mountstats
+}
+
+# inline_io NAME: on a new mount, a 2000-byte file written and its
+# attributes fetched again; /tmp/counts-NAME gets the mount's read chunks
+# and reply chunks afterwards. Then the file reads back and the mount goes.
+inline_io() {
+    nfs_mount > /dev/null || return 1
+    head -c 2000 /dev/urandom > /tmp/small && cp /tmp/small "/mnt/small-$1" && sync &&
+        echo 3 > /proc/sys/vm/drop_caches && stat "/mnt/small-$1" > /dev/null || return 1
+    echo "$(xprt_count 11) $(xprt_count 13)" > "/tmp/counts-$1"
+    cmp /tmp/small "/mnt/small-$1" && rm "/mnt/small-$1" && umount /mnt
+}
+
+# The client's inline thresholds from a sysctl.d file: with 1 KiB each
+# way, a new mount sends the 2000-byte WRITE in a Read chunk and takes
+# the Replies that may exceed 1 KiB (EXCHANGE_ID's among them) in Reply
+# chunks; back at 4 KiB with sysctl -w, a new mount sends and receives
+# them inline: fewer of both chunks for the same operations.
+inline_effect() {
+    RR_VERS=4.2 RR_PROTO=rdma
+    . /scenario/nfs-mount.sh
+    printf 'sunrpc.rdma_max_inline_read = 1024\nsunrpc.rdma_max_inline_write = 1024\n' > /tmp/rdma.conf
+    sysctl -p /tmp/rdma.conf || return 1
+    inline_io small || return 1
+    sysctl_set sunrpc.rdma_max_inline_read 4096 && sysctl_set sunrpc.rdma_max_inline_write 4096 || return 1
+    inline_io default || return 1
+    read -r rc_s pc_s < /tmp/counts-small
+    read -r rc_d pc_d < /tmp/counts-default
+    note "inline thresholds 1 KiB: read chunks $rc_s, reply chunks $pc_s; 4 KiB: $rc_d, $pc_d"
+    [ "$rc_s" -gt "$rc_d" ] && [ "$pc_s" -gt "$pc_d" ]
+}
+
+# sysctl_ask REQUEST: hand REQUEST to the server through /mnt/.sysctl
+# (server.sh sysctl_req) and wait for its "done" line, left in $answer.
+sysctl_ask() {
+    rm -f /mnt/.sysctl && echo "$*" > /mnt/.sysctl || return 1
+    i=0
+    until answer=$(grep '^done' /mnt/.sysctl 2>/dev/null); do
+        i=$((i + 1))
+        [ $i -le 120 ] || { echo "server did not answer '$*'"; return 1; }
+        sleep 1
+    done
+    rm -f /mnt/.sysctl
+    echo "server: $answer"
+    [ "$(sfield "$answer" rc)" = 0 ]
+}
+sfield() { echo "$1" | tr ' ' '\n' | sed -n "s/^$2=//p" | head -n 1; }
+
+# The server grants svc_rdma.max_requests credits on the connections it
+# accepts after a change: a new connection's NULL Call (rpcrdma-peer -c
+# good-null) sees them in the Reply's header.
+server_credits() {
+    for n in 20 128; do
+        sysctl_ask set max_requests $n || return 1
+        got=$(rpcrdma-peer -c $SERVER4 good-null | sed -n 's/^case good-null result=reply .* credits=\([0-9]*\) .*/\1/p')
+        note "server svc_rdma.max_requests=$n: a new connection is granted ${got:-no} credits"
+        [ "$got" = "$n" ] || return 1
+    done
+}
+
+# The server's rdma_stat_* counters: a write resets them (read and
+# sq_starve to 0: nothing sends a Read chunk or fills the Send Queue
+# meanwhile; recv and write below their count before, as our polling of
+# the answer goes on); then 1 MiB written (NFS WRITEs in Read chunks) and
+# read back (READs into Write chunks) must move recv, read and write.
+server_counters() {
+    sysctl_ask reset || return 1
+    for c in read recv write sq_starve; do
+        eval "r_$c=\$(sfield \"\$answer\" $c)"
+    done
+    [ "$r_read" = 0 ] && [ "$r_sq_starve" = 0 ] &&
+        [ "$r_recv" -lt "$(sfield "$answer" before_recv)" ] &&
+        [ "$r_write" -le "$(sfield "$answer" before_write)" ] ||
+        { echo "counters not reset"; return 1; }
+    dd if=/dev/urandom of=/tmp/ctr bs=1M count=1 2>/dev/null && cp /tmp/ctr /mnt/ctr && sync &&
+        echo 3 > /proc/sys/vm/drop_caches && cmp /tmp/ctr /mnt/ctr && rm /mnt/ctr || return 1
+    sysctl_ask stats || return 1
+    note "server counters after 1 MiB written and read: $answer (after the reset: read=$r_read recv=$r_recv write=$r_write)"
+    [ "$(sfield "$answer" recv)" -gt "$r_recv" ] && [ "$(sfield "$answer" read)" -gt "$r_read" ] &&
+        [ "$(sfield "$answer" write)" -gt "$r_write" ]
+}
+
 check client_net net_up 192.0.2.2 2001:db8::2
 check client_transport load_transport "${RR_MOD:-c}"
+check client_sysctl_tables sysctl_tables $modname
+check client_sysctl_inline_thresholds inline_effect
+RR_VERS=4.2 RR_PROTO=rdma
+. /scenario/nfs-mount.sh
+if check sysctl_mount nfs_mount; then
+    check server_sysctl_tables_asked sysctl_ask tables
+    check server_sysctl_max_requests_credits server_credits
+    check server_sysctl_counters server_counters
+    check sysctl_umount umount /mnt
+fi
 for m in 4.2:rdma 4.1:rdma 3:rdma 4.2:rdma6 4.1:rdma6 3:rdma6; do
     mount_io "${m%%:*}" "${m#*:}"
 done

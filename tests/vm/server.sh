@@ -346,6 +346,40 @@ counts_req() {
     esac
 }
 
+# svc_stats: the four counters of sunrpc.svc_rdma, as NAME=VALUE.
+svc_stats() {
+    for c in read recv write sq_starve; do
+        printf '%s=%s ' $c "$(sysctl -n sunrpc.svc_rdma.rdma_stat_$c)"
+    done
+}
+
+# sysctl_req REQUEST: matrix.sh's server checks of the sysctls (issue 28),
+# through /export/.sysctl. "tables": sysctl_tables here; "set KEY VALUE":
+# sysctl -w sunrpc.svc_rdma.KEY=VALUE; "stats": the counters; "reset": a
+# write to each counter (any write resets it, as with rpcrdma.ko), and
+# the counters before and after. The answer is appended as one "done"
+# line, with rc= the request's status.
+sysctl_req() {
+    set -- $1
+    mod=rpcrdma_rs
+    [ "${RR_MOD:-c}" = rs ] || mod=rpcrdma
+    case $1 in
+    tables) out=$(sysctl_tables $mod 2>&1); rc=$? ;;
+    set)    out=$(sysctl_set "sunrpc.svc_rdma.$2" "$3" 2>&1); rc=$? ;;
+    stats)  out=$(svc_stats); rc=$? ;;
+    reset)
+        before=$(svc_stats | sed 's/\([a-z_]*=\)/before_\1/g') rc=0
+        for c in read recv write sq_starve; do
+            sysctl -w sunrpc.svc_rdma.rdma_stat_$c=7 > /dev/null || rc=1
+        done
+        out="$(svc_stats) $before" ;;
+    *) out="unknown request"; rc=1 ;;
+    esac
+    echo "done rc=$rc $out" | tr '\n' ' ' >> /export/.sysctl
+    echo >> /export/.sysctl
+    return $rc
+}
+
 # dev_del SECS: delete our rxe device under the clients' connections and
 # add it back SECS s later. The delete must return (ib_unregister_device
 # waits until the transport released every connection's QP and CM id);
@@ -535,6 +569,10 @@ fault_watch() {
         if req=$(cat /export/.recall 2>/dev/null) && [ -n "$req" ] &&
             [ "${req#*done}" = "$req" ]; then
             check server_recall_request recall_req "$req"
+        fi
+        if req=$(cat /export/.sysctl 2>/dev/null) && [ -n "$req" ] &&
+            [ "${req#*done}" = "$req" ]; then
+            check "server_sysctl_${req%% *}" sysctl_req "$req"
         fi
         if req=$(cat /export/.counts 2>/dev/null) && [ -n "$req" ] &&
             [ "${req#*done}" = "$req" ]; then

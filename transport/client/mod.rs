@@ -72,8 +72,8 @@ pub(crate) const DEF_SLOTS: u32 = 128;
 /// (`RPCRDMA_MAX_DATA_SEGS` pages).
 pub(crate) const MAX_PAYLOAD: usize = 1 << 20;
 
-/// Per-transport settings, read from the module parameters once, when the
-/// transport is set up.
+/// Per-transport settings, read from the tunables when the transport is
+/// set up; the inline sizes again at each connect ([`Config::at_connect`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Config {
     /// Largest Reply we receive inline: size of every Receive buffer.
@@ -87,8 +87,9 @@ pub(crate) struct Config {
 impl Config {
     /// Clamps raw parameter values to what the transport supports:
     /// inline sizes 1024..=65536 (`RPCRDMA_MIN_INLINE`,
-    /// `RPCRDMA_MAX_INLINE`), slots 4..=256 (`RPCRDMA_MIN_SLOT_TABLE`,
-    /// `RPCRDMA_MAX_SLOT_TABLE`).
+    /// `RPCRDMA_MAX_INLINE`), slots 4..=256 (`RPCRDMA_MIN_SLOT_TABLE`;
+    /// the tunable takes up to `RPCRDMA_MAX_SLOT_TABLE`, 16384, as
+    /// rpcrdma.ko's, but a connection's buffers are sized for every slot).
     pub(crate) fn clamped(inline_read: u32, inline_write: u32, slots: u32) -> Self {
         Self {
             inline_read: inline_read.clamp(1024, 65536),
@@ -97,11 +98,21 @@ impl Config {
         }
     }
 
-    /// The module parameters (`sys/helpers.c`, which refuses values out
-    /// of range), clamped once more so that nothing here depends on it.
+    /// The tunables (`sys/sysctl.c`, which refuses values out of range),
+    /// clamped once more so that nothing here depends on it.
     pub(crate) fn from_params() -> Self {
         let (inline_read, inline_write, slots) = crate::params::transport();
         Self::clamped(inline_read, inline_write, slots)
+    }
+
+    /// The settings of a new connection of a transport set up with
+    /// `self`: its slots, and the inline sizes in force now, which
+    /// rpcrdma.ko also reads at every connect (`rpcrdma_ep_create`).
+    pub(crate) fn at_connect(&self) -> Self {
+        Self {
+            slots: self.slots,
+            ..Self::from_params()
+        }
     }
 }
 

@@ -50,7 +50,7 @@ pub(super) fn connect_worker(rx: &RdmaXprt, locked: &mut XprtLocked<'_>) -> c_in
     let result = if dying {
         Err(ENOTCONN)
     } else {
-        Ep::connect(rx, &rx.cfg)
+        Ep::connect(rx, &rx.cfg.at_connect())
     };
     let took_ms = jiffies().wrapping_sub(start).saturating_mul(1000) / hz().max(1);
     locked.clear_connecting();

@@ -677,6 +677,10 @@ impl SvcConn {
                     break p;
                 }
             }
+            if !waited {
+                // Once per wait, as svcrdma's rdma_stat_sq_starve.
+                super::SVC_STATS.sq_starve.inc();
+            }
             waited = true;
             self.wait_room(&mut sq);
         };
@@ -707,6 +711,10 @@ impl SvcConn {
             if sq.room >= wrs {
                 sq.room -= wrs;
                 break;
+            }
+            if !waited {
+                // Once per wait, as svcrdma's rdma_stat_sq_starve.
+                super::SVC_STATS.sq_starve.inc();
             }
             waited = true;
             self.wait_room(&mut sq);

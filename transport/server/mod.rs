@@ -21,14 +21,15 @@ use kernel::prelude::*;
 use super::client::IDENT;
 use super::Counter;
 use crate::sunrpc::{
-    BcClass, Ctxt, Net, RootDir, RootGuard, Serv, SockAddr, SvcClass, SvcRqst, SvcTransport,
+    BcClass, Ctxt, Net, RootDir, RootGuard, Serv, SockAddr, SvcClass, SvcRqst, SvcStats,
+    SvcTransport,
 };
 use crate::sys;
 use conn::{ConnStats, SvcConn};
 use listener::SvcListener;
 
-/// Server settings, read from the module parameters when a connection is
-/// accepted.
+/// Server settings, read from the tunables (`sunrpc.svc_rdma` sysctls
+/// and module parameters) when a connection is accepted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct SvcConfig {
     /// Credits granted in every Reply (svcrdma's `max_requests`).
@@ -43,13 +44,16 @@ impl SvcConfig {
         let (credits, inline) = crate::params::server();
         Self {
             credits: credits.clamp(4, 16384),
-            inline: inline.clamp(1024, 65536),
+            inline: inline.clamp(4096, 65536),
         }
     }
 }
 
 /// What every connection counted, summed.
 pub(crate) static TOTALS: ConnStats = ConnStats::new();
+
+/// svcrdma's `rdma_stat_*` counters (`sunrpc.svc_rdma` sysctls).
+pub(crate) static SVC_STATS: SvcStats = SvcStats::new();
 
 /// The transport, for [`SvcTransport`].
 pub(crate) struct RdmaSvc;

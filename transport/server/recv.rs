@@ -57,6 +57,8 @@ pub(super) fn recvfrom(conn: &SvcConn, rqst: &mut SvcRqst<'_>) -> i32 {
     if pulled {
         return reads_done(conn, buf, rqst);
     }
+    // As svcrdma: every message taken here, before it is decoded.
+    super::SVC_STATS.recv.inc();
     let msg = buf.bytes();
     let call = match responder::receive(msg, &LIMITS) {
         Ok(Received::Call(call)) => call,
@@ -316,6 +318,7 @@ fn assemble(
     let err = |_| (xid, RdmaError::Chunk);
     rw.unmap();
     conn.count(|s| &s.read_segments, state.segments);
+    super::SVC_STATS.read.add(state.segments);
     conn.count(|s| &s.read_bytes, state.bytes);
     let res = rqst.put_arg_pages(rw.pages());
     rw.pages().release();

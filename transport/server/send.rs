@@ -104,8 +104,24 @@ fn reply(
         rqst.res().read(r.start, dst)?;
         pos += n;
     }
-    let writes = plan.writes().map(|w| (w.src, w.len, w.offset, w.handle));
+    // svcrdma's rdma_stat_write counts an rdma_rw context per segment
+    // and per part of the Reply (head, pages, tail) it writes: count the
+    // parts each of our Writes spans.
+    let res = rqst.res();
+    let (head_end, pages_end) = (
+        res.head_len(),
+        res.head_len().saturating_add(res.page_len()),
+    );
+    let mut nwrites = 0u64;
+    let writes = plan.writes().map(|w| {
+        let end = w.src.saturating_add(w.len);
+        let inside = |b: u32| w.src < b && b < end;
+        nwrites +=
+            1 + u64::from(inside(head_end)) + u64::from(pages_end != head_end && inside(pages_end));
+        (w.src, w.len, w.offset, w.handle)
+    });
     let bytes = slot.buf()?.add_reply_writes(rqst, writes)?;
+    super::SVC_STATS.write.add(nwrites);
     // The Send buffer is held meanwhile: see `SendSlot::reserve_writes`.
     slot.reserve_writes()?;
     slot.post(pos, invalidate)?;
