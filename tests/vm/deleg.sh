@@ -7,13 +7,7 @@
 # ask REQUEST: hand REQUEST to the server through /mnt/.recall and wait for
 # its "done" line, which is left in $answer.
 ask() {
-    echo "$*" > /mnt/.recall || return 1
-    i=0
-    until answer=$(grep '^done' /mnt/.recall 2>/dev/null); do
-        i=$((i + 1))
-        [ $i -lt 180 ] || { echo "server did not answer '$*'"; return 1; }
-        sleep 1
-    done
+    server_ask /mnt/.recall 180 "$@" || return 1
     echo "== server: $* -> $answer"
 }
 

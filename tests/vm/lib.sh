@@ -348,3 +348,18 @@ sysctl_tables() {
         sysctl_is "$key" "$def" || { echo "after $p/$param=$def"; return 1; }
     done
 }
+
+# server_ask FILE SECS REQUEST...: hand REQUEST to the server through FILE
+# in the export (server.sh watches for it) and wait, SECS s at most, for
+# its "done" line, left in $answer.
+server_ask() {
+    _f=$1 _secs=$2
+    shift 2
+    rm -f "$_f" && echo "$*" > "$_f" || return 1
+    _i=0
+    until answer=$(grep '^done' "$_f" 2>/dev/null); do
+        _i=$((_i + 1))
+        [ $_i -le "$_secs" ] || { echo "server did not answer '$*'"; return 1; }
+        sleep 1
+    done
+}

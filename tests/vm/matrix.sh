@@ -89,13 +89,7 @@ inline_effect() {
 # sysctl_ask REQUEST: hand REQUEST to the server through /mnt/.sysctl
 # (server.sh sysctl_req) and wait for its "done" line, left in $answer.
 sysctl_ask() {
-    rm -f /mnt/.sysctl && echo "$*" > /mnt/.sysctl || return 1
-    i=0
-    until answer=$(grep '^done' /mnt/.sysctl 2>/dev/null); do
-        i=$((i + 1))
-        [ $i -le 120 ] || { echo "server did not answer '$*'"; return 1; }
-        sleep 1
-    done
+    server_ask /mnt/.sysctl 120 "$@" || return 1
     rm -f /mnt/.sysctl
     echo "server: $answer"
     [ "$(sfield "$answer" rc)" = 0 ]

@@ -418,6 +418,17 @@ thread_churn() {
     note "nfsd threads went $*"
 }
 
+# base_qps_back: wait (60 s at most) until no QP is left but those from
+# before nfsd (the clients' connections are gone).
+base_qps_back() {
+    i=0
+    until [ "$(qp_count)" -eq "$BASE_QPS" ]; do
+        i=$((i + 1))
+        [ $i -le 60 ] || { echo "QPs still open: $(rdma resource show qp)"; return 1; }
+        sleep 1
+    done
+}
+
 # teardown: once the client asked (.teardown) and left, the server's
 # transport (rpcrdma_rs, or rpcrdma.ko as the reference) must refuse to
 # unload while nfsd listens on it, unload once nfsd is stopped, and leave
@@ -428,12 +439,7 @@ thread_churn() {
 teardown() {
     mod=rpcrdma_rs
     [ "${RR_MOD:-c}" = rs ] || mod=rpcrdma
-    i=0
-    until [ "$(qp_count)" -eq "$BASE_QPS" ]; do
-        i=$((i + 1))
-        [ $i -le 60 ] || { echo "QPs still open: $(rdma resource show qp)"; return 1; }
-        sleep 1
-    done
+    base_qps_back || return 1
     # nfsd's pool counters over the run: Calls handed to nfsd
     # (packets-arrived) and transport wake-ups (sockets-enqueued); under
     # rr.wakeups=MAX, at most MAX wake-ups per Call.
@@ -543,12 +549,7 @@ xprtstats_report() {
 # rpcrdma.ko back: stop nfsd, unload rpcrdma_rs, `make uninstall`, start
 # nfsd. Its rdma listener must load rpcrdma.ko by itself.
 swap_to_c() {
-    i=0
-    until [ "$(qp_count)" -eq "$BASE_QPS" ]; do
-        i=$((i + 1))
-        [ $i -le 60 ] || { echo "QPs still open: $(rdma resource show qp)"; return 1; }
-        sleep 1
-    done
+    base_qps_back || return 1
     echo 0 > /proc/fs/nfsd/threads && unload rpcrdma_rs &&
         check server_uninstall uninstall_module &&
         nfsd_listen && serving rpcrdma

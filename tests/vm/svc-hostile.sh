@@ -380,13 +380,7 @@ ABANDON_MIN=${ABANDON_MIN:-200}
 # counts_ask REQUEST: hand REQUEST to the server through /mnt/.counts and
 # wait for its "done" line, left in $answer.
 counts_ask() {
-    rm -f /mnt/.counts && echo "$*" > /mnt/.counts || return 1
-    i=0
-    until answer=$(grep '^done' /mnt/.counts 2>/dev/null); do
-        i=$((i + 1))
-        [ $i -le 400 ] || { echo "server did not answer '$*'"; return 1; }
-        sleep 1
-    done
+    server_ask /mnt/.counts 400 "$@" || return 1
     echo "server: $answer"
 }
 
