@@ -22,6 +22,7 @@ mod rqst;
 mod slots;
 mod svc;
 mod svc_backchannel;
+pub(crate) mod trace;
 mod wait;
 mod xprt;
 
