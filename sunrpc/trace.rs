@@ -23,7 +23,9 @@ macro_rules! on {
             #[cfg(not(CONFIG_JUMP_LABEL))]
             // SAFETY: The tracepoint is a static that `sys/trace.c`
             // defines; reading its key's count is what the C side's
-            // `static_key_false()` does without jump labels.
+            // `static_key_false()` does without jump labels (and what
+            // `declare_trace!` does: a call to a one-load helper, the
+            // same cost as a kernel atomic's load from Rust here).
             let on = unsafe {
                 kernel::bindings::static_key_count(
                     (&raw const sys::[<__tracepoint_ $name>].key)
