@@ -254,6 +254,19 @@ pub(crate) fn svcrdma_decode_err(why: BadReq, hdr: impl FnOnce() -> RdmaHdr) {
     }
 }
 
+/// `svcrdma_err_vers` (`vers`) or `svcrdma_err_chunk`: the server answers
+/// the Call `xid` (host order) with RDMA_ERROR.
+#[inline(always)]
+pub(crate) fn svcrdma_err(vers: bool, xid: u32) {
+    if vers {
+        if on!(svcrdma_err_vers) {
+            call!(svcrdma_err_vers(xid));
+        }
+    } else if on!(svcrdma_err_chunk) {
+        call!(svcrdma_err_chunk(xid));
+    }
+}
+
 /// `svcrdma_post_send`: a Reply's Send is posted from Send buffer `cid`
 /// with `num_sge` SGEs, invalidating `inv_rkey` (0: a plain Send), on the
 /// CQ `cq_id` gives.

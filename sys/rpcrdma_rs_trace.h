@@ -296,6 +296,23 @@ DEFINE_BADREQ_EVENT(drop);
 DEFINE_BADREQ_EVENT(badproc);
 DEFINE_BADREQ_EVENT(parse);
 
+DECLARE_EVENT_CLASS(svcrdma_error_event,
+	TP_PROTO(u32 xid),
+	TP_ARGS(xid),
+	TP_STRUCT__entry(
+		__field(u32, xid)
+	),
+	TP_fast_assign(
+		__entry->xid = xid;
+	),
+	TP_printk("xid=0x%08x", __entry->xid)
+);
+
+DEFINE_EVENT(svcrdma_error_event, svcrdma_err_vers,
+	TP_PROTO(u32 xid), TP_ARGS(xid));
+DEFINE_EVENT(svcrdma_error_event, svcrdma_err_chunk,
+	TP_PROTO(u32 xid), TP_ARGS(xid));
+
 TRACE_EVENT(svcrdma_post_send,
 	TP_PROTO(u32 cq_id, int completion_id, unsigned int num_sge,
 		 u32 inv_rkey),

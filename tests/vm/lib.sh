@@ -291,6 +291,13 @@ trace_fired() {
     done
 }
 
+# trace_sample EVENT...: the first line of each EVENT to the host log.
+trace_sample() {
+    for e in "$@"; do
+        note "$(grep -m1 " $e: " $TRACE_OUT | sed "s/.* \($e: \)/\1/")"
+    done
+}
+
 # trace_field EVENT FIELD: FIELD's values (the text after "FIELD=") in
 # EVENT's lines.
 trace_field() {
@@ -321,7 +328,9 @@ trace_check_client() {
     trace_field xprtrdma_marshal xdr | awk -F/ '$1 < 40 { print "xdr=" $0; exit 1 }' || return 1
     trace_field xprtrdma_wc_receive received | awk '$1 < 28 { print "received=" $1; exit 1 }' || return 1
     trace_field xprtrdma_reply credits | awk '$1 < 1 { print "credits=" $1; exit 1 }' || return 1
-    echo "$m Calls, $(wc -l < /tmp/reply.xids) Reply XIDs, all matched"
+    trace_sample xprtrdma_connect xprtrdma_marshal xprtrdma_post_send xprtrdma_wc_receive \
+        xprtrdma_reply xprtrdma_disconnect
+    note "client trace: $m Calls, $(wc -l < /tmp/reply.xids) Reply XIDs, all marshalled"
 }
 
 # trace_check_server: the events of nfsd's Calls through rpcrdma_rs.
@@ -336,5 +345,6 @@ trace_check_server() {
     c=$(trace_count svcrdma_decode_rqst) s=$(trace_count svcrdma_post_send)
     # Each Call is answered by one Send (backchannel Calls add more).
     [ "$s" -ge "$c" ] || { echo "$c Calls decoded, $s Sends posted"; return 1; }
-    echo "$c Calls decoded, $s Sends posted"
+    trace_sample svcrdma_wc_recv svcrdma_decode_rqst svcrdma_post_send svcrdma_wc_send
+    note "server trace: $c Calls decoded, $s Sends posted"
 }
