@@ -156,6 +156,25 @@ pub(crate) fn xprtrdma_wc_receive(wc: &Wc<'_>, cid: u32) {
     }
 }
 
+/// `xprtrdma_mr_map`: pages of a Call are registered on an MR, `reg`,
+/// for a chunk.
+#[inline(always)]
+pub(crate) fn xprtrdma_mr_map(task: impl FnOnce() -> Task, reg: &crate::rdma::Registered) {
+    if on!(xprtrdma_mr_map) {
+        let t = task();
+        call!(xprtrdma_mr_map(
+            t.task_id,
+            t.client_id,
+            reg.mr_id,
+            reg.nents,
+            reg.rkey,
+            reg.length,
+            reg.iova,
+            reg.dir
+        ));
+    }
+}
+
 /// `xprtrdma_reply`: a Reply matched its Call; `credits` is the grant it
 /// carried.
 #[inline(always)]

@@ -201,6 +201,44 @@ TRACE_EVENT(xprtrdma_reply,
 		__entry->credits)
 );
 
+#define rpcrdma_rs_show_direction(x)					\
+		__print_symbolic(x,					\
+				{ DMA_BIDIRECTIONAL, "BIDIR" },		\
+				{ DMA_TO_DEVICE, "TO_DEVICE" },		\
+				{ DMA_FROM_DEVICE, "FROM_DEVICE" },	\
+				{ DMA_NONE, "NONE" })
+
+TRACE_EVENT(xprtrdma_mr_map,
+	TP_PROTO(unsigned int task_id, unsigned int client_id, u32 mr_id,
+		 int nents, u32 handle, u32 length, u64 offset, u32 dir),
+	TP_ARGS(task_id, client_id, mr_id, nents, handle, length, offset, dir),
+	TP_STRUCT__entry(
+		__field(unsigned int, task_id)
+		__field(unsigned int, client_id)
+		__field(u32, mr_id)
+		__field(int, nents)
+		__field(u32, handle)
+		__field(u32, length)
+		__field(u64, offset)
+		__field(u32, dir)
+	),
+	TP_fast_assign(
+		__entry->task_id = task_id;
+		__entry->client_id = client_id;
+		__entry->mr_id = mr_id;
+		__entry->nents = nents;
+		__entry->handle = handle;
+		__entry->length = length;
+		__entry->offset = offset;
+		__entry->dir = dir;
+	),
+	TP_printk("task:%08x@%08x mr.id=%u nents=%d %u@0x%016llx:0x%08x (%s)",
+		__entry->task_id, __entry->client_id,
+		__entry->mr_id, __entry->nents, __entry->length,
+		(unsigned long long)__entry->offset, __entry->handle,
+		rpcrdma_rs_show_direction(__entry->dir))
+);
+
 /**
  ** Server
  **/

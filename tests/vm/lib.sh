@@ -308,7 +308,7 @@ trace_field() {
 trace_check_client() {
     # read_back remounts: the first connection was torn down.
     trace_fired xprtrdma_connect xprtrdma_disconnect xprtrdma_marshal xprtrdma_post_send \
-        xprtrdma_wc_receive xprtrdma_reply || return 1
+        xprtrdma_wc_receive xprtrdma_reply xprtrdma_mr_map || return 1
     grep " xprtrdma_connect: " $TRACE_OUT | grep -q "peer=\[$SERVER4\]:$NFS_RDMA_PORT rc=0 connection status=1" ||
         { echo "no connect to $SERVER4:$NFS_RDMA_PORT: $(grep -m1 ' xprtrdma_connect: ' $TRACE_OUT)"; return 1; }
     m=$(trace_count xprtrdma_marshal) p=$(trace_count xprtrdma_post_send)
@@ -328,8 +328,13 @@ trace_check_client() {
     trace_field xprtrdma_marshal xdr | awk -F/ '$1 < 40 { print "xdr=" $0; exit 1 }' || return 1
     trace_field xprtrdma_wc_receive received | awk '$1 < 28 { print "received=" $1; exit 1 }' || return 1
     trace_field xprtrdma_reply credits | awk '$1 < 1 { print "credits=" $1; exit 1 }' || return 1
+    # An MR maps 1 to 1 MiB in at least one entry, toward the device for a
+    # Read chunk, from it for a Write or Reply chunk.
+    grep " xprtrdma_mr_map: " $TRACE_OUT | sed -n 's/.* nents=\([0-9]*\) \([0-9]*\)@0x[0-9a-f]*:0x[0-9a-f]* (\(.*\))$/\1 \2 \3/p' |
+        awk '{ n++ } $1 < 1 || $2 < 1 || $2 > 1048576 || ($3 != "TO_DEVICE" && $3 != "FROM_DEVICE") { print "mr_map: " $0; exit 1 }
+             END { if (!n) { print "no mr_map line parsed"; exit 1 } }' || return 1
     trace_sample xprtrdma_connect xprtrdma_marshal xprtrdma_post_send xprtrdma_wc_receive \
-        xprtrdma_reply xprtrdma_disconnect
+        xprtrdma_reply xprtrdma_mr_map xprtrdma_disconnect
     note "client trace: $m Calls, $(wc -l < /tmp/reply.xids) Reply XIDs, all marshalled"
 }
 

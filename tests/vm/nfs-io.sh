@@ -53,7 +53,8 @@ check client_transport load_transport "${RR_MOD:-c}"
 # on rpcrdma.ko's field names.
 [ -z "${RR_TRACE:-}" ] || check client_trace_start trace_start \
     'xprtrdma_marshal=xid != 0' 'xprtrdma_reply=xid != 0' \
-    'xprtrdma_post_send=num_sge > 0' 'xprtrdma_wc_receive=status == 0'
+    'xprtrdma_post_send=num_sge > 0' 'xprtrdma_wc_receive=status == 0' \
+    'xprtrdma_mr_map=length > 0'
 if check mount nfs_mount; then
     check transport_in_use transport_in_use
     check write_${size}MiB write_file

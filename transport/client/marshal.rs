@@ -80,7 +80,7 @@ pub(super) fn send_request(
     let page_list: &mut PageList = &mut page_guard;
     let mut register = |buf: Buf, range: plan::Range, writing, out: &mut [Segment]| {
         let pages = call.pages(buf, range.offset, range.len, page_list)?;
-        register_pages(pool, pages, writing, out, &mut held)
+        register_pages(rqst, pool, pages, writing, out, &mut held)
     };
     let registered = (|| -> Result {
         if let Some((position, range)) = regs.read {
@@ -287,6 +287,7 @@ const PAGE: usize = kernel::page::PAGE_SIZE;
 /// segment each into `out`; returns the segments and bytes. Each MR holds
 /// the pages until it is released.
 fn register_pages(
+    rqst: &SendRqst<'_>,
     pool: &MrPool,
     pages: HeldPages<'_>,
     writing: bool,
@@ -308,6 +309,7 @@ fn register_pages(
         let (now, later) = rest.split_at(take);
         let slot = out.get_mut(n).ok_or(EMSGSIZE)?;
         let (mr, reg) = pool.register_held(now, writing)?;
+        trace::xprtrdma_mr_map(|| rqst.trace_task(), &reg);
         if let Err(mr) = held.push(mr) {
             pool.release(mr, false);
             return Err(EMSGSIZE);
