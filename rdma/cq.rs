@@ -93,6 +93,23 @@ impl<'a> Wc<'a> {
         self.0.status
     }
 
+    /// The vendor's error code of a failed work request.
+    pub(crate) fn vendor_err(&self) -> u32 {
+        self.0.vendor_err
+    }
+
+    /// The restrack id of the CQ this completion came from: the QP's
+    /// Receive CQ if `recv`, else its Send CQ (rpcrdma.ko's `cq_id`).
+    pub(crate) fn cq_id(&self, recv: bool) -> u32 {
+        let qp = self.0.qp;
+        if qp.is_null() {
+            return 0;
+        }
+        // SAFETY: A completion's QP is live while its CQ is polled, and
+        // keeps its CQs.
+        unsafe { super::qp::cq_id(if recv { (*qp).recv_cq } else { (*qp).send_cq }) }
+    }
+
     /// Bytes received.
     pub(crate) fn byte_len(&self) -> usize {
         self.0.byte_len as usize

@@ -740,6 +740,14 @@ impl<O: EpOwner> Endpoint<O> {
         post_recvs(qp.as_ptr(), bufs)
     }
 
+    /// The restrack ids of the QP's Send and Receive CQs (0 before
+    /// accept), for the trace events.
+    pub(crate) fn cq_ids(&self) -> (u32, u32) {
+        self.id()
+            .and_then(|id| id.qp())
+            .map_or((0, 0), |qp| (qp.send_cq_id(), qp.recv_cq_id()))
+    }
+
     /// The CM id, once accepted.
     pub(crate) fn id(&self) -> Option<&CmId<O>> {
         self.core.id.as_ref()
@@ -1019,6 +1027,12 @@ impl<'a, O: EpOwner> RecvBuf<'a, O> {
     /// with the endpoint until it is dropped.
     fn consume(self) {}
 
+    /// The buffer's index among the connection's Receive buffers (our
+    /// completion id in the trace events).
+    pub(crate) fn idx(&self) -> u32 {
+        self.slot.idx
+    }
+
     /// Puts the token away.
     pub(crate) fn park(self) -> Parked<RecvKind> {
         let gen = self.slot.core().gen;
@@ -1118,6 +1132,11 @@ impl<O: EpOwner> SendBuf<'_, O> {
     /// As [`RecvBuf::consume`].
     fn consume(self) {}
 
+    /// As [`RecvBuf::idx`], among the Send buffers.
+    pub(crate) fn idx(&self) -> u32 {
+        self.slot.idx
+    }
+
     fn held(&mut self) -> &mut SendHeld<O> {
         // SAFETY: The token is unique (type invariant); `&mut self` makes
         // the borrow unique.
@@ -1208,6 +1227,13 @@ pub(crate) struct Retired<'a, O: EpOwner> {
     idxs: [u32; MAX_SENDS as usize],
     len: usize,
     next: usize,
+}
+
+impl<O: EpOwner> Retired<'_, O> {
+    /// The index of the Send whose completion this is, the last one.
+    pub(crate) fn completed_idx(&self) -> Option<u32> {
+        self.idxs.get(self.len.checked_sub(1)?).copied()
+    }
 }
 
 impl<'a, O: EpOwner> Iterator for Retired<'a, O> {

@@ -38,6 +38,12 @@ pub(crate) struct Registered {
     pub(crate) length: u32,
     /// I/O virtual address of the first byte.
     pub(crate) iova: u64,
+    /// The MR's restrack id, for the trace events.
+    pub(crate) mr_id: u32,
+    /// DMA-mapped scatterlist entries.
+    pub(crate) nents: i32,
+    /// The DMA direction (`enum dma_data_direction`).
+    pub(crate) dir: u32,
 }
 
 /// A fast-registration (FRWR) memory region and its scatterlist.
@@ -144,11 +150,17 @@ impl Mr {
         // registration was invalidated before the MR was freed for reuse).
         unsafe { sys::rpcrdma_rs_update_fast_reg_key(self.ptr.as_ptr(), key.wrapping_add(1)) };
         // SAFETY: `ptr` is live.
-        let (length, iova) = unsafe { ((*self.ptr.as_ptr()).length, (*self.ptr.as_ptr()).iova) };
+        let (length, iova, mr_id) = unsafe {
+            let mr = self.ptr.as_ptr();
+            ((*mr).length, (*mr).iova, (*mr).res.id)
+        };
         Ok(Registered {
             rkey: self.rkey(),
             length: u32::try_from(length).map_err(|_| EIO)?,
             iova,
+            mr_id,
+            nents: mapped,
+            dir: self.dir.raw(),
         })
     }
 

@@ -27,6 +27,19 @@ impl Qp {
         self.ptr.as_ptr()
     }
 
+    /// The restrack id of the QP's Send CQ (rpcrdma.ko's `cq_id` in its
+    /// trace events).
+    pub(crate) fn send_cq_id(&self) -> u32 {
+        // SAFETY: A live QP (type invariant) keeps its CQs.
+        unsafe { cq_id((*self.ptr.as_ptr()).send_cq) }
+    }
+
+    /// As [`Qp::send_cq_id`], of the Receive CQ.
+    pub(crate) fn recv_cq_id(&self) -> u32 {
+        // SAFETY: A live QP (type invariant) keeps its CQs.
+        unsafe { cq_id((*self.ptr.as_ptr()).recv_cq) }
+    }
+
     /// Rebuilds a borrowed QP from [`Qp::as_ptr`].
     ///
     /// # Safety
@@ -290,4 +303,17 @@ impl SendChain {
     pub(crate) fn is_empty(&self) -> bool {
         self.first.is_null()
     }
+}
+
+/// The restrack id of `cq`, 0 for none.
+///
+/// # Safety
+///
+/// `cq` is null or a live CQ.
+pub(super) unsafe fn cq_id(cq: *const sys::ib_cq) -> u32 {
+    if cq.is_null() {
+        return 0;
+    }
+    // SAFETY: The caller's promise.
+    unsafe { (*cq).res.id }
 }

@@ -173,7 +173,7 @@ scenario ref-rdma 480 c "C client, NFSv4.2 over RDMA" "$io rr.mod=c rr.proto=rdm
 scenario ref-tcp 480 none "NFSv4.2 over TCP" "$io rr.mod=none rr.proto=tcp rr.vers=4.2"
 # rpcrdma_rs as the client against the C server; 16 MiB and 200 files each
 # (ref-rdma moves the 64 MiB baseline).
-scenario rs-rdma 600 c "Rust client, NFSv4.2 over RDMA" "$io rr.mod=rs rr.proto=rdma rr.vers=4.2 $small"
+scenario rs-rdma 600 c "Rust client, NFSv4.2 over RDMA; its rpcrdma trace events" "$io rr.mod=rs rr.proto=rdma rr.vers=4.2 $small rr.trace=1"
 scenario rs-reconnect 600 c "Rust client: nfsd restarted under I/O" \
     "rr.script=reconnect rr.mod=rs rr.proto=rdma rr.vers=4.2 rr.faults=nfsd"
 # Delegation recall over the backchannel (RFC 8167), the C client as the
@@ -260,7 +260,7 @@ matrix="rr.script=matrix"
 scenario matrix-c-c 900 c "C client, C server: v4.2, v4.1, v3 over IPv4 and IPv6" "$matrix rr.mod=c"
 scenario matrix-rs-c 900 c "Rust client, C server: v4.2, v4.1, v3 over IPv4 and IPv6" "$matrix rr.mod=rs"
 scenario matrix-c-rs 900 rs "C client, Rust server: v4.2, v4.1, v3 over IPv4 and IPv6; clean unload" "$matrix rr.mod=c" "rr.wakeups=1.5 ${SRV_WORDS:-}"
-scenario matrix-rs-rs 900 rs "Rust client, Rust server: v4.2, v4.1, v3 over IPv4 and IPv6; clean unload" "$matrix rr.mod=rs" "rr.wakeups=1.5 ${SRV_WORDS:-}"
+scenario matrix-rs-rs 900 rs "Rust client, Rust server: v4.2, v4.1, v3 over IPv4 and IPv6; clean unload; the server's rpcrdma trace events" "$matrix rr.mod=rs" "rr.wakeups=1.5 rr.trace=1 ${SRV_WORDS:-}"
 # Issue 28: rpcrdma_rs installed in place of rpcrdma.ko as the admin guide
 # says (make install's scripts/install.sh) in both VMs, nothing loaded by
 # hand: nfsd's rdma listener and mount -o proto=rdma, then rdma6, must

@@ -23,6 +23,7 @@ mod slots;
 mod svc;
 mod svc_backchannel;
 mod sysctl;
+pub(crate) mod trace;
 mod wait;
 mod xprt;
 

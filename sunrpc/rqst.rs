@@ -209,6 +209,12 @@ impl<'a> SendRqst<'a> {
         self.raw().rq_xid
     }
 
+    /// The request's task and XID, for the trace events.
+    pub(crate) fn trace_task(&self) -> super::trace::Task {
+        // SAFETY: Live (type invariant).
+        unsafe { trace_task(self.rqst.get()) }
+    }
+
     /// The connection cookie of the last transmission.
     pub(crate) fn connect_cookie(&self) -> u32 {
         self.raw().rq_connect_cookie
@@ -356,6 +362,12 @@ impl PinnedRqst {
         unsafe { (*self.rqst.as_ptr()).rq_xprt }
     }
 
+    /// The request's task and XID, for the trace events.
+    pub(crate) fn trace_task(&self) -> super::trace::Task {
+        // SAFETY: Pinned, so live.
+        unsafe { trace_task(self.rqst.as_ptr()) }
+    }
+
     /// The buffer the Reply is copied into.
     pub(crate) fn private_buf(&self) -> &XdrBuf {
         // SAFETY: Pinned; its receive buffers are ours (type invariant).
@@ -429,5 +441,36 @@ impl Drop for PinnedRqst {
         // SAFETY: Pinned (type invariant); unpinning needs `queue_lock`,
         // which we hold.
         unsafe { sys::xprt_unpin_rqst(self.rqst.as_ptr()) };
+    }
+}
+
+/// What the trace events report of `rqst`'s task: its `tk_pid`, its
+/// client's `cl_clid` (`u32::MAX` without one, as rpcrdma.ko's -1), the XID
+/// in host order.
+///
+/// # Safety
+///
+/// `rqst` is live.
+unsafe fn trace_task(rqst: *const sys::rpc_rqst) -> super::trace::Task {
+    // SAFETY: The caller's promise; a request being sent or awaiting its
+    // Reply has its task, and the task its client if it has one.
+    unsafe {
+        let task = (*rqst).rq_task;
+        let (task_id, client_id) = if task.is_null() {
+            (0, u32::MAX)
+        } else {
+            let clnt = (*task).tk_client;
+            let client_id = if clnt.is_null() {
+                u32::MAX
+            } else {
+                (*clnt).cl_clid
+            };
+            (u32::from((*task).tk_pid), client_id)
+        };
+        super::trace::Task {
+            task_id,
+            client_id,
+            xid: u32::from_be((*rqst).rq_xid),
+        }
     }
 }

@@ -77,6 +77,23 @@ impl Xprt {
         unsafe { core::ptr::read_volatile(&raw const (*self.as_ptr()).connect_timeout) }
     }
 
+    /// The server's address (or, if `port`, its port) as sunrpc prints
+    /// it, for the trace events.
+    pub(crate) fn display_cstr(&self, port: bool) -> &kernel::str::CStr {
+        let which = if port {
+            sys::rpc_display_format_t_RPC_DISPLAY_PORT
+        } else {
+            sys::rpc_display_format_t_RPC_DISPLAY_ADDR
+        };
+        // SAFETY: As in `display_addr`.
+        let ptr = unsafe { (*self.as_ptr()).address_strings[which as usize] };
+        if ptr.is_null() {
+            return c"?";
+        }
+        // SAFETY: As in `display_addr`.
+        unsafe { kernel::str::CStr::from_char_ptr(ptr.cast()) }
+    }
+
     /// The server address as printed in mountstats, for log messages.
     pub(crate) fn display_addr(&self) -> &str {
         // SAFETY: Live by the type invariant; the display strings are set

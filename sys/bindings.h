@@ -13,3 +13,4 @@
 #include <rdma/rw.h>
 
 #include "helpers.h"
+#include "rpcrdma_rs_trace.h"

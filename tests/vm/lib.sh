@@ -363,3 +363,106 @@ server_ask() {
         sleep 1
     done
 }
+
+# rr.trace=1: rpcrdma_rs's trace events, recorded as an administrator
+# would (tracefs, the rpcrdma system) and checked for sane fields.
+TRACEFS=/sys/kernel/tracing
+TRACE_OUT=/tmp/rpcrdma.trace
+
+# trace_start EVENT=FILTER...: clears the buffer, gives each EVENT a filter
+# on rpcrdma.ko's field names (a field the event lacks makes the write
+# fail), and enables every rpcrdma event.
+trace_start() {
+    [ -d $TRACEFS/events ] || mount -t tracefs nodev $TRACEFS || return 1
+    [ -d $TRACEFS/events/rpcrdma ] || { echo "no rpcrdma trace events"; return 1; }
+    echo 0 > $TRACEFS/tracing_on && echo > $TRACEFS/trace &&
+        echo 8192 > $TRACEFS/buffer_size_kb || return 1
+    for ef in "$@"; do
+        echo "${ef#*=}" > "$TRACEFS/events/rpcrdma/${ef%%=*}/filter" ||
+            { echo "filter '${ef#*=}' refused by ${ef%%=*}"; return 1; }
+    done
+    echo 1 > $TRACEFS/events/rpcrdma/enable && echo 1 > $TRACEFS/tracing_on
+}
+
+# trace_stop: disables the events and keeps what they recorded in
+# TRACE_OUT.
+trace_stop() {
+    echo 0 > $TRACEFS/events/rpcrdma/enable && cat $TRACEFS/trace > $TRACE_OUT &&
+        echo > $TRACEFS/trace || return 1
+    note "rpcrdma events: $(awk '$5 ~ /^(xprt|svc)rdma_/ { n[$5]++ } END { for (e in n) printf "%s%d ", e, n[e] }' $TRACE_OUT)"
+    grep -q "LOST\|overrun" $TRACE_OUT && note "trace buffer overran"
+    return 0
+}
+
+# trace_count EVENT: how many EVENT lines TRACE_OUT holds.
+trace_count() { grep -c " $1: " $TRACE_OUT; }
+
+# trace_fired EVENT...: each EVENT fired at least once.
+trace_fired() {
+    for e in "$@"; do
+        [ "$(trace_count "$e")" -gt 0 ] || { echo "$e never fired"; return 1; }
+    done
+}
+
+# trace_sample EVENT...: the first line of each EVENT to the host log.
+trace_sample() {
+    for e in "$@"; do
+        note "$(grep -m1 " $e: " $TRACE_OUT | sed "s/.* \($e: \)/\1/")"
+    done
+}
+
+# trace_field EVENT FIELD: FIELD's values (the text after "FIELD=") in
+# EVENT's lines.
+trace_field() {
+    grep " $1: " $TRACE_OUT | sed -n "s/.* $2=\([^ ]*\).*/\1/p"
+}
+
+# trace_check_client: the events of a mount's I/O through rpcrdma_rs.
+trace_check_client() {
+    # read_back remounts: the first connection was torn down.
+    trace_fired xprtrdma_connect xprtrdma_disconnect xprtrdma_marshal xprtrdma_post_send \
+        xprtrdma_wc_receive xprtrdma_reply xprtrdma_mr_map || return 1
+    grep " xprtrdma_connect: " $TRACE_OUT | grep -q "peer=\[$SERVER4\]:$NFS_RDMA_PORT rc=0 connection status=1" ||
+        { echo "no connect to $SERVER4:$NFS_RDMA_PORT: $(grep -m1 ' xprtrdma_connect: ' $TRACE_OUT)"; return 1; }
+    m=$(trace_count xprtrdma_marshal) p=$(trace_count xprtrdma_post_send)
+    [ "$m" -eq "$p" ] || { echo "$m Calls marshalled, $p Sends posted"; return 1; }
+    # Every Reply's XID is one a Call was marshalled with; the filters
+    # let no zero XID through.
+    trace_field xprtrdma_marshal xid | sort -u > /tmp/marshal.xids
+    trace_field xprtrdma_reply xid | sort -u > /tmp/reply.xids
+    [ ! -s /tmp/reply.xids ] && { echo "no Reply XID"; return 1; }
+    awk 'NR == FNR { m[$1] = 1; next } !($1 in m)' /tmp/marshal.xids /tmp/reply.xids > /tmp/unmatched.xids
+    [ ! -s /tmp/unmatched.xids ] ||
+        { echo "$(wc -l < /tmp/unmatched.xids) Reply XIDs never marshalled: $(head -3 /tmp/unmatched.xids | tr '\n' ' ')"; return 1; }
+    ! grep -q "xid=0x00000000" $TRACE_OUT || { echo "a zero XID passed the filter"; return 1; }
+    # A transport header is 28 bytes at least (RDMA_MSG, no chunks), and
+    # fits the 4 KiB inline threshold; every Call has an RPC header.
+    trace_field xprtrdma_marshal hdr | awk '$1 < 28 || $1 > 4096 { print "hdr=" $1; exit 1 }' || return 1
+    trace_field xprtrdma_marshal xdr | awk -F/ '$1 < 40 { print "xdr=" $0; exit 1 }' || return 1
+    trace_field xprtrdma_wc_receive received | awk '$1 < 28 { print "received=" $1; exit 1 }' || return 1
+    trace_field xprtrdma_reply credits | awk '$1 < 1 { print "credits=" $1; exit 1 }' || return 1
+    # An MR maps 1 to 1 MiB in at least one entry, toward the device for a
+    # Read chunk, from it for a Write or Reply chunk.
+    grep " xprtrdma_mr_map: " $TRACE_OUT | sed -n 's/.* nents=\([0-9]*\) \([0-9]*\)@0x[0-9a-f]*:0x[0-9a-f]* (\(.*\))$/\1 \2 \3/p' |
+        awk '{ n++ } $1 < 1 || $2 < 1 || $2 > 1048576 || ($3 != "TO_DEVICE" && $3 != "FROM_DEVICE") { print "mr_map: " $0; exit 1 }
+             END { if (!n) { print "no mr_map line parsed"; exit 1 } }' || return 1
+    trace_sample xprtrdma_connect xprtrdma_marshal xprtrdma_post_send xprtrdma_wc_receive \
+        xprtrdma_reply xprtrdma_mr_map xprtrdma_disconnect
+    note "client trace: $m Calls, $(wc -l < /tmp/reply.xids) Reply XIDs, all marshalled"
+}
+
+# trace_check_server: the events of nfsd's Calls through rpcrdma_rs.
+trace_check_server() {
+    trace_fired svcrdma_wc_recv svcrdma_decode_rqst svcrdma_post_send svcrdma_wc_send || return 1
+    trace_field svcrdma_decode_rqst vers | awk '$1 != 1 { print "vers=" $1; exit 1 }' || return 1
+    trace_field svcrdma_decode_rqst proc | awk '$1 != "RDMA_MSG" && $1 != "RDMA_NOMSG" { print "proc=" $1; exit 1 }' || return 1
+    trace_field svcrdma_decode_rqst hdrlen | awk '$1 < 28 { print "hdrlen=" $1; exit 1 }' || return 1
+    trace_field svcrdma_decode_rqst credits | awk '$1 < 1 { print "credits=" $1; exit 1 }' || return 1
+    trace_field svcrdma_wc_recv received | awk '$1 < 28 { print "received=" $1; exit 1 }' || return 1
+    ! grep -q "xid=0x00000000" $TRACE_OUT || { echo "a zero XID passed the filter"; return 1; }
+    c=$(trace_count svcrdma_decode_rqst) s=$(trace_count svcrdma_post_send)
+    # Each Call is answered by one Send (backchannel Calls add more).
+    [ "$s" -ge "$c" ] || { echo "$c Calls decoded, $s Sends posted"; return 1; }
+    trace_sample svcrdma_wc_recv svcrdma_decode_rqst svcrdma_post_send svcrdma_wc_send
+    note "server trace: $c Calls decoded, $s Sends posted"
+}

@@ -49,12 +49,22 @@ server_counters() {
 
 check client_net net_up 192.0.2.2 2001:db8::2
 check client_transport load_transport "${RR_MOD:-c}"
+# rr.trace=1: the mount's I/O recorded through the rpcrdma events, filtered
+# on rpcrdma.ko's field names.
+[ -z "${RR_TRACE:-}" ] || check client_trace_start trace_start \
+    'xprtrdma_marshal=xid != 0' 'xprtrdma_reply=xid != 0' \
+    'xprtrdma_post_send=num_sge > 0' 'xprtrdma_wc_receive=status == 0' \
+    'xprtrdma_mr_map=length > 0'
 if check mount nfs_mount; then
     check transport_in_use transport_in_use
     check write_${size}MiB write_file
     check read_back_compare read_back
     check create_list_${files}_files many_files
     check rename_remove rename_remove
+    if [ -n "${RR_TRACE:-}" ]; then
+        check client_trace_stop trace_stop &&
+            check client_trace_events trace_check_client
+    fi
     check server_counters server_counters
     grep -A 3 "xprt:" /proc/self/mountstats
     check umount umount /mnt

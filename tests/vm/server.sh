@@ -586,6 +586,10 @@ fault_watch() {
         # could outlast.
         if [ -e /export/.teardown ]; then
             rm -f /export/.teardown
+            if [ -n "${RR_TRACE:-}" ]; then
+                check server_trace_stop trace_stop &&
+                    check server_trace_events trace_check_server
+            fi
             [ "${RR_MOD:-c}" = none ] || check server_teardown_unload_no_leak teardown
             rc=$?
             echo "RR-TEARDOWN-DONE" > "$RESULTS"
@@ -625,6 +629,9 @@ check server_net net_up $SERVER4 $SERVER6 &&
     check server_transport load_transport "${RR_MOD:-c}" &&
     { [ "${RR_MOD:-c}" != c ] || [ ! -e /modules/rpcrdma_rs.ko ] ||
         check server_rs_refused_beside_c refuse_beside_c; } &&
+    { [ -z "${RR_TRACE:-}" ] || check server_trace_start trace_start \
+        'svcrdma_decode_rqst=xid != 0' 'svcrdma_wc_recv=received > 0' \
+        'svcrdma_post_send=num_sge > 0' 'svcrdma_wc_send=completion_id >= 0'; } &&
     check server_export export_fs &&
     check server_nfsd_tune nfsd_tune &&
     check server_rpc_daemons rpc_daemons &&

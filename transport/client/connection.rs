@@ -751,7 +751,10 @@ impl RdmaXprt {
     pub(super) fn teardown(&self, locked: &mut XprtLocked<'_>) {
         if let Some(ep) = self.replace_conn(locked, None) {
             let gen = ep.shared().gen;
+            let status = ep.shared().status.load(Relaxed);
             drop(ep);
+            // rc is what the teardown's rdma_disconnect gives: always 0 here.
+            self.trace_connect(true, 0, if status == ESTABLISHED { 1 } else { status });
             // Generations only grow, and only the XPRT_LOCKED holder
             // tears down: a plain store is the maximum.
             self.gone_gen.store(gen, Release);

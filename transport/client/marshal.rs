@@ -19,7 +19,7 @@ use crate::proto::backchannel::{self, CLIENT_SLOTS};
 use crate::proto::chunk::{ChunkSlices, ReadSegment, Segment};
 use crate::proto::plan::{self, CallPlan};
 use crate::rdma::{FrwrList, HeldPages, SendChain};
-use crate::sunrpc::{Buf, ForwardCall, PageList, SendRqst, XprtLocked};
+use crate::sunrpc::{trace, Buf, ForwardCall, PageList, SendRqst, XprtLocked};
 use crate::sys;
 
 /// `send_request` of a forward Call, whose slot state is `st`, with
@@ -80,7 +80,7 @@ pub(super) fn send_request(
     let page_list: &mut PageList = &mut page_guard;
     let mut register = |buf: Buf, range: plan::Range, writing, out: &mut [Segment]| {
         let pages = call.pages(buf, range.offset, range.len, page_list)?;
-        register_pages(pool, pages, writing, out, &mut held)
+        register_pages(rqst, pool, pages, writing, out, &mut held)
     };
     let registered = (|| -> Result {
         if let Some((position, range)) = regs.read {
@@ -131,6 +131,7 @@ pub(super) fn send_request(
             return ENOBUFS.to_errno();
         }
         rx.stats.failed_marshal_count.add(1);
+        trace::xprtrdma_marshal_failed(|| rqst.trace_task(), EIO.to_errno());
         return EIO.to_errno();
     }
     let write_list: [&[Segment]; 1] = [writes.get(..nwrites).unwrap_or(&[])];
@@ -172,8 +173,23 @@ pub(super) fn send_request(
     // The Reply may complete the RPC before `send` returns: the round
     // trip starts now.
     rqst.stamp_xmit();
-    let sent = ep.send(&chain, nregs, mapped, |buf| {
+    // rpcrdma.ko's chunk types (enum rpcrdma_chunktype) for the events.
+    let rtype = match chosen.call {
+        CallPlan::Inline if mapped_len > 0 => 2,
+        CallPlan::Inline if snd.page_len() > 0 || snd.tail_len() > 0 => 1,
+        CallPlan::Inline => 0,
+        CallPlan::ReadChunk => 3,
+        CallPlan::PositionZero => 4,
+    };
+    let wtype = match chosen.reply {
+        plan::ReplyPlan::Inline => 0,
+        plan::ReplyPlan::WriteChunk => 5,
+        plan::ReplyPlan::ReplyChunk => 6,
+    };
+    let sent = ep.send(&chain, nregs, mapped, rqst, |buf| {
         let hdr = encode_call_header(buf, xid, credits, nomsg, chunks)?;
+        let xdr = [snd.head_len(), snd.page_len(), snd.tail_len()];
+        trace::xprtrdma_marshal(|| rqst.trace_task(), hdr as u32, xdr, rtype, wtype);
         let mut at = hdr;
         // The mapped pages, if any, go between the two copied parts.
         let mut split = at;
@@ -201,6 +217,9 @@ pub(super) fn send_request(
                 pool.release(mr, false);
             }
         }
+    }
+    if matches!(sent, Err(SendError::TooBig)) {
+        trace::xprtrdma_marshal_failed(|| rqst.trace_task(), EMSGSIZE.to_errno());
     }
     match sent {
         Ok(()) => {}
@@ -268,6 +287,7 @@ const PAGE: usize = kernel::page::PAGE_SIZE;
 /// segment each into `out`; returns the segments and bytes. Each MR holds
 /// the pages until it is released.
 fn register_pages(
+    rqst: &SendRqst<'_>,
     pool: &MrPool,
     pages: HeldPages<'_>,
     writing: bool,
@@ -289,6 +309,7 @@ fn register_pages(
         let (now, later) = rest.split_at(take);
         let slot = out.get_mut(n).ok_or(EMSGSIZE)?;
         let (mr, reg) = pool.register_held(now, writing)?;
+        trace::xprtrdma_mr_map(|| rqst.trace_task(), &reg);
         if let Err(mr) = held.push(mr) {
             pool.release(mr, false);
             return Err(EMSGSIZE);

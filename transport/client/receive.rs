@@ -15,6 +15,7 @@ use crate::params;
 use crate::proto::plan;
 use crate::proto::reply::{Inbound, ReplyBody};
 use crate::rdma::{CqHandler, FrwrList, Qp, SendChain, Wc};
+use crate::sunrpc::trace;
 
 impl RdmaXprt {
     /// Handles one received message (Receive completion, process context):
@@ -48,6 +49,7 @@ impl RdmaXprt {
             rdebug!("reply for unknown xid {:#x}\n", u32::from_be(xid));
             return Handled::Done;
         };
+        trace::xprtrdma_reply(|| rqst.trace_task(), credits);
         // Only a message that matched a waiting RPC may move the window.
         self.update_cwnd(credits);
         let reply = body
@@ -154,6 +156,8 @@ impl CqHandler<RECV> for RecvCtx {
     fn done(&self, wc: &Wc<'_>) {
         let shared = self.shared();
         let xprt = shared.xprt();
+        // Receives are not numbered in ours: completion_id is 0.
+        trace::xprtrdma_wc_receive(wc, 0);
         if !wc.ok() {
             if !wc.flushed() {
                 rwarn!("receive failed, status {}\n", wc.status());

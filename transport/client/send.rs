@@ -9,6 +9,7 @@ use kernel::sync::atomic::{Acquire, Relaxed, Release};
 
 use super::connection::{Ep, SendCtx, BC_SENDS};
 use crate::rdma::{CqHandler, HeldPages, MappedPages, SendChain, Wc, MAX_MAPPED_PAGES};
+use crate::sunrpc::{trace, SendRqst};
 use crate::sys;
 
 /// A signalled Send completed, or any Send failed.
@@ -61,9 +62,17 @@ impl Ep {
         before: &SendChain,
         chained: u32,
         mapped: Option<MappedPages>,
+        rqst: &SendRqst<'_>,
         fill: impl FnOnce(&mut [u8]) -> Option<(usize, usize)>,
     ) -> Result<(), SendError> {
-        self.post_send(before, chained, mapped, u64::from(BC_SENDS), fill)
+        self.post_send(
+            before,
+            chained,
+            mapped,
+            u64::from(BC_SENDS),
+            Some(rqst),
+            fill,
+        )
     }
 
     /// Sends a backchannel Reply that `fill` writes (see [`Ep::send`]),
@@ -72,7 +81,7 @@ impl Ep {
         &self,
         fill: impl FnOnce(&mut [u8]) -> Option<(usize, usize)>,
     ) -> Result<(), SendError> {
-        self.post_send(&SendChain::new(), 0, None, 0, fill)
+        self.post_send(&SendChain::new(), 0, None, 0, None, fill)
     }
 
     /// [`Ep::send`], leaving `keep` Send buffers free.
@@ -82,6 +91,7 @@ impl Ep {
         chained: u32,
         mapped: Option<MappedPages>,
         keep: u64,
+        rqst: Option<&SendRqst<'_>>,
         fill: impl FnOnce(&mut [u8]) -> Option<(usize, usize)>,
     ) -> Result<(), SendError> {
         let n = self.tx.len() as u64;
@@ -160,6 +170,11 @@ impl Ep {
             return Err(SendError::Post);
         }
         self.sends_posted.store(seq, Relaxed);
+        if let Some(rqst) = rqst {
+            // The Send's number stands for rpcrdma.ko's completion id.
+            let cq_id = || qp.send_cq_id();
+            trace::xprtrdma_post_send(cq_id, seq, || rqst.trace_task(), k, signalled);
+        }
         Ok(())
     }
 }

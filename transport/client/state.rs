@@ -100,6 +100,19 @@ impl RdmaXprt {
         self.xprt().display_addr()
     }
 
+    /// Fires `xprtrdma_connect` (or `xprtrdma_disconnect`) for this
+    /// transport's peer.
+    pub(super) fn trace_connect(&self, disconnect: bool, rc: i32, status: i32) {
+        let xprt = self.xprt();
+        crate::sunrpc::trace::xprtrdma_connect(
+            disconnect,
+            xprt.display_cstr(false),
+            xprt.display_cstr(true),
+            rc,
+            status,
+        );
+    }
+
     /// Asks sunrpc to close the connection (through its autoclose work).
     pub(super) fn force_disconnect(&self) {
         self.xprt().force_disconnect();

@@ -64,6 +64,8 @@ pub(super) fn connect_worker(rx: &RdmaXprt, locked: &mut XprtLocked<'_>) -> c_in
             drop(rx.replace_conn(locked, Some(ep)));
             rx.backoff.store(false, Relaxed);
             locked.connected();
+            // rpcrdma.ko's connection status: 1 connected.
+            rx.trace_connect(false, 0, 1);
             rdebug!(
                 "connected to {} (inline send {} recv {}) in {} ms\n",
                 rx.peer(),
@@ -80,6 +82,7 @@ pub(super) fn connect_worker(rx: &RdmaXprt, locked: &mut XprtLocked<'_>) -> c_in
                 err.to_errno(),
                 took_ms
             );
+            rx.trace_connect(false, err.to_errno(), err.to_errno());
             rx.backoff.store(true, Relaxed);
             // Running out of memory is transient: ENOBUFS makes sunrpc
             // retry the connect (after our backoff), where ENOMEM

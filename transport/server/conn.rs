@@ -24,7 +24,7 @@ use crate::rdma::{
     CmEvent, CmHandler, ConnParam, Device, Endpoint, EpOwner, EpSizes, Parked, PendingConn,
     PostError, RecvBuf, RecvKind, Retired, SendBuf, SendKind, Wc, MAX_SENDS,
 };
-use crate::sunrpc::{new_object, CounterDir, Net, Serv, SvcXprt};
+use crate::sunrpc::{new_object, trace, CounterDir, Net, Serv, SvcXprt};
 
 /// Per-connection counters, summed into [`TOTALS`] as they count.
 pub(crate) struct ConnStats {
@@ -293,6 +293,7 @@ impl EpOwner for SvcConn {
             self.close();
             return;
         }
+        trace::svcrdma_wc_recv(wc, buf.idx());
         self.queue(buf.park(), false);
     }
 
@@ -332,6 +333,8 @@ impl EpOwner for SvcConn {
                 rwarn!("server: Send failed, status {}\n", wc.status());
             }
             self.close();
+        } else if let Some(idx) = bufs.completed_idx() {
+            trace::svcrdma_wc_send(wc, idx);
         }
         // Each Send completed with every Write before it.
         self.give_back(bufs.map(|mut buf| {
@@ -423,8 +426,11 @@ impl<'a> SendSlot<'a> {
         let signal = |unsignalled: u32| {
             (has_writes && (!small || idle)) || unsignalled + 1 >= conn.signal_every || waiters != 0
         };
+        let cid = buf.idx();
         match ep.post_send(buf, len, invalidate, signal) {
             Ok(()) => {
+                // One SGE: the Reply is copied into the Send buffer.
+                trace::svcrdma_post_send(|| ep.cq_ids().0, cid, 1, invalidate.unwrap_or(0));
                 // The completion gives back the buffer and the room.
                 self.wrs = 0;
                 Ok(())

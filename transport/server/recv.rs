@@ -19,11 +19,12 @@ use kernel::prelude::*;
 
 use super::conn::SvcConn;
 use super::{backchannel, send};
+use crate::proto::error::DecodeError;
 use crate::proto::limits::Limits;
-use crate::proto::responder::{self, Call, Piece, Received, Refusal};
+use crate::proto::responder::{self, Call, Cause, DropReason, Piece, Received, Refusal};
 use crate::proto::v1::RdmaError;
 use crate::rdma::{PostError, Recv, RecvBuf};
-use crate::sunrpc::{HeldBytes, SvcRqst, XptFlag};
+use crate::sunrpc::{trace, HeldBytes, SvcRqst, XptFlag};
 
 /// Limits on what one Call may ask of us.
 pub(super) const LIMITS: Limits = Limits::DEFAULT;
@@ -60,6 +61,7 @@ pub(super) fn recvfrom(conn: &SvcConn, rqst: &mut SvcRqst<'_>) -> i32 {
     // As svcrdma: every message taken here, before it is decoded.
     super::SVC_STATS.recv.inc();
     let msg = buf.bytes();
+    let hdr = || trace_hdr(conn, &buf, msg);
     let call = match responder::receive(msg, &LIMITS) {
         Ok(Received::Call(call)) => call,
         Ok(Received::BackchannelReply {
@@ -83,12 +85,23 @@ pub(super) fn recvfrom(conn: &SvcConn, rqst: &mut SvcRqst<'_>) -> i32 {
             error,
             cause,
         }) => {
+            let why = match cause {
+                Cause::Header(DecodeError::BadVersion { .. }) => trace::BadReq::BadVers,
+                Cause::Header(DecodeError::UnknownProc { .. }) => trace::BadReq::BadProc,
+                _ => trace::BadReq::Parse,
+            };
+            trace::svcrdma_decode_err(why, hdr);
             rwarn!("server: refused a Call ({:?}), xid {:#x}\n", cause, xid);
             send::error(conn, xid, vers, error);
             conn.repost(buf);
             return 0;
         }
         Err(Refusal::Drop(why)) => {
+            if why == DropReason::Short {
+                trace::svcrdma_decode_short_err(hdr, msg.len());
+            } else {
+                trace::svcrdma_decode_err(trace::BadReq::Drop, hdr);
+            }
             rdebug!("server: dropped a message ({:?})\n", why);
             conn.count(|s| &s.dropped, 1);
             conn.repost(buf);
@@ -106,6 +119,10 @@ pub(super) fn recvfrom(conn: &SvcConn, rqst: &mut SvcRqst<'_>) -> i32 {
     let reads = call.chunks.reads.segment_count();
     let read_data = call.has_read_data();
     let inline_at = offset_in(msg, call.inline);
+    // The transport header's length: where the inline RPC message starts,
+    // or all of a Long Call's message.
+    let hdrlen = if nomsg { Some(msg.len()) } else { inline_at };
+    trace::svcrdma_decode_rqst(hdr, hdrlen.unwrap_or(msg.len()));
     let state = buf.state();
     state.call = at;
     state.payloads = Default::default();
@@ -132,6 +149,24 @@ pub(super) fn recvfrom(conn: &SvcConn, rqst: &mut SvcRqst<'_>) -> i32 {
         if nomsg { " (Long Call)" } else { "" }
     );
     pull(conn, buf, rqst, xid)
+}
+
+/// The fixed words of the transport header in `msg` (0 where it is too
+/// short), and where it was received, for the decode events.
+fn trace_hdr(conn: &SvcConn, buf: &Buf<'_>, msg: &[u8]) -> trace::RdmaHdr {
+    let word = |k: usize| {
+        msg.get(k * 4..k * 4 + 4)
+            .and_then(|w| <[u8; 4]>::try_from(w).ok())
+            .map_or(0, u32::from_be_bytes)
+    };
+    trace::RdmaHdr {
+        cq_id: conn.ep().map_or(0, |ep| ep.cq_ids().1),
+        cid: buf.idx(),
+        xid: word(0),
+        vers: word(1),
+        credits: word(2),
+        proc_: word(3),
+    }
 }
 
 /// Where `part` lies in `msg`: `None` if not within it. An empty part

@@ -15,7 +15,7 @@ use crate::proto::header::FixedHeader;
 use crate::proto::responder::{self, ReplyPlan, ReplyShape};
 use crate::proto::v1::{self, RdmaError};
 use crate::rdma::RecvBuf;
-use crate::sunrpc::{Ctxt, HeldBytes, SendRqst, SvcRqst, XptFlag};
+use crate::sunrpc::{trace, Ctxt, HeldBytes, SendRqst, SvcRqst, XptFlag};
 
 pub(super) fn sendto(conn: &SvcConn, rqst: &mut SvcRqst<'_>) -> i32 {
     if conn.xprt().is_dead() {
@@ -184,6 +184,7 @@ pub(super) fn backward_call(conn: &SvcConn, rqst: &SendRqst<'_>) -> Result {
 /// Answers `xid` with RDMA_ERROR (RFC 8166 §4.5), in header version `vers`.
 pub(super) fn error(conn: &SvcConn, xid: u32, vers: u32, err: RdmaError) {
     conn.count(|s| &s.errors_sent, 1);
+    trace::svcrdma_err(matches!(err, RdmaError::Vers { .. }), xid);
     let Ok(mut slot) = conn.get_send() else {
         return;
     };

@@ -1,0 +1,323 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The `rpcrdma` trace events of `sys/rpcrdma_rs_trace.h`, with
+//! rpcrdma.ko's names and fields, as safe functions.
+//!
+//! Each tests its event's static key inline and calls into C only when
+//! someone listens, as `kernel::tracepoint::declare_trace!` does for
+//! in-tree crates; that macro names `kernel::bindings`, which does not
+//! hold an out-of-tree module's events, hence this copy. Arguments that
+//! cost something to gather come as closures, run only when the event is
+//! on: an event nobody listens to costs one load and one branch (a
+//! patched jump with `CONFIG_JUMP_LABEL`).
+
+use kernel::str::{CStr, CStrExt};
+
+use crate::rdma::Wc;
+use crate::sys;
+
+/// Whether event `$name` is on.
+macro_rules! on {
+    ($name:ident) => {
+        kernel::macros::paste! {{
+            #[cfg(not(CONFIG_JUMP_LABEL))]
+            // SAFETY: The tracepoint is a static that `sys/trace.c`
+            // defines; reading its key's count is what the C side's
+            // `static_key_false()` does without jump labels (and what
+            // `declare_trace!` does: a call to a one-load helper, the
+            // same cost as a kernel atomic's load from Rust here).
+            let on = unsafe {
+                kernel::bindings::static_key_count(
+                    (&raw const sys::[<__tracepoint_ $name>].key)
+                        .cast_mut()
+                        .cast(),
+                ) > 0
+            };
+            #[cfg(CONFIG_JUMP_LABEL)]
+            // SAFETY: The key is a real static key defined by C.
+            let on = unsafe {
+                kernel::arch_static_branch! {
+                    sys::[<__tracepoint_ $name>], sys::tracepoint, key, false
+                }
+            };
+            on
+        }}
+    };
+}
+
+/// Fires event `$name` with `$arg`s; test [`on!`] first.
+macro_rules! call {
+    ($name:ident($($arg:expr),* $(,)?)) => {
+        kernel::macros::paste! {
+            // SAFETY: The arguments are plain values, or strings that live
+            // through the call; the event copies what it keeps.
+            unsafe { sys::[<rust_do_trace_ $name>]($($arg),*) }
+        }
+    };
+}
+
+/// `xprtrdma_connect` / `xprtrdma_disconnect`: the client connected
+/// (`rc` 0) or failed to, or its connection went away. `status` is the
+/// connection's state: 1 connected, 0 not yet, negative an errno.
+pub(crate) fn xprtrdma_connect(disconnect: bool, addr: &CStr, port: &CStr, rc: i32, status: i32) {
+    // bindgen's `char` is `core::ffi::c_char`, the kernel crate's is `u8`.
+    let (addr, port) = (addr.as_char_ptr().cast(), port.as_char_ptr().cast());
+    if disconnect {
+        if on!(xprtrdma_disconnect) {
+            call!(xprtrdma_disconnect(addr, port, rc, status));
+        }
+    } else if on!(xprtrdma_connect) {
+        call!(xprtrdma_connect(addr, port, rc, status));
+    }
+}
+
+/// What the client's events report of a Call.
+pub(crate) struct Task {
+    /// The RPC task's `tk_pid`.
+    pub(crate) task_id: u32,
+    /// Its client's `cl_clid`.
+    pub(crate) client_id: u32,
+    /// The Call's XID, host order.
+    pub(crate) xid: u32,
+}
+
+/// `xprtrdma_marshal`: a Call's transport header is built. `hdrlen` is
+/// the RPC-over-RDMA header's length, `xdr` the Call's head, page and
+/// tail lengths, `rtype`/`wtype` rpcrdma.ko's chunk types.
+#[inline(always)]
+pub(crate) fn xprtrdma_marshal(
+    task: impl FnOnce() -> Task,
+    hdrlen: u32,
+    xdr: [u32; 3],
+    rtype: u32,
+    wtype: u32,
+) {
+    if on!(xprtrdma_marshal) {
+        let (t, [head, page, tail]) = (task(), xdr);
+        call!(xprtrdma_marshal(
+            t.task_id,
+            t.client_id,
+            t.xid,
+            hdrlen,
+            head,
+            page,
+            tail,
+            rtype,
+            wtype
+        ));
+    }
+}
+
+/// `xprtrdma_marshal_failed`: a Call could not be marshalled (`ret` a
+/// negative errno).
+#[inline(always)]
+pub(crate) fn xprtrdma_marshal_failed(task: impl FnOnce() -> Task, ret: i32) {
+    if on!(xprtrdma_marshal_failed) {
+        let t = task();
+        call!(xprtrdma_marshal_failed(t.task_id, t.client_id, t.xid, ret));
+    }
+}
+
+/// `xprtrdma_post_send`: a Call's Send is posted, as the connection's
+/// `cid`th Send, on the CQ `cq_id` gives.
+#[inline(always)]
+pub(crate) fn xprtrdma_post_send(
+    cq_id: impl FnOnce() -> u32,
+    cid: u64,
+    task: impl FnOnce() -> Task,
+    num_sge: usize,
+    signaled: bool,
+) {
+    if on!(xprtrdma_post_send) {
+        let t = task();
+        call!(xprtrdma_post_send(
+            cq_id(),
+            cid as i32,
+            t.task_id,
+            t.client_id,
+            num_sge as i32,
+            i32::from(signaled)
+        ));
+    }
+}
+
+/// `xprtrdma_wc_receive`: a Receive completed (any status), the `cid`th
+/// of its connection.
+#[inline(always)]
+pub(crate) fn xprtrdma_wc_receive(wc: &Wc<'_>, cid: u32) {
+    if on!(xprtrdma_wc_receive) {
+        call!(xprtrdma_wc_receive(
+            wc.cq_id(true),
+            cid as i32,
+            wc.byte_len() as u32,
+            wc.status().into(),
+            wc.vendor_err()
+        ));
+    }
+}
+
+/// `xprtrdma_mr_map`: pages of a Call are registered on an MR, `reg`,
+/// for a chunk.
+#[inline(always)]
+pub(crate) fn xprtrdma_mr_map(task: impl FnOnce() -> Task, reg: &crate::rdma::Registered) {
+    if on!(xprtrdma_mr_map) {
+        let t = task();
+        call!(xprtrdma_mr_map(
+            t.task_id,
+            t.client_id,
+            reg.mr_id,
+            reg.nents,
+            reg.rkey,
+            reg.length,
+            reg.iova,
+            reg.dir
+        ));
+    }
+}
+
+/// `xprtrdma_reply`: a Reply matched its Call; `credits` is the grant it
+/// carried.
+#[inline(always)]
+pub(crate) fn xprtrdma_reply(task: impl FnOnce() -> Task, credits: u32) {
+    if on!(xprtrdma_reply) {
+        let t = task();
+        call!(xprtrdma_reply(t.task_id, t.client_id, t.xid, credits));
+    }
+}
+
+/// The server's decode events' view of a received message: where it came
+/// in and its transport header's fixed words, host order.
+#[derive(Clone, Copy)]
+pub(crate) struct RdmaHdr {
+    /// The connection's Receive CQ.
+    pub(crate) cq_id: u32,
+    /// Our number of the Receive buffer.
+    pub(crate) cid: u32,
+    /// XID.
+    pub(crate) xid: u32,
+    /// RPC-over-RDMA version.
+    pub(crate) vers: u32,
+    /// Credits asked for.
+    pub(crate) credits: u32,
+    /// Message type (`RDMA_MSG` ...).
+    pub(crate) proc_: u32,
+}
+
+/// Why the server refused a message, as rpcrdma.ko's events name it.
+#[derive(Clone, Copy)]
+pub(crate) enum BadReq {
+    /// `svcrdma_decode_badvers_err`: an unsupported version.
+    BadVers,
+    /// `svcrdma_decode_drop_err`: dropped without an answer.
+    Drop,
+    /// `svcrdma_decode_badproc_err`: an unknown message type.
+    BadProc,
+    /// `svcrdma_decode_parse_err`: a malformed header or chunk list.
+    Parse,
+}
+
+/// `svcrdma_decode_rqst`: a Call's transport header, `hdrlen` bytes long,
+/// decoded.
+#[inline(always)]
+pub(crate) fn svcrdma_decode_rqst(hdr: impl FnOnce() -> RdmaHdr, hdrlen: usize) {
+    if on!(svcrdma_decode_rqst) {
+        let h = hdr();
+        call!(svcrdma_decode_rqst(
+            h.cq_id,
+            h.cid as i32,
+            h.xid,
+            h.vers,
+            h.credits,
+            h.proc_,
+            hdrlen as u32
+        ));
+    }
+}
+
+/// `svcrdma_decode_short_err`: a message of `hdrlen` bytes, too short for
+/// a transport header.
+#[inline(always)]
+pub(crate) fn svcrdma_decode_short_err(hdr: impl FnOnce() -> RdmaHdr, hdrlen: usize) {
+    if on!(svcrdma_decode_short_err) {
+        let h = hdr();
+        call!(svcrdma_decode_short_err(
+            h.cq_id,
+            h.cid as i32,
+            hdrlen as u32
+        ));
+    }
+}
+
+/// `svcrdma_decode_*_err`: a message refused for `why`.
+#[inline(always)]
+pub(crate) fn svcrdma_decode_err(why: BadReq, hdr: impl FnOnce() -> RdmaHdr) {
+    let fields = |h: RdmaHdr| (h.cq_id, h.cid as i32, h.xid, h.vers, h.credits, h.proc_);
+    match why {
+        BadReq::BadVers if on!(svcrdma_decode_badvers_err) => {
+            let (q, c, x, v, cr, p) = fields(hdr());
+            call!(svcrdma_decode_badvers_err(q, c, x, v, cr, p));
+        }
+        BadReq::Drop if on!(svcrdma_decode_drop_err) => {
+            let (q, c, x, v, cr, p) = fields(hdr());
+            call!(svcrdma_decode_drop_err(q, c, x, v, cr, p));
+        }
+        BadReq::BadProc if on!(svcrdma_decode_badproc_err) => {
+            let (q, c, x, v, cr, p) = fields(hdr());
+            call!(svcrdma_decode_badproc_err(q, c, x, v, cr, p));
+        }
+        BadReq::Parse if on!(svcrdma_decode_parse_err) => {
+            let (q, c, x, v, cr, p) = fields(hdr());
+            call!(svcrdma_decode_parse_err(q, c, x, v, cr, p));
+        }
+        _ => {}
+    }
+}
+
+/// `svcrdma_err_vers` (`vers`) or `svcrdma_err_chunk`: the server answers
+/// the Call `xid` (host order) with RDMA_ERROR.
+#[inline(always)]
+pub(crate) fn svcrdma_err(vers: bool, xid: u32) {
+    if vers {
+        if on!(svcrdma_err_vers) {
+            call!(svcrdma_err_vers(xid));
+        }
+    } else if on!(svcrdma_err_chunk) {
+        call!(svcrdma_err_chunk(xid));
+    }
+}
+
+/// `svcrdma_post_send`: a Reply's Send is posted from Send buffer `cid`
+/// with `num_sge` SGEs, invalidating `inv_rkey` (0: a plain Send), on the
+/// CQ `cq_id` gives.
+#[inline(always)]
+pub(crate) fn svcrdma_post_send(
+    cq_id: impl FnOnce() -> u32,
+    cid: u32,
+    num_sge: u32,
+    inv_rkey: u32,
+) {
+    if on!(svcrdma_post_send) {
+        call!(svcrdma_post_send(cq_id(), cid as i32, num_sge, inv_rkey));
+    }
+}
+
+/// `svcrdma_wc_send`: a signalled Send, from Send buffer `cid`, completed
+/// successfully.
+#[inline(always)]
+pub(crate) fn svcrdma_wc_send(wc: &Wc<'_>, cid: u32) {
+    if on!(svcrdma_wc_send) {
+        call!(svcrdma_wc_send(wc.cq_id(false), cid as i32));
+    }
+}
+
+/// `svcrdma_wc_recv`: a Receive into buffer `cid` completed successfully.
+#[inline(always)]
+pub(crate) fn svcrdma_wc_recv(wc: &Wc<'_>, cid: u32) {
+    if on!(svcrdma_wc_recv) {
+        call!(svcrdma_wc_recv(
+            wc.cq_id(true),
+            cid as i32,
+            wc.byte_len() as u32
+        ));
+    }
+}

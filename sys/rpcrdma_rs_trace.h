@@ -1,0 +1,412 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * rpcrdma_rs's events in rpcrdma.ko's trace system, with rpcrdma.ko's event
+ * and field names (include/trace/events/rpcrdma.h), so that trace-cmd, perf
+ * and tracefs filters written for the C module work unchanged. The
+ * prototypes take plain values, not the C module's private structures.
+ *
+ * Where the C module has no twin of a value, the field keeps its name and
+ * carries ours: cq_id is the CQ's restrack id as in C; completion_id is our
+ * own per-queue number of the work request.
+ */
+#undef TRACE_SYSTEM
+#define TRACE_SYSTEM rpcrdma
+
+/* Found through the module's sys/ directory, which Kbuild puts on -I; the
+ * name must differ from the kernel's include/trace/trace_events.h. */
+#undef TRACE_INCLUDE_PATH
+#define TRACE_INCLUDE_PATH .
+#undef TRACE_INCLUDE_FILE
+#define TRACE_INCLUDE_FILE rpcrdma_rs_trace
+
+#if !defined(_RPCRDMA_RS_TRACE_H) || defined(TRACE_HEADER_MULTI_READ)
+#define _RPCRDMA_RS_TRACE_H
+
+#include <linux/tracepoint.h>
+#include <rdma/ib_cm.h>
+#include <trace/misc/rdma.h>
+
+/* rpcrdma.ko's enum rpcrdma_chunktype (xprt_rdma.h), numbers and names. */
+#define rpcrdma_rs_show_chunktype(x)					\
+		__print_symbolic(x,					\
+				{ 0, "inline" },			\
+				{ 1, "pullup" },			\
+				{ 2, "mapped" },			\
+				{ 3, "read list" },			\
+				{ 4, "*read list" },			\
+				{ 5, "write list" },			\
+				{ 6, "reply chunk" })
+
+/**
+ ** Client
+ **/
+
+DECLARE_EVENT_CLASS(xprtrdma_connect_class,
+	TP_PROTO(const char *addr, const char *port, int rc,
+		 int connect_status),
+	TP_ARGS(addr, port, rc, connect_status),
+	TP_STRUCT__entry(
+		__field(int, rc)
+		__field(int, connect_status)
+		__string(addr, addr)
+		__string(port, port)
+	),
+	TP_fast_assign(
+		__entry->rc = rc;
+		__entry->connect_status = connect_status;
+		__assign_str(addr);
+		__assign_str(port);
+	),
+	TP_printk("peer=[%s]:%s rc=%d connection status=%d",
+		__get_str(addr), __get_str(port),
+		__entry->rc, __entry->connect_status)
+);
+
+#define DEFINE_CONN_EVENT(name)						\
+		DEFINE_EVENT(xprtrdma_connect_class, xprtrdma_##name,	\
+			TP_PROTO(const char *addr, const char *port,	\
+				 int rc, int connect_status),		\
+			TP_ARGS(addr, port, rc, connect_status))
+
+DEFINE_CONN_EVENT(connect);
+DEFINE_CONN_EVENT(disconnect);
+
+TRACE_EVENT(xprtrdma_marshal,
+	TP_PROTO(unsigned int task_id, unsigned int client_id, u32 xid,
+		 unsigned int hdrlen, unsigned int headlen,
+		 unsigned int pagelen, unsigned int taillen,
+		 unsigned int rtype, unsigned int wtype),
+	TP_ARGS(task_id, client_id, xid, hdrlen, headlen, pagelen, taillen,
+		rtype, wtype),
+	TP_STRUCT__entry(
+		__field(unsigned int, task_id)
+		__field(unsigned int, client_id)
+		__field(u32, xid)
+		__field(unsigned int, hdrlen)
+		__field(unsigned int, headlen)
+		__field(unsigned int, pagelen)
+		__field(unsigned int, taillen)
+		__field(unsigned int, rtype)
+		__field(unsigned int, wtype)
+	),
+	TP_fast_assign(
+		__entry->task_id = task_id;
+		__entry->client_id = client_id;
+		__entry->xid = xid;
+		__entry->hdrlen = hdrlen;
+		__entry->headlen = headlen;
+		__entry->pagelen = pagelen;
+		__entry->taillen = taillen;
+		__entry->rtype = rtype;
+		__entry->wtype = wtype;
+	),
+	TP_printk("task:%08x@%08x xid=0x%08x hdr=%u xdr=%u/%u/%u %s/%s",
+		__entry->task_id, __entry->client_id, __entry->xid,
+		__entry->hdrlen,
+		__entry->headlen, __entry->pagelen, __entry->taillen,
+		rpcrdma_rs_show_chunktype(__entry->rtype),
+		rpcrdma_rs_show_chunktype(__entry->wtype))
+);
+
+TRACE_EVENT(xprtrdma_marshal_failed,
+	TP_PROTO(unsigned int task_id, unsigned int client_id, u32 xid,
+		 int ret),
+	TP_ARGS(task_id, client_id, xid, ret),
+	TP_STRUCT__entry(
+		__field(unsigned int, task_id)
+		__field(unsigned int, client_id)
+		__field(u32, xid)
+		__field(int, ret)
+	),
+	TP_fast_assign(
+		__entry->task_id = task_id;
+		__entry->client_id = client_id;
+		__entry->xid = xid;
+		__entry->ret = ret;
+	),
+	TP_printk("task:%08x@%08x xid=0x%08x ret=%d",
+		__entry->task_id, __entry->client_id, __entry->xid,
+		__entry->ret)
+);
+
+TRACE_EVENT(xprtrdma_post_send,
+	TP_PROTO(u32 cq_id, int completion_id, unsigned int task_id,
+		 unsigned int client_id, int num_sge, int signaled),
+	TP_ARGS(cq_id, completion_id, task_id, client_id, num_sge, signaled),
+	TP_STRUCT__entry(
+		__field(u32, cq_id)
+		__field(int, completion_id)
+		__field(unsigned int, task_id)
+		__field(unsigned int, client_id)
+		__field(int, num_sge)
+		__field(int, signaled)
+	),
+	TP_fast_assign(
+		__entry->cq_id = cq_id;
+		__entry->completion_id = completion_id;
+		__entry->task_id = task_id;
+		__entry->client_id = client_id;
+		__entry->num_sge = num_sge;
+		__entry->signaled = signaled;
+	),
+	TP_printk("task:%08x@%08x cq.id=%u cid=%d (%d SGE%s) %s",
+		__entry->task_id, __entry->client_id,
+		__entry->cq_id, __entry->completion_id,
+		__entry->num_sge, (__entry->num_sge == 1 ? "" : "s"),
+		(__entry->signaled ? "signaled" : ""))
+);
+
+TRACE_EVENT(xprtrdma_wc_receive,
+	TP_PROTO(u32 cq_id, int completion_id, u32 received,
+		 unsigned long status, unsigned int vendor_err),
+	TP_ARGS(cq_id, completion_id, received, status, vendor_err),
+	TP_STRUCT__entry(
+		__field(u32, cq_id)
+		__field(int, completion_id)
+		__field(u32, received)
+		__field(unsigned long, status)
+		__field(unsigned int, vendor_err)
+	),
+	TP_fast_assign(
+		__entry->cq_id = cq_id;
+		__entry->completion_id = completion_id;
+		__entry->received = status ? 0 : received;
+		__entry->status = status;
+		__entry->vendor_err = status ? vendor_err : 0;
+	),
+	TP_printk("cq.id=%u cid=%d status=%s (%lu/0x%x) received=%u",
+		__entry->cq_id, __entry->completion_id,
+		rdma_show_wc_status(__entry->status), __entry->status, __entry->vendor_err,
+		__entry->received)
+);
+
+TRACE_EVENT(xprtrdma_reply,
+	TP_PROTO(unsigned int task_id, unsigned int client_id, u32 xid,
+		 unsigned int credits),
+	TP_ARGS(task_id, client_id, xid, credits),
+	TP_STRUCT__entry(
+		__field(unsigned int, task_id)
+		__field(unsigned int, client_id)
+		__field(u32, xid)
+		__field(unsigned int, credits)
+	),
+	TP_fast_assign(
+		__entry->task_id = task_id;
+		__entry->client_id = client_id;
+		__entry->xid = xid;
+		__entry->credits = credits;
+	),
+	TP_printk("task:%08x@%08x xid=0x%08x credits=%u",
+		__entry->task_id, __entry->client_id, __entry->xid,
+		__entry->credits)
+);
+
+#define rpcrdma_rs_show_direction(x)					\
+		__print_symbolic(x,					\
+				{ DMA_BIDIRECTIONAL, "BIDIR" },		\
+				{ DMA_TO_DEVICE, "TO_DEVICE" },		\
+				{ DMA_FROM_DEVICE, "FROM_DEVICE" },	\
+				{ DMA_NONE, "NONE" })
+
+TRACE_EVENT(xprtrdma_mr_map,
+	TP_PROTO(unsigned int task_id, unsigned int client_id, u32 mr_id,
+		 int nents, u32 handle, u32 length, u64 offset, u32 dir),
+	TP_ARGS(task_id, client_id, mr_id, nents, handle, length, offset, dir),
+	TP_STRUCT__entry(
+		__field(unsigned int, task_id)
+		__field(unsigned int, client_id)
+		__field(u32, mr_id)
+		__field(int, nents)
+		__field(u32, handle)
+		__field(u32, length)
+		__field(u64, offset)
+		__field(u32, dir)
+	),
+	TP_fast_assign(
+		__entry->task_id = task_id;
+		__entry->client_id = client_id;
+		__entry->mr_id = mr_id;
+		__entry->nents = nents;
+		__entry->handle = handle;
+		__entry->length = length;
+		__entry->offset = offset;
+		__entry->dir = dir;
+	),
+	TP_printk("task:%08x@%08x mr.id=%u nents=%d %u@0x%016llx:0x%08x (%s)",
+		__entry->task_id, __entry->client_id,
+		__entry->mr_id, __entry->nents, __entry->length,
+		(unsigned long long)__entry->offset, __entry->handle,
+		rpcrdma_rs_show_direction(__entry->dir))
+);
+
+/**
+ ** Server
+ **/
+
+#define rpcrdma_rs_show_proc(x)						\
+		__print_symbolic(x,					\
+				{ 0, "RDMA_MSG" },			\
+				{ 1, "RDMA_NOMSG" },			\
+				{ 2, "RDMA_MSGP" },			\
+				{ 3, "RDMA_DONE" },			\
+				{ 4, "RDMA_ERROR" })
+
+TRACE_EVENT(svcrdma_decode_rqst,
+	TP_PROTO(u32 cq_id, int completion_id, u32 xid, u32 vers,
+		 u32 credits, u32 proc, unsigned int hdrlen),
+	TP_ARGS(cq_id, completion_id, xid, vers, credits, proc, hdrlen),
+	TP_STRUCT__entry(
+		__field(u32, cq_id)
+		__field(int, completion_id)
+		__field(u32, xid)
+		__field(u32, vers)
+		__field(u32, proc)
+		__field(u32, credits)
+		__field(unsigned int, hdrlen)
+	),
+	TP_fast_assign(
+		__entry->cq_id = cq_id;
+		__entry->completion_id = completion_id;
+		__entry->xid = xid;
+		__entry->vers = vers;
+		__entry->credits = credits;
+		__entry->proc = proc;
+		__entry->hdrlen = hdrlen;
+	),
+	TP_printk("cq.id=%u cid=%d xid=0x%08x vers=%u credits=%u proc=%s hdrlen=%u",
+		__entry->cq_id, __entry->completion_id,
+		__entry->xid, __entry->vers, __entry->credits,
+		rpcrdma_rs_show_proc(__entry->proc), __entry->hdrlen)
+);
+
+TRACE_EVENT(svcrdma_decode_short_err,
+	TP_PROTO(u32 cq_id, int completion_id, unsigned int hdrlen),
+	TP_ARGS(cq_id, completion_id, hdrlen),
+	TP_STRUCT__entry(
+		__field(u32, cq_id)
+		__field(int, completion_id)
+		__field(unsigned int, hdrlen)
+	),
+	TP_fast_assign(
+		__entry->cq_id = cq_id;
+		__entry->completion_id = completion_id;
+		__entry->hdrlen = hdrlen;
+	),
+	TP_printk("cq.id=%u cid=%d hdrlen=%u",
+		__entry->cq_id, __entry->completion_id, __entry->hdrlen)
+);
+
+DECLARE_EVENT_CLASS(svcrdma_badreq_event,
+	TP_PROTO(u32 cq_id, int completion_id, u32 xid, u32 vers,
+		 u32 credits, u32 proc),
+	TP_ARGS(cq_id, completion_id, xid, vers, credits, proc),
+	TP_STRUCT__entry(
+		__field(u32, cq_id)
+		__field(int, completion_id)
+		__field(u32, xid)
+		__field(u32, vers)
+		__field(u32, proc)
+		__field(u32, credits)
+	),
+	TP_fast_assign(
+		__entry->cq_id = cq_id;
+		__entry->completion_id = completion_id;
+		__entry->xid = xid;
+		__entry->vers = vers;
+		__entry->credits = credits;
+		__entry->proc = proc;
+	),
+	TP_printk("cq.id=%u cid=%d xid=0x%08x vers=%u credits=%u proc=%u",
+		__entry->cq_id, __entry->completion_id,
+		__entry->xid, __entry->vers, __entry->credits, __entry->proc)
+);
+
+#define DEFINE_BADREQ_EVENT(name)					\
+		DEFINE_EVENT(svcrdma_badreq_event,			\
+			svcrdma_decode_##name##_err,			\
+			TP_PROTO(u32 cq_id, int completion_id, u32 xid,	\
+				 u32 vers, u32 credits, u32 proc),	\
+			TP_ARGS(cq_id, completion_id, xid, vers,	\
+				credits, proc))
+
+DEFINE_BADREQ_EVENT(badvers);
+DEFINE_BADREQ_EVENT(drop);
+DEFINE_BADREQ_EVENT(badproc);
+DEFINE_BADREQ_EVENT(parse);
+
+DECLARE_EVENT_CLASS(svcrdma_error_event,
+	TP_PROTO(u32 xid),
+	TP_ARGS(xid),
+	TP_STRUCT__entry(
+		__field(u32, xid)
+	),
+	TP_fast_assign(
+		__entry->xid = xid;
+	),
+	TP_printk("xid=0x%08x", __entry->xid)
+);
+
+DEFINE_EVENT(svcrdma_error_event, svcrdma_err_vers,
+	TP_PROTO(u32 xid), TP_ARGS(xid));
+DEFINE_EVENT(svcrdma_error_event, svcrdma_err_chunk,
+	TP_PROTO(u32 xid), TP_ARGS(xid));
+
+TRACE_EVENT(svcrdma_post_send,
+	TP_PROTO(u32 cq_id, int completion_id, unsigned int num_sge,
+		 u32 inv_rkey),
+	TP_ARGS(cq_id, completion_id, num_sge, inv_rkey),
+	TP_STRUCT__entry(
+		__field(u32, cq_id)
+		__field(int, completion_id)
+		__field(unsigned int, num_sge)
+		__field(u32, inv_rkey)
+	),
+	TP_fast_assign(
+		__entry->cq_id = cq_id;
+		__entry->completion_id = completion_id;
+		__entry->num_sge = num_sge;
+		__entry->inv_rkey = inv_rkey;
+	),
+	TP_printk("cq.id=%u cid=%d num_sge=%u inv_rkey=0x%08x",
+		__entry->cq_id, __entry->completion_id,
+		__entry->num_sge, __entry->inv_rkey)
+);
+
+DECLARE_EVENT_CLASS(rpcrdma_simple_cid_class,
+	TP_PROTO(u32 cq_id, int completion_id),
+	TP_ARGS(cq_id, completion_id),
+	TP_STRUCT__entry(
+		__field(u32, cq_id)
+		__field(int, completion_id)
+	),
+	TP_fast_assign(
+		__entry->cq_id = cq_id;
+		__entry->completion_id = completion_id;
+	),
+	TP_printk("cq.id=%d cid=%d", __entry->cq_id, __entry->completion_id)
+);
+
+DEFINE_EVENT(rpcrdma_simple_cid_class, svcrdma_wc_send,
+	TP_PROTO(u32 cq_id, int completion_id),
+	TP_ARGS(cq_id, completion_id));
+
+TRACE_EVENT(svcrdma_wc_recv,
+	TP_PROTO(u32 cq_id, int completion_id, u32 received),
+	TP_ARGS(cq_id, completion_id, received),
+	TP_STRUCT__entry(
+		__field(u32, cq_id)
+		__field(int, completion_id)
+		__field(u32, received)
+	),
+	TP_fast_assign(
+		__entry->cq_id = cq_id;
+		__entry->completion_id = completion_id;
+		__entry->received = received;
+	),
+	TP_printk("cq.id=%u cid=%d received=%u",
+		__entry->cq_id, __entry->completion_id, __entry->received)
+);
+
+#endif /* _RPCRDMA_RS_TRACE_H */
+
+#include <trace/define_trace.h>
