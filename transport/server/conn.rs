@@ -339,7 +339,8 @@ impl EpOwner for SvcConn {
         // Each Send completed with every Write before it.
         self.give_back(bufs.map(|mut buf| {
             let wrs = core::mem::take(&mut buf.state().room);
-            (buf, wrs)
+            buf.writes().release();
+            (buf.park(), wrs)
         }));
     }
 }
@@ -454,8 +455,11 @@ impl<'a> SendSlot<'a> {
 impl Drop for SendSlot<'_> {
     fn drop(&mut self) {
         // Once posted, the completion gives the buffer back.
-        if let Some(buf) = self.buf.take() {
-            self.conn.give_back(core::iter::once((buf, self.wrs)));
+        if let Some(mut buf) = self.buf.take() {
+            // Released before the Send Queue lock is taken.
+            buf.writes().release();
+            self.conn
+                .give_back(core::iter::once((buf.park(), self.wrs)));
         }
     }
 }
@@ -766,17 +770,16 @@ impl SvcConn {
     }
 
     /// Wakes the threads waiting for room.
-    /// Puts Send buffers back on the free list, each with the Send Queue
-    /// room of its Send and of the given count of Writes, and wakes the
-    /// threads waiting for room.
-    fn give_back<'a>(&'a self, bufs: impl Iterator<Item = (SendBuf<'a, SvcConn>, u32)>) {
+    /// Puts Send buffers, their Writes released, back on the free list,
+    /// each with the Send Queue room of its Send and of the given count of
+    /// Writes, and wakes the threads waiting for room.
+    fn give_back(&self, bufs: impl Iterator<Item = (Parked<SendKind>, u32)>) {
         let mut wrs = 0u32;
         let mut sq = self.sq.lock();
-        for (mut buf, writes) in bufs {
+        for (buf, writes) in bufs {
             wrs = wrs.saturating_add(1 + writes);
-            buf.writes().release();
             // Room for every buffer was reserved at connect.
-            let _ = sq.free.push_within_capacity(buf.park());
+            let _ = sq.free.push_within_capacity(buf);
         }
         sq.room = sq.room.saturating_add(wrs);
         drop(sq);
