@@ -241,12 +241,8 @@ forced_umount_under_io() {
     done
     touch $FU_STOP
     # The reader ends after its current read: no read may hang.
-    w=0
-    while kill -0 $pid 2>/dev/null; do
-        w=$((w + 1))
-        [ $w -le 180 ] || { echo "a read still running 180 s after the forced unmounts: $(tail -n 3 $FU_LOG | tr '\n' ' ')"; return 1; }
-        sleep 1
-    done
+    await_exit $pid 180 ||
+        { echo "a read still running 180 s after the forced unmounts: $(tail -n 3 $FU_LOG | tr '\n' ' ')"; return 1; }
     wait $pid 2>/dev/null
     note "forced unmounts: $forced umount -f refused (busy), $(fu_errors) of $(fu_reads) reads ended in an error: $(grep -v records /tmp/fu.err | sort -u | head -n 2 | tr '\n' ' ')"
     grep -q " /mnt " /proc/mounts || { echo "the mount went away"; return 1; }

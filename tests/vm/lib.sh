@@ -349,6 +349,17 @@ sysctl_tables() {
     done
 }
 
+# await_exit PID SECS: wait until process PID has ended, SECS s at most;
+# fails if it still runs then.
+await_exit() {
+    _w=0
+    while kill -0 "$1" 2>/dev/null; do
+        _w=$((_w + 1))
+        [ $_w -le "$2" ] || return 1
+        sleep 1
+    done
+}
+
 # server_ask FILE SECS REQUEST...: hand REQUEST to the server through FILE
 # in the export (server.sh watches for it) and wait, SECS s at most, for
 # its "done" line, left in $answer.

@@ -294,8 +294,7 @@ counts_snapshot() {
 # abandoned): until the RDMA counts equal the baseline's, no kmalloc
 # cache holds N/2 objects more than then (a leak of one object a
 # connect shows as N; after 1000, neither server's caches held more than
-# 45 more), and MemFree is down
-# by less than N x 32 KiB (one connection's buffers are over a MiB);
+# 45 more), and MemFree is down by less than N x 32 KiB (one connection's buffers are over a MiB);
 # 180 s at most for connections to settle, ok=0 after that. The answer
 # is appended as one "done" line.
 counts_req() {
@@ -334,9 +333,9 @@ counts_req() {
                     printf "ok=%d held_back=%d slab_most=%s memfree_down_kb=%d rdma=%s rdma_before=%s\n", ok, held, top, bf - nf, nr, br }' \
                 /tmp/counts.base /tmp/counts.now)
             case $verdict in ok=1*) break ;; esac
-            # The RDMA resources and the memory are back: the slab figure
-            # is reported, not waited for past a minute (see svc-hostile.sh
-            # abandon_no_leak).
+            # The RDMA resources and the memory are back: the slab
+            # figure is waited for a minute at most (svc-hostile.sh
+            # abandon_no_leak fails on ok=0).
             case $verdict in *held_back=1*) [ $(($(uptime_s) - t0)) -lt 60 ] || break ;; esac
             [ $(($(uptime_s) - t0)) -le 180 ] || break
             sleep 5

@@ -413,12 +413,7 @@ abandon_run() {
         touch $ABANDON_STOP; echo "the peer stopped abandoning early: $(tr '\n' ' ' < $ABANDON_OUT)"; return 1
     fi
     touch $ABANDON_STOP
-    w=0
-    while kill -0 $pid 2>/dev/null; do
-        w=$((w + 1))
-        [ $w -le 300 ] || { echo "the peer still running 300 s after it was told to stop"; return 1; }
-        sleep 1
-    done
+    await_exit $pid 300 || { echo "the peer still running 300 s after it was told to stop"; return 1; }
     while IFS= read -r l; do note "peer: $l"; done < $ABANDON_OUT
     note "I/O loop: $(bg_rounds) rounds while connects were abandoned"
     line=$(grep '^case abandon-connect abandoned=' $ABANDON_OUT) || return 1
