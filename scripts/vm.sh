@@ -55,15 +55,16 @@ vm_prepare() {
     # shellcheck disable=SC2086 # a list of paths
     copy_with_libs "$ov" ${VM_EXTRA_BINS:-}
     # The hostile RPC-over-RDMA server (tests/peer) and libibverbs' rxe
-    # provider, which it loads by name from libibverbs.d.
+    # and siw providers, which it loads by name from libibverbs.d.
     # A peer that does not build stops the run here, not as "rpcrdma-peer:
     # not found" in the guests of the scenarios that need it.
     local peer
     peer=$("$REPO_DIR/scripts/peer-build.sh") || { rm -rf "$ov"; die "tests/peer does not build"; }
     copy_with_libs "$ov" "$peer=/usr/bin/rpcrdma-peer" \
-        /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav*.so
+        /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav*.so \
+        /usr/lib/x86_64-linux-gnu/libibverbs/libsiw-rdmav*.so
     mkdir -p "$ov/etc/libibverbs.d"
-    cp /etc/libibverbs.d/rxe.driver "$ov/etc/libibverbs.d/"
+    cp /etc/libibverbs.d/rxe.driver /etc/libibverbs.d/siw.driver "$ov/etc/libibverbs.d/"
     (cd "$ov" && find . -print0 | cpio --null -o -H newc --quiet) > "$VM_RUNDIR/overlay.cpio"
     rm -rf "$ov"
     cat "$base" "$VM_RUNDIR/overlay.cpio" > "$VM_RUNDIR/initrd.cpio"

@@ -1654,11 +1654,27 @@ static int ev_wait(struct rdma_event_channel *ech, int ms)
  * at once (REQ_SENT: the server may not have seen the REQ yet, or be
  * building the connection or accepting it); the others once the server's
  * REP came (it accepted, and waits for an RTU that never comes), or 2 s
- * passed without one. abandon_min (-a, 200 by default) at least, and until
+ * passed without one. iWARP's CM connects a QP, not a number, so there
+ * each attempt makes one: its MPA request then ends in a TCP reset
+ * during the server's accept. abandon_min (-a, 200 by default) at least, and until
  * until_file exists (-u); ABANDON_MAX attempts at most.
  * Returns the REQs sent; *failed counts the attempts that sent none.
  */
 #define ABANDON_MAX 20000
+
+/* A QP on id's device (librdmacm makes its PD and CQs) where the CM
+ * needs one: iWARP. Returns 0 or -1. */
+static int abandon_qp(struct rdma_cm_id *id)
+{
+	struct ibv_qp_init_attr qa = {
+		.cap = { .max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC,
+	};
+
+	if (!id->verbs || id->verbs->device->transport_type != IBV_TRANSPORT_IWARP)
+		return 0;
+	return rdma_create_qp(id, NULL, &qa) ? -1 : 0;
+}
 static unsigned int abandon_loop(unsigned int *failed, unsigned int *reps, char *why, size_t n)
 {
 	unsigned int sent = 0, i;
@@ -1691,7 +1707,7 @@ static unsigned int abandon_loop(unsigned int *failed, unsigned int *reps, char 
 		    ev_wait(ech, timeout_ms) == RDMA_CM_EVENT_ADDR_RESOLVED &&
 		    !rdma_resolve_route(id, 2000) &&
 		    ev_wait(ech, timeout_ms) == RDMA_CM_EVENT_ROUTE_RESOLVED &&
-		    !rdma_connect(id, &cp)) {
+		    !abandon_qp(id) && !rdma_connect(id, &cp)) {
 			ok = 1;
 			sent++;
 			if (i % 2 && ev_wait(ech, 2000) == RDMA_CM_EVENT_CONNECT_RESPONSE)
@@ -1700,6 +1716,8 @@ static unsigned int abandon_loop(unsigned int *failed, unsigned int *reps, char 
 			(*failed)++;
 			snprintf(why, n, "connect attempt %u: %s", i, strerror(errno));
 		}
+		if (id->qp)
+			rdma_destroy_qp(id);
 		rdma_destroy_id(id);
 		rdma_destroy_event_channel(ech);
 		(void)ok;
