@@ -8,6 +8,7 @@
 #   TEST_JOBS=2      VM pairs run at once
 #   CHUNKS_BIGSIZE=384  MiB of the big file in ref-chunks (and rs-chunks)
 #   SIW_BIGSIZE=128     MiB of the big file in the siw-* cells
+#   SIW_PARTS=a,b       the parts the siw-* cells run (tests/vm/cells.sh)
 #   HOSTILE_MODES=a,b   the modes hostile-c and hostile-rs try (tests/vm/hostile.sh)
 #   SVC_HOSTILE_SERVERS="c rs"  the servers svc-hostile-* runs against (both)
 #   SVC_HOSTILE_CASES=a,b       the cases it runs (tests/vm/svc-hostile.sh)
@@ -280,7 +281,7 @@ scenario install-rs 480 install "installed in place of rpcrdma.ko in both VMs: a
 # IPv6: data, files, a recall each) and the server's clean unload. Every
 # mount must be on siw0 (nfs-mount.sh transport_in_use).
 siw="rr.rdma=siw rr.script=cells rr.bigsize=${SIW_BIGSIZE:-128} rr.faults=nfsd"
-siw_all="$siw rr.parts=chunks,chunks-small-inline,recall,matrix"
+siw_all="$siw rr.parts=${SIW_PARTS:-chunks,chunks-small-inline,recall,matrix}"
 scenario siw-rs-rs 1800 rs "Rust client, Rust server over siw (iWARP): chunks, small inline, recall, matrix" \
     "$siw_all rr.mod=rs" "rr.rdma=siw $srv1m"
 scenario siw-rs-c 1800 c "Rust client, C server over siw (iWARP): chunks, small inline, recall, matrix" \
