@@ -112,9 +112,24 @@ impl Device {
         self.attrs().max_sge_rd
     }
 
+    /// Pages above which rdma_rw registers an RDMA Read's sink rather
+    /// than gathering it (0: never, but on iWARP).
+    pub(crate) fn max_sgl_rd(&self) -> u32 {
+        self.attrs().max_sgl_rd
+    }
+
     /// Largest Send scatter/gather list.
     pub(crate) fn max_send_sge(&self) -> u32 {
         self.attrs().max_send_sge
+    }
+
+    /// Whether `port` speaks iWARP: an RDMA Read's sink must then be
+    /// registered with remote write access, and connections are set up
+    /// through MPA over TCP.
+    pub(crate) fn is_iwarp(&self, port: u32) -> bool {
+        // SAFETY: The device is registered while we hold it; the helper
+        // checks `port` before it indexes the device's ports.
+        unsafe { sys::rpcrdma_rs_protocol_iwarp(self.as_ptr(), port) }
     }
 }
 

@@ -412,6 +412,13 @@ impl PendingConn {
         self.info.gone.load(Acquire)
     }
 
+    /// The port of the device the request arrived on.
+    pub(crate) fn port_num(&self) -> u32 {
+        // SAFETY: `id` is live (type invariant); its port is set before
+        // the request was delivered.
+        unsafe { (*self.id.as_ptr()).port_num }
+    }
+
     /// The device the request arrived on.
     pub(crate) fn device(&self) -> Result<Device> {
         // SAFETY: `id` is live (type invariant); bound to the device

@@ -44,4 +44,4 @@ pub(crate) use hold::{HeldPages, PageHold};
 pub(crate) use listen::{ConnRequest, ListenHandler, ListenOwner, Listener, PendingConn};
 pub(crate) use mr::{Mr, PageSeg, Registered};
 pub(crate) use qp::{Qp, RecvWr, SendChain};
-pub(crate) use rw::{RwCtx, RwOp, RwSpares};
+pub(crate) use rw::{read_wrs, RwCtx, RwOp, RwSpares};

@@ -11,8 +11,30 @@ use kernel::error::to_result;
 use kernel::prelude::*;
 use kernel::types::Opaque;
 
-use super::{DmaDir, PageSeg, Qp};
+use super::{Device, DmaDir, PageSeg, Qp};
 use crate::sys;
+
+/// Send Queue entries an RDMA Read of `pages` pages takes at most on `dev`'s
+/// `port`, gathering up to `sges` pages per work request when it needs no
+/// registration, as rdma_rw builds it: on iWARP the Read's sink must be
+/// registered (remote write access), so each MR's worth of pages is a
+/// LOCAL_INV, a REG_MR and the Read; elsewhere a Read gathers up to
+/// `max_sge_rd` pages. A device that registers large Reads for speed
+/// (`max_sgl_rd`) takes the larger of the two.
+pub(crate) fn read_wrs(dev: &Device, port: u32, pages: u32, sges: u32) -> u32 {
+    // SAFETY: The device is registered while `dev` holds it.
+    let mrs = unsafe { sys::rdma_rw_mr_factor(dev.as_ptr(), port, pages) };
+    let registered = mrs.saturating_mul(3);
+    if dev.is_iwarp(port) {
+        return registered;
+    }
+    let gathered = pages.div_ceil(sges.min(dev.max_sge_rd()).max(1));
+    if dev.max_sgl_rd() != 0 {
+        gathered.max(registered)
+    } else {
+        gathered
+    }
+}
 
 /// What an [`RwCtx`] does with the peer's memory.
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -7,6 +7,8 @@
 #   ONLY=regex       run only the VM scenarios whose name matches
 #   TEST_JOBS=2      VM pairs run at once
 #   CHUNKS_BIGSIZE=384  MiB of the big file in ref-chunks (and rs-chunks)
+#   SIW_BIGSIZE=128     MiB of the big file in the siw-* cells
+#   SIW_PARTS=a,b       the parts the siw-* cells run (tests/vm/cells.sh)
 #   HOSTILE_MODES=a,b   the modes hostile-c and hostile-rs try (tests/vm/hostile.sh)
 #   SVC_HOSTILE_SERVERS="c rs"  the servers svc-hostile-* runs against (both)
 #   SVC_HOSTILE_CASES=a,b       the cases it runs (tests/vm/svc-hostile.sh)
@@ -270,6 +272,22 @@ scenario matrix-rs-rs 900 rs "Rust client, Rust server: v4.2, v4.1, v3 over IPv4
 # (tests/vm/install-rs.sh, server.sh swap_to_c).
 scenario install-rs 480 install "installed in place of rpcrdma.ko in both VMs: autoloaded by nfsd and mount; uninstalled: rpcrdma.ko again" \
     "rr.script=install-rs rr.size=16"
+# Issue 28: iWARP. The same cells over siw (software iWARP: RDMA over
+# TCP, connections set up through MPA, RDMA Read sinks registered) on
+# both VMs instead of rxe, one boot per client/server pair
+# (tests/vm/cells.sh): the chunk scenario with a big file and with 1 KiB
+# inline thresholds, the recall scenario (one, 200 at once, after an nfsd
+# restart), then the interop matrix's cells (v4.2, v4.1, v3 over IPv4 and
+# IPv6: data, files, a recall each) and the server's clean unload. Every
+# mount must be on siw0 (nfs-mount.sh transport_in_use).
+siw="rr.rdma=siw rr.script=cells rr.bigsize=${SIW_BIGSIZE:-128} rr.faults=nfsd"
+siw_all="$siw rr.parts=${SIW_PARTS:-chunks,chunks-small-inline,recall,matrix}"
+scenario siw-rs-rs 1800 rs "Rust client, Rust server over siw (iWARP): chunks, small inline, recall, matrix" \
+    "$siw_all rr.mod=rs" "rr.rdma=siw $srv1m"
+scenario siw-rs-c 1800 c "Rust client, C server over siw (iWARP): chunks, small inline, recall, matrix" \
+    "$siw_all rr.mod=rs" "rr.rdma=siw $srv1m"
+scenario siw-c-rs 1800 rs "C client, Rust server over siw (iWARP): chunks, small inline, recall, matrix" \
+    "$siw_all rr.mod=c" "rr.rdma=siw $srv1m"
 # Large transfers against the Rust server: chunks of every kind, 1 MiB
 # rsize/wsize, the big file, with the C client and with the Rust client;
 # 1 KiB client thresholds; Long Calls from the Rust client.

@@ -297,7 +297,7 @@ run_pair() {
     # A client that asked the server to tear down (server.sh teardown)
     # leaves before the server is done: wait for the server's verdict,
     # which would otherwise be cut short unreported.
-    if grep -aq '^RR-RESULT teardown_request PASS' "$VM_DIR/client.results.log" 2>/dev/null; then
+    if grep -aqE '^RR-RESULT ([^ ]*/)?teardown_request PASS' "$VM_DIR/client.results.log" 2>/dev/null; then
         local tw=0
         until grep -aq '^RR-TEARDOWN-DONE' "$VM_DIR/server.results.log" 2>/dev/null; do
             if [ $tw -ge 180 ] || ! kill -0 "$spid" 2>/dev/null; then
@@ -332,7 +332,7 @@ run_pair() {
 vm_diag() {
     local g
     for g in client server; do
-        grep -aE '^(== client stuck|== server link state|cm_(tx|rx)_|link rxe0/[-0-9]+ (cm-idn|lqpn|sent_pkts)|== D |== kworker|192\.0\.2\.|\[ *[0-9.]+\] (rxe0|infiniband|ib_mad|ib_cm|rpcrdma))' \
+        grep -aE '^(== client stuck|== server link state|cm_(tx|rx)_|link (rxe|siw)0/[-0-9]+ (cm-idn|lqpn|sent_pkts)|== D |== kworker|192\.0\.2\.|\[ *[0-9.]+\] (rxe0|siw|infiniband|ib_mad|ib_cm|rpcrdma))' \
             "$VM_DIR/$g.console.log" 2>/dev/null | tail -n 32 | cut -c1-300 | sed "s/^/  $g: /"
     done
 }

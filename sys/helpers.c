@@ -66,6 +66,11 @@ bool rpcrdma_rs_device_try_get(struct ib_device *dev)
 	return ib_device_try_get(dev);
 }
 
+bool rpcrdma_rs_protocol_iwarp(struct ib_device *dev, u32 port)
+{
+	return rdma_is_port_valid(dev, port) && rdma_protocol_iwarp(dev, port);
+}
+
 int rpcrdma_rs_dma_mapping_error(struct ib_device *dev, u64 dma_addr)
 {
 	return ib_dma_mapping_error(dev, dma_addr);

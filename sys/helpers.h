@@ -29,6 +29,7 @@ int rpcrdma_rs_post_recv(struct ib_qp *qp, const struct ib_recv_wr *wr,
 u64 rpcrdma_rs_dma_map_single(struct ib_device *dev, void *cpu_addr,
 			      size_t size, enum dma_data_direction dir);
 bool rpcrdma_rs_device_try_get(struct ib_device *dev);
+bool rpcrdma_rs_protocol_iwarp(struct ib_device *dev, u32 port);
 int rpcrdma_rs_dma_mapping_error(struct ib_device *dev, u64 dma_addr);
 void rpcrdma_rs_dma_unmap_single(struct ib_device *dev, u64 addr, size_t size,
 				 enum dma_data_direction dir);

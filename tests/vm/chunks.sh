@@ -30,9 +30,9 @@ for kv in $(echo "${RR_MODPARAMS:-}" | tr , ' '); do
     case $kv in max_inline_write=*) max_inline_write=${kv#*=} ;; esac
 done
 
-# MRs the client's rxe device holds ("0: rxe0: pd 1 cq 2 qp 1 cm_id 1 mr 0 ...").
+# MRs the client's RDMA device holds ("0: rxe0: pd 1 cq 2 qp 1 cm_id 1 mr 0 ...").
 mr_count() {
-    rdma resource show | awk '$2 == "rxe0:" { for (i = 3; i < NF; i++) if ($i == "mr") print $(i + 1) }'
+    rdma resource show | awk -v dev="$RDMA_DEV:" '$2 == dev { for (i = 3; i < NF; i++) if ($i == "mr") print $(i + 1) }'
 }
 
 # xprt_line MOUNTPOINT: the "xprt: rdma ..." line of that mount in mountstats.
@@ -133,8 +133,10 @@ acl_roundtrip() {
 
 # The server makes the entries (see populate_dir in server.sh); we wait for
 # it through the trigger file, whose contents close-to-open revalidates.
+# A directory of its own per part of a cells.sh boot.
 many_entries() {
-    echo "dir $dirsize" > /mnt/.populate || return 1
+    d=dir${RR_PART:+-$RR_PART}
+    echo "$d $dirsize" > /mnt/.populate || return 1
     i=0
     until grep -q "done" /mnt/.populate; do
         i=$((i + 1))
@@ -142,7 +144,7 @@ many_entries() {
         sleep 1
     done
     echo 3 > /proc/sys/vm/drop_caches
-    ls /mnt/dir > /tmp/listing || return 1
+    ls "/mnt/$d" > /tmp/listing || return 1
     n=$(wc -l < /tmp/listing)
     [ "$n" -eq "$dirsize" ] || { echo "listed $n of $dirsize"; return 1; }
     seq 1 "$dirsize" | sed 's/^/entry-with-a-longish-name-/' | sort | cmp - /tmp/listing
@@ -272,7 +274,7 @@ mrs_released() {
 check client_net net_up 192.0.2.2 2001:db8::2
 check client_transport load_transport "$mod"
 mr_before=$(mr_count)
-note "rxe0 mr count before mount: $mr_before"
+note "$RDMA_DEV mr count before mount: $mr_before"
 check mr_count_readable [ -n "$mr_before" ]
 if check mount nfs_mount; then
     check transport_in_use transport_in_use
@@ -291,7 +293,7 @@ if check mount nfs_mount; then
     [ "$big" -gt 0 ] && check "big_file_${big}MiB" big_file
     note "xprt /mnt: $(xprt_line /mnt)"
     mr_mounted=$(mr_count)
-    note "rxe0 mr count while mounted: $mr_mounted"
+    note "$RDMA_DEV mr count while mounted: $mr_mounted"
     check chunk_counts chunk_counts
     check mrs_registered [ "$mr_mounted" -gt "$mr_before" ]
     check cleanup rm -f /mnt/link900 /mnt/link1000 /mnt/link4000 /mnt/xattrs /mnt/.populate

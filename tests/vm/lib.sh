@@ -11,15 +11,19 @@ SERVER6=2001:db8::1
 # Fixed service ports, so NFSv3 clients need no rpcbind query.
 # STATUS_PORT: the server's HTTP status (server.sh publish).
 STATUS_PORT=8080
+# The software RDMA device on eth0 (rr.rdma): rxe (RoCE) or siw (iWARP).
+RDMA_TYPE=${RR_RDMA:-rxe}
+RDMA_DEV=${RDMA_TYPE}0
 NFS_PORT=2049
 NFS_RDMA_PORT=20049
 MOUNTD_PORT=20048
 
 # result NAME PASS|FAIL [detail]: one line the host runner parses.
+# RR_PART (cells.sh) prefixes the name with the part that reports it.
 result() {
     [ "$2" = PASS ] || FAILED=1
-    echo "RR-RESULT $1 $2${3:+ $3}" > "$RESULTS"
-    echo "RR-RESULT $1 $2${3:+ $3}"
+    echo "RR-RESULT ${RR_PART:+$RR_PART/}$1 $2${3:+ $3}" > "$RESULTS"
+    echo "RR-RESULT ${RR_PART:+$RR_PART/}$1 $2${3:+ $3}"
 }
 note() { echo "RR-NOTE $*" > "$RESULTS"; echo "== $*"; }
 
@@ -43,12 +47,13 @@ console_bg() {
     (exec > /dev/console 2>&1 < /dev/null; "$@") &
 }
 
-# cm_counters: what rxe0's IB CM sent and received, by message type (REQ,
-# REP, RTU, REJ, MRA, DREQ, DREP), and its duplicates and retries: where
-# a connection request that never completes stopped.
+# cm_counters: what the device's IB CM sent and received, by message type
+# (REQ, REP, RTU, REJ, MRA, DREQ, DREP), and its duplicates and retries:
+# where a connection request that never completes stopped. (iWARP has no
+# IB CM: nothing.)
 cm_counters() {
     for g in cm_tx_msgs cm_tx_retries cm_rx_msgs cm_rx_duplicates; do
-        d=/sys/class/infiniband/rxe0/ports/1/$g
+        d=/sys/class/infiniband/$RDMA_DEV/ports/1/$g
         [ -d "$d" ] || continue
         line="$g:"
         for m in req rep rtu rej mra dreq drep; do
@@ -96,14 +101,29 @@ finish() {
     reboot -f
 }
 
-# net_up ADDR4 ADDR6: address eth0 and put a soft-RoCE device on it.
+# net_up ADDR4 ADDR6: address eth0 and put the software RDMA device on it
+# (soft-RoCE, or siw with rr.rdma=siw). Once done, again is a no-op: the
+# parts of a cells.sh boot each start with it.
 net_up() {
+    if rdma link show "$RDMA_DEV/1" > /dev/null 2>&1; then
+        $IP addr show dev eth0 | grep -q " $1/24 " || return 1
+        return 0
+    fi
     $IP link set lo up &&
         $IP link set eth0 up &&
         $IP addr add "$1/24" dev eth0 &&
         $IP -6 addr add "$2/64" dev eth0 nodad || return 1
-    rdma link add rxe0 type rxe netdev eth0 || return 1
-    note "rxe0 on eth0 $1 $2"
+    rdma link add "$RDMA_DEV" type "$RDMA_TYPE" netdev eth0 || return 1
+    note "$RDMA_DEV on eth0 $1 $2"
+}
+
+# on_rdma_dev PORT: an RDMA connection to the server's PORT runs on our
+# RDMA device ($RDMA_DEV, the only one there is): what a cell over siw
+# must show, or its traffic went elsewhere.
+on_rdma_dev() {
+    ids=$(rdma resource show cm_id 2>&1)
+    echo "$ids" | grep -E "^link $RDMA_DEV/1 .*state CONNECT.* dst-addr .*:$1( |\$)" ||
+        { echo "no connected cm_id on $RDMA_DEV to port $1: $(echo "$ids" | tr '\n' ' ')"; return 1; }
 }
 
 # cpu_ticks: this VM's CPU time so far, in USER_HZ ticks: "user sys

@@ -31,11 +31,13 @@ nfs_mount() {
     grep " /mnt " /proc/mounts
 }
 
+# With rr.rdma (siw, say), the connection must also be on that device.
 transport_in_use() {
     want=$proto
     [ "$want" = rdma6 ] && want=rdma
     grep -q "proto=$proto" /proc/mounts &&
-        grep -q "xprt:[[:space:]]*$want" /proc/self/mountstats
+        grep -q "xprt:[[:space:]]*$want" /proc/self/mountstats || return 1
+    [ -z "${RR_RDMA:-}" ] || [ "$want" != rdma ] || on_rdma_dev "$NFS_RDMA_PORT"
 }
 
 # compare_loop SRC DST STOP LOG: copy SRC to DST over the mount, drop the

@@ -104,6 +104,7 @@ one_connection() {
 check client_net net_up 192.0.2.2 2001:db8::2
 check client_transport load_transport "${RR_MOD:-c}"
 if check mount nfs_mount; then
+    check transport_in_use transport_in_use
     check recall_one one recall-one
     check recall_many many_files recall-many
     for f in ${RR_FAULTS:-}; do

@@ -111,7 +111,7 @@ wait_carrier() {
 
 # What the server's side of the link looks like once it is back, for
 # diagnosing clients that fail to reconnect: neighbours, RDMA resources,
-# rxe packet counters and nfsd's pool counters every 15 s for two minutes,
+# the device's packet counters and nfsd's pool counters every 15 s for two minutes,
 # and after 30 s where each nfsd thread is (a connection request nfsd never
 # accepts goes unanswered: the client's CM resends its REQ, and rpcrdma.ko's
 # connect waits on).
@@ -124,7 +124,7 @@ link_state_log() {
         rdma resource show
         rdma resource show cm_id
         rdma resource show qp
-        rdma statistic show link rxe0/1
+        rdma statistic show link "$RDMA_DEV/1"
         cm_counters
         cat /proc/fs/nfsd/pool_stats 2>/dev/null
         blocked_log

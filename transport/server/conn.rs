@@ -21,8 +21,8 @@ use super::{Counter, SvcConfig, TOTALS};
 use crate::proto::pvt::{self, InlineThresholds, PrivateData};
 use crate::proto::responder::{self, CallAt, MAX_PAYLOADS};
 use crate::rdma::{
-    CmEvent, CmHandler, ConnParam, Device, Endpoint, EpOwner, EpSizes, Parked, PendingConn,
-    PostError, RecvBuf, RecvKind, Retired, SendBuf, SendKind, Wc, MAX_SENDS,
+    read_wrs, CmEvent, CmHandler, ConnParam, Device, Endpoint, EpOwner, EpSizes, Parked,
+    PendingConn, PostError, RecvBuf, RecvKind, Retired, SendBuf, SendKind, Wc, MAX_SENDS,
 };
 use crate::sunrpc::{new_object, trace, CounterDir, Net, Serv, SvcXprt};
 
@@ -479,7 +479,7 @@ impl SvcConn {
             let dev = req.device()?;
             let nsend = send_count(&cfg);
             let lazy = lazy_room(nsend);
-            let rw = rw_wrs(&dev, nsend + lazy);
+            let rw = rw_wrs(&dev, req.port_num(), nsend + lazy);
             let (ep, sizes, sends) = Endpoint::new(
                 &dev,
                 EpSizes {
@@ -912,13 +912,18 @@ fn send_sges(dev: &Device) -> u32 {
 
 /// Send Queue room for RDMA Read and Write work requests: enough for
 /// `RW_OPS` chunks of nfsd's largest payload (1 MiB) at once, beside
-/// `others` entries (the Sends and the lazily retired Writes).
-fn rw_wrs(dev: &Device, others: u32) -> u32 {
+/// `others` entries (the Sends and the lazily retired Writes). It is also
+/// the QP's rdma_rw contexts, so on iWARP the MRs the Reads register:
+/// there a Read takes an MR per 256 pages and a Write a work request per
+/// `send_sges` pages (siw: 344 rather than 2056 with its one-SGE Reads).
+fn rw_wrs(dev: &Device, port: u32, others: u32) -> u32 {
     /// Largest chunks posted at once.
     const RW_OPS: u32 = 8;
     /// Pages of the largest chunk, one more when it starts mid-page.
     const CHUNK_PAGES: u32 = (1 << 20) / 4096 + 1;
-    let per_wr = send_sges(dev).min(dev.max_sge_rd()).max(1);
-    let wrs = RW_OPS * CHUNK_PAGES.div_ceil(per_wr);
+    let sges = send_sges(dev);
+    let writes = CHUNK_PAGES.div_ceil(sges);
+    let reads = read_wrs(dev, port, CHUNK_PAGES, sges);
+    let wrs = RW_OPS.saturating_mul(writes.max(reads));
     wrs.min(dev.max_qp_wr().saturating_sub(others + 1))
 }
