@@ -65,6 +65,7 @@ void rpcrdma_rs_xprt_clear_connecting(struct rpc_xprt *xprt);
 void rpcrdma_rs_xprt_set_bound(struct rpc_xprt *xprt);
 bool rpcrdma_rs_reply_expected(struct rpc_task *task);
 size_t rpcrdma_rs_ntop(const struct sockaddr *sap, char *buf, size_t buflen);
+void rpcrdma_rs_addr_str(const struct sockaddr *sap, char *buf, size_t buflen);
 int rpcrdma_rs_read_xdr_buf(const struct xdr_buf *buf, unsigned int base,
 			    void *obj, unsigned int len);
 int rpcrdma_rs_write_xdr_buf(const struct xdr_buf *buf, unsigned int base,

@@ -250,7 +250,8 @@ fn pull(conn: &SvcConn, mut buf: Buf<'_>, rqst: &mut SvcRqst<'_>, xid: u32) -> i
     // Send Queue room for the Reads: a list longer than the room goes in
     // parts, each in the same room.
     let room = wrs.min(conn.rw_room);
-    if let Err(e) = conn.get_wrs(room) {
+    let idx = buf.idx();
+    if let Err(e) = conn.get_wrs(room, idx) {
         if let Some((_, rw, _)) = call_of(&mut buf) {
             rw.release();
         }
@@ -266,12 +267,14 @@ fn pull(conn: &SvcConn, mut buf: Buf<'_>, rqst: &mut SvcRqst<'_>, xid: u32) -> i
         return 0;
     }
     buf.state().read_wrs = room;
+    buf.state().read_posted = trace::read_post_time();
     let Some(ep) = conn.ep() else {
         return 0;
     };
     match ep.post_reads(buf, room) {
-        Ok(()) => {}
+        Ok(()) => trace::svcrdma_post_read_chunk(|| ep.cq_ids().0, idx, wrs.min(room)),
         Err(PostError::NotPosted(e, _)) | Err(PostError::Lost(e)) => {
+            trace::svcrdma_sq_post_err(|| conn.sq_view(idx as i32), e);
             rwarn!("server: cannot post RDMA Reads: {:?}\n", e);
             conn.put_wrs(room);
             // The Call is lost with the connection (RFC 8166 §4.5.4).
