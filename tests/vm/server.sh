@@ -630,7 +630,11 @@ check server_net net_up $SERVER4 $SERVER6 &&
         check server_rs_refused_beside_c refuse_beside_c; } &&
     { [ -z "${RR_TRACE:-}" ] || check server_trace_start trace_start \
         'svcrdma_decode_rqst=xid != 0' 'svcrdma_wc_recv=received > 0' \
-        'svcrdma_post_send=num_sge > 0' 'svcrdma_wc_send=completion_id >= 0'; } &&
+        'svcrdma_post_send=num_sge > 0' 'svcrdma_wc_send=completion_id >= 0' \
+        'svcrdma_post_read_chunk=sqecount >= 0' 'svcrdma_wc_read=read_latency >= 0' \
+        'svcrdma_post_write_chunk=completion_id >= 0' 'svcrdma_wc_write=cq_id >= 0' \
+        'svcrdma_sq_full=depth > 0' 'svcrdma_wc_recv_flush=vendor_err >= 0' \
+        'svcrdma_accept_err=addr ~ "*"'; } &&
     check server_export export_fs &&
     check server_nfsd_tune nfsd_tune &&
     check server_rpc_daemons rpc_daemons &&
