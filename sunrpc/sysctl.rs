@@ -21,7 +21,10 @@ pub(crate) struct SvcStats {
     /// `rdma_stat_recv`: received messages taken by `xpo_recvfrom`.
     pub(crate) recv: Counter,
     /// `rdma_stat_write`: RDMA Writes of Write and Reply chunks, one per
-    /// segment (one rdma_rw context each).
+    /// segment and Reply part (head, pages, tail) as svcrdma's rdma_rw
+    /// contexts. Lower than svcrdma's for the same I/O: a Reply that fits
+    /// inline is sent inline, where svcrdma writes it into any offered
+    /// Reply chunk (admin guide, Sysctls).
     pub(crate) write: Counter,
     /// `rdma_stat_sq_starve`: times a thread had to wait for Send Queue
     /// room (or a Send buffer).
