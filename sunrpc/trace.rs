@@ -13,6 +13,7 @@
 
 use kernel::str::{CStr, CStrExt};
 
+use crate::proto::chunk::ChunkLists;
 use crate::rdma::Wc;
 use crate::sys;
 
@@ -617,5 +618,48 @@ pub(crate) fn svcrdma_accept_err(
         AcceptErr::Qp => call!(svcrdma_qp_err(addr, status)),
         AcceptErr::InitDepth => call!(svcrdma_initdepth_err(addr, status)),
         AcceptErr::Accept => call!(svcrdma_accept_err(addr, status)),
+    }
+}
+
+/// `svcrdma_decode_rseg` for each Read segment and `svcrdma_decode_wseg`
+/// for each segment of the Write chunks and the Reply chunk of a Call
+/// that arrived as `hdr` says, in rpcrdma.ko's order. A Read segment's
+/// `segno` is its index among those of its position (its chunk).
+#[inline(always)]
+pub(crate) fn svcrdma_decode_segs(hdr: impl FnOnce() -> RdmaHdr, chunks: &ChunkLists<'_>) {
+    let (r, w) = (on!(svcrdma_decode_rseg), on!(svcrdma_decode_wseg));
+    if !r && !w {
+        return;
+    }
+    let h = hdr();
+    let (q, c) = (h.cq_id, h.cid as i32);
+    if r {
+        for (i, rs) in chunks.reads.segments().enumerate() {
+            let segno = chunks
+                .reads
+                .segments()
+                .take(i)
+                .filter(|p| p.position == rs.position)
+                .count() as u32;
+            let s = rs.segment;
+            call!(svcrdma_decode_rseg(
+                q,
+                c,
+                segno,
+                rs.position,
+                s.handle,
+                s.length,
+                s.offset
+            ));
+        }
+    }
+    if w {
+        for chunk in chunks.writes.chunks().chain(chunks.reply) {
+            for (j, s) in chunk.segments().enumerate() {
+                call!(svcrdma_decode_wseg(
+                    q, c, j as u32, s.handle, s.length, s.offset
+                ));
+            }
+        }
     }
 }

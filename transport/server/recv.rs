@@ -122,6 +122,7 @@ pub(super) fn recvfrom(conn: &SvcConn, rqst: &mut SvcRqst<'_>) -> i32 {
     // The transport header's length: where the inline RPC message starts,
     // or all of a Long Call's message.
     let hdrlen = if nomsg { Some(msg.len()) } else { inline_at };
+    trace::svcrdma_decode_segs(hdr, &call.chunks);
     trace::svcrdma_decode_rqst(hdr, hdrlen.unwrap_or(msg.len()));
     let state = buf.state();
     state.call = at;
