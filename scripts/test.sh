@@ -273,7 +273,7 @@ scenario install-rs 480 install "installed in place of rpcrdma.ko in both VMs: a
 # Large transfers against the Rust server: chunks of every kind, 1 MiB
 # rsize/wsize, the big file, with the C client and with the Rust client;
 # 1 KiB client thresholds; Long Calls from the Rust client.
-scenario srv-chunks 900 rs "C client, Rust server: chunks, 1 MiB rsize/wsize, big file; the server's Read, Write and Reply chunk trace events" "$chunks rr.mod=c $big" "$srv1m rr.trace=chunks"
+scenario srv-chunks 900 rs "C client, Rust server: chunks, 1 MiB rsize/wsize, big file; the server's Read, Write and Reply chunk trace events" "$chunks rr.mod=c $big rr.teardown=1" "$srv1m rr.trace=chunks"
 scenario srv-chunks-small-inline 900 rs "C client, Rust server: chunks with 1 KiB inline thresholds" "$chunks rr.mod=c $tiny" "$srv1m"
 scenario srv-chunks-rs 900 rs "Rust client, Rust server: chunks, 1 MiB rsize/wsize, big file" "$chunks rr.mod=rs $big" "$srv1m"
 scenario srv-long-calls 600 rs "Rust client, Rust server: Long Calls, 1 KiB inline, 4 slots" \

@@ -13,7 +13,7 @@
 
 use kernel::str::{CStr, CStrExt};
 
-use crate::proto::chunk::ChunkLists;
+use crate::proto::chunk::{ChunkLists, Segment};
 use crate::rdma::Wc;
 use crate::sys;
 
@@ -660,6 +660,25 @@ pub(crate) fn svcrdma_decode_segs(hdr: impl FnOnce() -> RdmaHdr, chunks: &ChunkL
                     q, c, j as u32, s.handle, s.length, s.offset
                 ));
             }
+        }
+    }
+}
+
+/// `svcrdma_encode_wseg` for each Write list segment the Reply in Send
+/// buffer `cid` echoes, `segs()` giving them: (chunk, index in it,
+/// segment with the length written).
+#[inline(always)]
+pub(crate) fn svcrdma_encode_wseg<I: Iterator<Item = (usize, usize, Segment)>>(
+    cq_id: impl FnOnce() -> u32,
+    cid: u32,
+    segs: impl FnOnce() -> I,
+) {
+    if on!(svcrdma_encode_wseg) {
+        let q = cq_id();
+        for (_, j, s) in segs() {
+            call!(svcrdma_encode_wseg(
+                q, cid as i32, j as u32, s.handle, s.length, s.offset
+            ));
         }
     }
 }

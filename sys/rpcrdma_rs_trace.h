@@ -719,6 +719,32 @@ TRACE_EVENT(svcrdma_decode_wseg,
 		(unsigned long long)__entry->offset, __entry->handle)
 );
 
+TRACE_EVENT(svcrdma_encode_wseg,
+	TP_PROTO(u32 cq_id, int completion_id, u32 segno, u32 handle,
+		 u32 length, u64 offset),
+	TP_ARGS(cq_id, completion_id, segno, handle, length, offset),
+	TP_STRUCT__entry(
+		__field(u32, cq_id)
+		__field(int, completion_id)
+		__field(u32, segno)
+		__field(u32, handle)
+		__field(u32, length)
+		__field(u64, offset)
+	),
+	TP_fast_assign(
+		__entry->cq_id = cq_id;
+		__entry->completion_id = completion_id;
+		__entry->segno = segno;
+		__entry->handle = handle;
+		__entry->length = length;
+		__entry->offset = offset;
+	),
+	TP_printk("cq.id=%u cid=%d segno=%u %u@0x%016llx:0x%08x",
+		__entry->cq_id, __entry->completion_id,
+		__entry->segno, __entry->length,
+		(unsigned long long)__entry->offset, __entry->handle)
+);
+
 #endif /* _RPCRDMA_RS_TRACE_H */
 
 #include <trace/define_trace.h>

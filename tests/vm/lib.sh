@@ -520,6 +520,17 @@ trace_check_server() {
     done
     trace_field svcrdma_wc_read totalbytes | awk '$1 < 1 { print "totalbytes=" $1; exit 1 }' || return 1
     trace_field svcrdma_wc_read latency-us | awk '$1 < 0 { print "latency-us=" $1; exit 1 }' || return 1
+    # The chunk lists as decoded and echoed: every Write list segment a
+    # Reply echoes is one a Call offered (same offset and handle),
+    # written no longer than offered.
+    trace_fired svcrdma_decode_rseg svcrdma_decode_wseg svcrdma_encode_wseg || return 1
+    trace_field svcrdma_decode_rseg position | awk '$1 !~ /^[0-9]+$/ { print "position=" $1; exit 1 }' || return 1
+    awk '{ ev = ""; for (i = 1; i <= NF; i++) if ($i ~ /^svcrdma_(de|en)code_wseg:$/) ev = $i
+           if (ev == "") next
+           split($NF, a, "@"); key = a[2]; len = a[1] + 0 }
+         ev == "svcrdma_decode_wseg:" && len > off[key] { off[key] = len }
+         ev == "svcrdma_encode_wseg:" && (!(key in off) || len > off[key]) {
+             print "echoed " $NF " never offered as long"; exit 1 }' $TRACE_OUT || return 1
     # Nothing failed; completions flushed as connections went, if any,
     # say so.
     for e in svcrdma_wc_send_err svcrdma_wc_recv_err svcrdma_wc_read_err svcrdma_wc_write_err \
@@ -529,8 +540,8 @@ trace_check_server() {
     done
     ! grep " svcrdma_wc_[a-z]*_flush: " $TRACE_OUT | grep -v -m1 "status=WR_FLUSH_ERR " ||
         { echo "a flush event without WR_FLUSH_ERR"; return 1; }
-    trace_sample svcrdma_post_recv svcrdma_post_read_chunk svcrdma_wc_read \
-        svcrdma_post_write_chunk svcrdma_wc_write
+    trace_sample svcrdma_post_recv svcrdma_decode_rseg svcrdma_decode_wseg svcrdma_post_read_chunk \
+        svcrdma_wc_read svcrdma_post_write_chunk svcrdma_encode_wseg svcrdma_wc_write
     [ "$RR_TRACE" != chunks ] || trace_sample svcrdma_post_reply_chunk svcrdma_wc_reply
     note "server chunks: $(trace_count svcrdma_post_read_chunk) Read posts, $(trace_count svcrdma_post_write_chunk) Write chunks ($(trace_count svcrdma_wc_write) completed), $(trace_count svcrdma_post_reply_chunk) Reply chunks ($(trace_count svcrdma_wc_reply) completed), $(trace_count svcrdma_sq_full) Send Queue waits"
 }

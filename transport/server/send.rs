@@ -141,6 +141,7 @@ fn reply(
         chunks,
         || sbuf.writes().wrs_split(payload_writes),
     );
+    trace::svcrdma_encode_wseg(|| ep_cq(conn), sbuf.idx(), || plan.echoed_write_segments());
     // The Send buffer is held meanwhile: see `SendSlot::reserve_writes`.
     slot.reserve_writes()?;
     slot.post(pos, invalidate)?;
