@@ -24,7 +24,8 @@ pub(crate) struct SvcStats {
     /// segment and Reply part (head, pages, tail) as svcrdma's rdma_rw
     /// contexts. Lower than svcrdma's for the same I/O: a Reply that fits
     /// inline is sent inline, where svcrdma writes it into any offered
-    /// Reply chunk (admin guide, Sysctls).
+    /// Reply chunk (every NFSv4.1+ OPEN offers one; admin guide,
+    /// Sysctls).
     pub(crate) write: Counter,
     /// `rdma_stat_sq_starve`: times a thread had to wait for Send Queue
     /// room (or a Send buffer).
