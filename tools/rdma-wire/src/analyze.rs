@@ -69,6 +69,9 @@ pub struct Summary {
     /// Packets whose message began before the capture did.
     pub partial: u64,
     pub retransmits: u64,
+    /// RoCEv2 packets of transports or operations not followed (UC, UD
+    /// other than CM, atomics, CNPs...).
+    pub other_opcodes: u64,
     pub frames: u64,
     pub not_roce: u64,
 }
@@ -77,7 +80,7 @@ impl Summary {
     /// The `--summary` line.
     pub fn line(&self) -> String {
         let mut s = format!(
-            "summary: frames {} messages {} v1 {} v2 {} calls {} replies {} rdma_writes {} rdma_reads {} cm {} flagged {} unverified {} partial {} retransmits {} not_roce {}",
+            "summary: frames {} messages {} v1 {} v2 {} calls {} replies {} rdma_writes {} rdma_reads {} cm {} flagged {} unverified {} partial {} retransmits {} other_opcodes {} not_roce {}",
             self.frames,
             self.by_kind.values().sum::<u64>(),
             self.v1,
@@ -91,6 +94,7 @@ impl Summary {
             self.unverified,
             self.partial,
             self.retransmits,
+            self.other_opcodes,
             self.not_roce
         );
         for (kind, n) in &self.by_kind {
@@ -311,6 +315,9 @@ impl Analyzer {
         self.summary.frames = self.summary.frames.saturating_add(1);
         match why {
             Skip::NotRoce => self.summary.not_roce = self.summary.not_roce.saturating_add(1),
+            Skip::OtherOpcode => {
+                self.summary.other_opcodes = self.summary.other_opcodes.saturating_add(1)
+            }
             Skip::Malformed(what) => {
                 let t = self.rel(ts);
                 self.flag_line(format!("{t:.6} RoCEv2 packet malformed: {what}"));
@@ -587,13 +594,33 @@ impl Analyzer {
         let (src, dst, dest_qp) = flow;
         let t = self.rel(part.ts);
         let conn = self.conn_of(src, dst, dest_qp);
-        let buf = part.buf.as_slice();
+        let captured = part.buf.len();
+        // A message the capture cut is decoded at its wire length, the
+        // missing bytes as zeros, so that positions and lengths are judged
+        // against the real payload; the result only counts if the header
+        // and the RPC prefix were captured whole.
+        let padded;
+        let buf = if part.truncated {
+            let mut p = part.buf.clone();
+            p.resize(part.wire_len.min(MAX_SEND), 0);
+            padded = p;
+            padded.as_slice()
+        } else {
+            part.buf.as_slice()
+        };
         let mut flags = Vec::new();
         let mut line = format!("{t:.6} {src}->{dst} qp {dest_qp:#x}");
         if part.packets > 1 {
             let _ = write!(line, " ({} packets)", part.packets);
         }
-        let header = header::decode(buf, &LIMITS);
+        let header = header::decode(buf, &LIMITS).map_err(Some).and_then(|h| {
+            let prefix = if proc_name(&h) == "MSG" { 8 } else { 0 };
+            if part.truncated && h.header_len().saturating_add(prefix) > captured {
+                Err(None)
+            } else {
+                Ok(h)
+            }
+        });
         let h = match header {
             Ok(h) => h,
             Err(e) => {
@@ -607,29 +634,21 @@ impl Analyzer {
                     );
                 }
                 let _ = write!(line, " len {}", part.wire_len);
-                let capture_cut = part.truncated
-                    && matches!(
-                        e,
-                        DecodeError::ShortFixedHeader
-                            | DecodeError::Truncated
-                            | DecodeError::ShortPayload
-                            | DecodeError::MalformedError
-                    );
-                if capture_cut {
+                if part.truncated {
                     flags.push(format!(
-                        "capture truncated ({} of {} bytes): cannot decode ({e})",
-                        buf.len(),
-                        part.wire_len
+                        "capture truncated ({captured} of {} bytes): cannot decode{}",
+                        part.wire_len,
+                        e.map(|e| format!(" ({e})")).unwrap_or_default()
                     ));
-                } else if let DecodeError::BadVersion { vers } = e {
+                } else if let Some(DecodeError::BadVersion { vers }) = e {
                     flags.push(format!("unknown RPC-over-RDMA version {vers}"));
-                } else if e == DecodeError::MalformedError {
+                } else if e == Some(DecodeError::MalformedError) {
                     let code = word_at(buf, 16);
                     flags.push(match code {
                         Some(c) => format!("RDMA_ERROR with unknown code {c} or a short body"),
                         None => "RDMA_ERROR without an error code".into(),
                     });
-                } else {
+                } else if let Some(e) = e {
                     flags.push(format!("malformed header: {e}"));
                 }
                 // An RDMA_ERROR may answer it: remember it as a Call.
@@ -733,7 +752,7 @@ impl Analyzer {
             let _ = write!(line, " send-invalidate {rkey:#x}");
         }
         if part.truncated {
-            let _ = write!(line, " (captured {} of {} bytes)", buf.len(), part.wire_len);
+            let _ = write!(line, " (captured {captured} of {} bytes)", part.wire_len);
         }
 
         if let Some(limit) = self.inline_limit(conn, dst, fixed.vers) {

@@ -77,6 +77,8 @@ impl Packet<'_> {
 pub enum Skip {
     /// Not IP, not UDP, not port 4791, or an IP fragment: not ours.
     NotRoce,
+    /// A RoCEv2 opcode this tool does not follow.
+    OtherOpcode,
     /// Addressed to port 4791 but too short or inconsistent to parse.
     Malformed(&'static str),
     /// The capture cut the packet inside its headers.
@@ -219,8 +221,7 @@ pub fn parse(ts: f64, linktype: u32, data: &[u8]) -> Result<Packet<'_>, Skip> {
     let pad = usize::from((bth.get(1).ok_or(Skip::Truncated)? >> 4) & 3);
     let dest_qp = be32(bth, 4).ok_or(Skip::Truncated)? & 0x00ff_ffff;
     let psn = be32(bth, 8).ok_or(Skip::Truncated)? & 0x00ff_ffff;
-    let (ext_len, reth_at, ieth_at, deth_at) =
-        ext_layout(opcode).ok_or(Skip::Malformed("opcode not followed by this tool"))?;
+    let (ext_len, reth_at, ieth_at, deth_at) = ext_layout(opcode).ok_or(Skip::OtherOpcode)?;
     let ext = bth.get(12..).ok_or(Skip::Truncated)?;
     let reth = match reth_at {
         Some(at) => Some(Reth {

@@ -398,6 +398,52 @@ fn truncated_packet_is_flagged() {
 }
 
 #[test]
+fn cut_capture_judges_positions_at_the_wire_length() {
+    // A Read chunk inserted at 1000 of a 1200-byte inline payload, of
+    // which the capture kept the first 100 bytes: decoded, not flagged.
+    let reads = [ReadSegment {
+        position: 1000,
+        segment: Segment {
+            handle: 0x55,
+            length: 65536,
+            offset: 0x4000,
+        },
+    }];
+    let lists = ChunkSlices {
+        reads: &reads,
+        ..ChunkSlices::NONE
+    };
+    let m = v1_msg(8, 8, lists, MsgType::Call, 1200);
+    let mut p = send(CLIENT, SERVER, SQP, 1, &m);
+    p.caplen = Some(14 + 20 + 8 + 12 + 100);
+    let a = run(&[p]);
+    assert_eq!(a.summary.flagged, 0);
+    assert!(a.lines[0].contains("read=[pos 1000 0x55:65536]"));
+    // At 1300 the chunk lies beyond the payload: still caught.
+    let reads = [ReadSegment {
+        position: 1300,
+        ..reads[0]
+    }];
+    let lists = ChunkSlices {
+        reads: &reads,
+        ..ChunkSlices::NONE
+    };
+    let m = v1_msg(8, 8, lists, MsgType::Call, 1200);
+    let a = run(&[send(CLIENT, SERVER, SQP, 1, &m)]);
+    assert!(flagged_with(&a, "PositionBeyondPayload"));
+}
+
+#[test]
+fn opcodes_not_followed_are_counted_not_flagged() {
+    // A RoCEv2 CNP (opcode 0x81) and a UC Send.
+    let a = run(&[
+        pkt(CLIENT, SERVER, ib(0x81, SQP, 1, &[0; 16], &[])),
+        pkt(CLIENT, SERVER, ib(0x24, SQP, 1, &[], &[0; 8])),
+    ]);
+    assert_eq!((a.summary.flagged, a.summary.other_opcodes), (0, 2));
+}
+
+#[test]
 fn truncated_file_is_an_error() {
     let f = pcap(&good_exchange(CLIENT, SERVER));
     assert!(analyze(&f[..f.len() - 3], Options::default()).is_err());
