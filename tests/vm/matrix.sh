@@ -139,7 +139,7 @@ wire_capture() {
     RR_VERS=4.2 RR_PROTO=rdma
     . /scenario/nfs-mount.sh
     rm -f /tmp/wire.pcap
-    tcpdump -i eth0 -Z root -U -s 1024 -c 1500 -w /tmp/wire.pcap udp port 4791 2> /tmp/tcpdump.err &
+    tcpdump -i eth0 -p -Z root -U -s 1024 -c 1500 -w /tmp/wire.pcap udp port 4791 2> /tmp/tcpdump.err &
     tpid=$!
     i=0
     until grep -q "listening on" /tmp/tcpdump.err; do

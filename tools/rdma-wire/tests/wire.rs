@@ -728,3 +728,46 @@ fn no_prefix_or_corruption_of_a_capture_panics() {
         let _ = analyze(&ng[..n], Options::default());
     }
 }
+
+/// A real capture: matrix-rs-rs's (rpcrdma_rs client and server, rxe)
+/// whole NFSv4.2 connection, snapshots of 1024 bytes.
+const REAL: &[u8] = include_bytes!("data/matrix-rs-rs-mount-v4.2.pcap");
+
+#[test]
+fn real_rust_to_rust_connection_decodes_clean() {
+    let a = analyze(REAL, Options::default()).unwrap();
+    let s = &a.summary;
+    assert_eq!(s.flagged, 0, "{:#?}", a.lines);
+    assert_eq!((s.cm, s.calls, s.replies, s.v1, s.v2), (2, 26, 26, 52, 0));
+    assert_eq!((s.rdma_reads, s.rdma_writes, s.unverified), (1, 3, 0));
+    assert!(a.lines[0]
+        .contains("CM REQ qp 0x13 rpcrdma private data: send 4096 recv 4096 remote-invalidate"));
+    assert!(a
+        .lines
+        .iter()
+        .any(|l| l.contains("RDMA_READ rkey 0xd0611 va 0xff110000018dd000 len 65536")));
+    assert!(a
+        .lines
+        .iter()
+        .any(|l| l.contains("send-invalidate 0xd0613")));
+}
+
+#[test]
+fn real_connection_with_one_byte_changed_is_flagged() {
+    // The first Reply's rdma_credit (Ethernet, IPv4, UDP, BTH, then the
+    // header's third word) set to zero.
+    let mut f = REAL.to_vec();
+    let frames = rdma_wire::pcap::frames(REAL).unwrap();
+    let reply = frames
+        .iter()
+        .position(|fr| {
+            fr.data.len() > 80 && fr.data[26..30] == [192, 0, 2, 1] && fr.data[42] == 0x04
+        })
+        .unwrap();
+    let offset = frames[reply].data.as_ptr() as usize - REAL.as_ptr() as usize;
+    let credits = offset + 14 + 20 + 8 + 12 + 8;
+    f[credits..credits + 4].copy_from_slice(&[0; 4]);
+    let a = analyze(&f, Options::default()).unwrap();
+    assert_eq!(a.summary.flagged, 1);
+    assert!(flagged_with(&a, "Reply grants 0 credits"));
+}
