@@ -162,13 +162,73 @@ struct ConnState {
     strict: bool,
     /// Outstanding Calls by (caller, XID).
     calls: HashMap<(IpAddr, u32), CallRec>,
+    /// How many of them each caller has.
+    outstanding: HashMap<IpAddr, usize>,
+    /// The XIDs of the outstanding Calls advertising each (caller,
+    /// handle): a Write or Read is checked against those alone.
+    by_handle: HashMap<(IpAddr, u32), Vec<u32>>,
     /// Credits last granted to each Requester.
     granted: HashMap<IpAddr, u32>,
 }
 
 impl ConnState {
     fn outstanding(&self, caller: IpAddr) -> usize {
-        self.calls.keys().filter(|(c, _)| *c == caller).count()
+        self.outstanding.get(&caller).copied().unwrap_or(0)
+    }
+
+    fn handles(rec: &CallRec) -> impl Iterator<Item = u32> + '_ {
+        rec.sinks.iter().chain(rec.sources.iter()).map(|s| s.handle)
+    }
+
+    /// Records a Call (a retransmission replaces the first); `false` when
+    /// the connection already holds too many.
+    fn insert_call(&mut self, caller: IpAddr, xid: u32, rec: CallRec) -> bool {
+        if self.calls.contains_key(&(caller, xid)) {
+            self.remove_call(caller, xid);
+        } else if self.calls.len() >= MAX_CALLS {
+            return false;
+        }
+        let mut handles: Vec<u32> = Self::handles(&rec).collect();
+        handles.sort_unstable();
+        handles.dedup();
+        for h in handles {
+            self.by_handle.entry((caller, h)).or_default().push(xid);
+        }
+        let n = self.outstanding.entry(caller).or_default();
+        *n = n.saturating_add(1);
+        self.calls.insert((caller, xid), rec);
+        true
+    }
+
+    fn remove_call(&mut self, caller: IpAddr, xid: u32) -> Option<CallRec> {
+        let rec = self.calls.remove(&(caller, xid))?;
+        for h in Self::handles(&rec) {
+            if let Some(xids) = self.by_handle.get_mut(&(caller, h)) {
+                xids.retain(|&x| x != xid);
+                if xids.is_empty() {
+                    self.by_handle.remove(&(caller, h));
+                }
+            }
+        }
+        if let Some(n) = self.outstanding.get_mut(&caller) {
+            *n = n.saturating_sub(1);
+        }
+        Some(rec)
+    }
+
+    /// Whether an outstanding Call of `caller` advertised [va, va + len)
+    /// under `rkey`: in its Write list or Reply chunk for a Write, in its
+    /// Read list for a Read.
+    fn covers(&self, caller: IpAddr, rkey: u32, va: u64, len: u32, write: bool) -> bool {
+        let Some(xids) = self.by_handle.get(&(caller, rkey)) else {
+            return false;
+        };
+        xids.iter()
+            .filter_map(|x| self.calls.get(&(caller, *x)))
+            .any(|c| {
+                let segs = if write { &c.sinks } else { &c.sources };
+                segs.iter().any(|s| s.covers(rkey, va, len))
+            })
     }
 }
 
@@ -498,14 +558,7 @@ impl Analyzer {
         let conn = self.conn_of(p.src, p.dst, p.dest_qp);
         // The Responder (src) touches memory of the Requester (dst).
         let st = self.state(conn);
-        let covered = st
-            .calls
-            .iter()
-            .filter(|((caller, _), _)| *caller == p.dst)
-            .any(|(_, c)| {
-                let segs = if write { &c.sinks } else { &c.sources };
-                segs.iter().any(|s| s.covers(reth.rkey, reth.va, reth.len))
-            });
+        let covered = st.covers(p.dst, reth.rkey, reth.va, reth.len, write);
         let strict = st.strict;
         let mut flags = Vec::new();
         if !covered {
@@ -654,15 +707,13 @@ impl Analyzer {
                 // An RDMA_ERROR may answer it: remember it as a Call.
                 if let Some(f) = fixed {
                     let st = self.state(conn);
-                    if !st.calls.contains_key(&(dst, f.xid)) && st.calls.len() < MAX_CALLS {
-                        st.calls.insert(
-                            (src, f.xid),
-                            CallRec {
-                                sinks: Vec::new(),
-                                sources: Vec::new(),
-                                inv_handle: None,
-                            },
-                        );
+                    if !st.calls.contains_key(&(dst, f.xid)) {
+                        let rec = CallRec {
+                            sinks: Vec::new(),
+                            sources: Vec::new(),
+                            inv_handle: None,
+                        };
+                        st.insert_call(src, f.xid, rec);
                     }
                 }
                 self.emit(line, &flags);
@@ -788,9 +839,7 @@ impl Analyzer {
                     sources: lists.as_ref().map(sources_of).unwrap_or_default(),
                     inv_handle,
                 };
-                if st.calls.len() < MAX_CALLS || st.calls.contains_key(&(src, fixed.xid)) {
-                    st.calls.insert((src, fixed.xid), rec);
-                }
+                st.insert_call(src, fixed.xid, rec);
                 if strict {
                     // RFC 8166 §3.3.1: no more unanswered Calls than the
                     // last grant, and one before the first Reply.
@@ -809,7 +858,7 @@ impl Analyzer {
                 if fixed.credits > 0 {
                     st.granted.insert(dst, fixed.credits);
                 }
-                match st.calls.remove(&(dst, fixed.xid)) {
+                match st.remove_call(dst, fixed.xid) {
                     Some(call) => {
                         if let Some(l) = &lists {
                             let stray: Vec<_> = sinks_of(l)

@@ -771,3 +771,32 @@ fn real_connection_with_one_byte_changed_is_flagged() {
     assert_eq!(a.summary.flagged, 1);
     assert!(flagged_with(&a, "Reply grants 0 credits"));
 }
+
+proptest::proptest! {
+    /// Any bytes after the UDP header of a RoCEv2 packet, any number of
+    /// such packets, either direction: lines, never a panic.
+    #[test]
+    fn arbitrary_roce_payloads_never_panic(
+        payloads in proptest::collection::vec(
+            (proptest::collection::vec(proptest::num::u8::ANY, 0..600), proptest::bool::ANY),
+            1..12,
+        )
+    ) {
+        let pkts: Vec<Pkt> = payloads
+            .iter()
+            .map(|(b, dir)| {
+                let (s, d) = if *dir { (CLIENT, SERVER) } else { (SERVER, CLIENT) };
+                pkt(s, d, b.clone())
+            })
+            .collect();
+        let a = analyze(&pcap(&pkts), Options { strict: true, ..Options::default() }).unwrap();
+        proptest::prop_assert_eq!(a.summary.frames, pkts.len() as u64);
+    }
+
+    /// A Send-only packet whose RPC-over-RDMA header is arbitrary words.
+    #[test]
+    fn arbitrary_headers_never_panic(words in proptest::collection::vec(0u32..8, 0..40)) {
+        let msg: Vec<u8> = words.iter().flat_map(|w| w.to_be_bytes()).collect();
+        let _ = analyze(&pcap(&[send(CLIENT, SERVER, SQP, 1, &msg)]), Options::default()).unwrap();
+    }
+}
