@@ -40,6 +40,8 @@ while read -r _ name _ res; do
     case $res in ok) report "host/$name" PASS ;; *) report "host/$name" FAIL "$res" ;; esac
 done < <(grep -E '^test .* \.\.\. (ok|FAILED|ignored)' "$RUN_DIR/cargo-test.log")
 [ $ct = PASS ] && [ $n -gt 0 ] || report host/cargo-test FAIL "$(tail -n 5 "$RUN_DIR/cargo-test.log" | tr '\n' ' ')"
+# The RoCEv2 decoder the scenarios' captures go through (vm_collect_wire).
+run_step host/rdma-wire-build "$RUN_DIR/rdma-wire-build.log" cargo build -p rdma-wire
 run_step host/clippy "$RUN_DIR/clippy.log" cargo clippy --workspace --all-targets --color never -- -D warnings
 run_step host/rustfmt "$RUN_DIR/rustfmt.log" sh -c \
     'cargo fmt --all --check && rustfmt --check --edition 2021 rpcrdma_rs_main.rs'
@@ -260,7 +262,7 @@ matrix="rr.script=matrix"
 scenario matrix-c-c 900 c "C client, C server: v4.2, v4.1, v3 over IPv4 and IPv6" "$matrix rr.mod=c"
 scenario matrix-rs-c 900 c "Rust client, C server: v4.2, v4.1, v3 over IPv4 and IPv6" "$matrix rr.mod=rs"
 scenario matrix-c-rs 900 rs "C client, Rust server: v4.2, v4.1, v3 over IPv4 and IPv6; clean unload" "$matrix rr.mod=c" "rr.wakeups=1.5 ${SRV_WORDS:-}"
-scenario matrix-rs-rs 900 rs "Rust client, Rust server: v4.2, v4.1, v3 over IPv4 and IPv6; clean unload; the server's rpcrdma trace events" "$matrix rr.mod=rs" "rr.wakeups=1.5 rr.trace=1 ${SRV_WORDS:-}"
+scenario matrix-rs-rs 900 rs "Rust client, Rust server: v4.2, v4.1, v3 over IPv4 and IPv6; clean unload; the server's rpcrdma trace events; one connection's packets decoded by tools/rdma-wire" "$matrix rr.mod=rs rr.wire=1" "rr.wakeups=1.5 rr.trace=1 ${SRV_WORDS:-}"
 # Issue 28: rpcrdma_rs installed in place of rpcrdma.ko as the admin guide
 # says (make install's scripts/install.sh) in both VMs, nothing loaded by
 # hand: nfsd's rdma listener and mount -o proto=rdma, then rdma6, must
