@@ -119,9 +119,9 @@ unsafe impl<O: RecvOwner> Send for RecvEntry<O> {}
 impl<O: RecvOwner> RecvEntry<O> {
     /// The ring holding the entry.
     fn ring(&self) -> &RecvRing<O> {
-        // SAFETY: Set to the holding ring before anything was posted (type
-        // invariant), and completions, the only callers before that, come
-        // of posts; the ring outlives its entries.
+        // SAFETY: Set to the holding ring before `RecvRing::new` returned
+        // it, so before anything reached the entry (type invariant); the
+        // ring owns the entry, so it outlives this borrow.
         unsafe { &*self.ring.load(Acquire) }
     }
 }
