@@ -6,7 +6,6 @@
 //! one owner from registration until it is free again.
 
 use core::cell::UnsafeCell;
-use core::ptr::NonNull;
 
 use kernel::prelude::*;
 use kernel::sync::atomic::{Acquire, Atomic, Relaxed, Release};
@@ -21,7 +20,7 @@ use crate::sys;
 
 /// Told when a REG_MR or an unsignalled LOCAL_INV of the pool fails
 /// (flushes are not failures): the connection is broken.
-pub(crate) trait FrwrOwner: Sync {
+pub(crate) trait FrwrOwner: Send + Sync {
     /// A work request failed with `status`.
     fn mr_failed(&self, status: u32);
 }
@@ -46,7 +45,7 @@ pub(crate) struct FrwrMr {
 ///
 /// Whoever moved `state` from `FREE` to `BUSY` (and so holds the slot's
 /// [`FrwrMr`]) owns `mr`, `reg_wr`, `inv_wr` and `kept` until it stores
-/// `FREE` again. `owner` outlives the pool. `kept`, when set, holds the
+/// `FREE` again. `kept`, when set, holds the
 /// memory `mr` was last registered over, and is dropped after `mr`.
 struct Slot<O: FrwrOwner> {
     mr: UnsafeCell<Mr>,
@@ -55,18 +54,19 @@ struct Slot<O: FrwrOwner> {
     cqe: CqEntry<Slot<O>>,
     state: Atomic<u32>,
     rkey: Atomic<u32>,
-    owner: NonNull<O>,
+    /// Told of failures; every slot holds it.
+    owner: Arc<O>,
     /// Memory the pool keeps for [`FrwrPool::register_owned`], or the
     /// hold on the pages of [`FrwrPool::register_held`].
     kept: UnsafeCell<Option<Kept>>,
 }
 
 // SAFETY: `mr` and the work requests are used only by the owner of the
-// slot's `BUSY` state (type invariant); the rest is atomic; `owner` is
-// only used as `&O`, which is `Sync`.
+// slot's `BUSY` state (type invariant); the rest is atomic, or an `Arc`
+// of a `Send + Sync` owner.
 unsafe impl<O: FrwrOwner> Sync for Slot<O> {}
-// SAFETY: The MR may be used and freed from any thread; `owner` is only
-// used as `&O`, which is `Sync`.
+// SAFETY: The MR may be used and freed from any thread; `owner` is an
+// `Arc` of a `Send + Sync` owner.
 unsafe impl<O: FrwrOwner> Send for Slot<O> {}
 
 // SAFETY: `cqe` is a `CqEntry<Self>` field at this offset.
@@ -78,8 +78,7 @@ unsafe impl<O: FrwrOwner> HasCqEntry for Slot<O> {
 impl<O: FrwrOwner> CqHandler for Slot<O> {
     fn done(&self, wc: &Wc<'_>) {
         if !wc.ok() && !wc.flushed() {
-            // SAFETY: The owner outlives the pool (type invariant).
-            unsafe { self.owner.as_ref() }.mr_failed(wc.status());
+            self.owner.mr_failed(wc.status());
         }
     }
 }
@@ -102,8 +101,6 @@ pub(crate) struct FrwrPool<O: FrwrOwner> {
     depth: u32,
     /// Closed (the QP drained) before the slots go.
     gate: Arc<QpGate>,
-    /// Kept for the slots, which point to it; dropped after them.
-    _owner: Arc<O>,
 }
 
 impl<O: FrwrOwner> Drop for FrwrPool<O> {
@@ -132,8 +129,7 @@ impl<O: FrwrOwner> FrwrPool<O> {
             let mr = Mr::new(pd, dev, depth)?;
             let rkey = mr.rkey();
             slots.push(
-                // INVARIANT: free; `owner` is the pool's, dropped after the
-                // slots.
+                // INVARIANT: free.
                 Slot {
                     mr: UnsafeCell::new(mr),
                     reg_wr: UnsafeCell::new(sys::ib_reg_wr::default()),
@@ -141,7 +137,7 @@ impl<O: FrwrOwner> FrwrPool<O> {
                     cqe: CqEntry::new(),
                     state: Atomic::new(FREE),
                     rkey: Atomic::new(rkey),
-                    owner: NonNull::from(&*owner),
+                    owner: owner.clone(),
                     kept: UnsafeCell::new(None),
                 },
                 GFP_KERNEL,
@@ -152,7 +148,6 @@ impl<O: FrwrOwner> FrwrPool<O> {
             next: Atomic::new(0),
             depth,
             gate,
-            _owner: owner,
         })
     }
 
