@@ -24,7 +24,7 @@ use crate::rdma::{
     CmEvent, CmHandler, ConnParam, Device, Endpoint, EpOwner, EpSizes, Parked, PendingConn,
     PostError, RecvBuf, RecvKind, Retired, SendBuf, SendKind, Wc, MAX_SENDS,
 };
-use crate::sunrpc::{new_object, trace, CounterDir, Net, Serv, SvcXprt};
+use crate::sunrpc::{new_object, trace, CounterDir, Net, Serv, SvcStat, SvcXprt};
 
 /// Per-connection counters, summed into [`TOTALS`] as they count.
 pub(crate) struct ConnStats {
@@ -689,7 +689,7 @@ impl SvcConn {
             }
             if !waited {
                 // Once per wait, as svcrdma's rdma_stat_sq_starve.
-                super::SVC_STATS.sq_starve.inc();
+                SvcStat::SQ_STARVE.inc();
             }
             waited = true;
             self.wait_room(&mut sq);
@@ -724,7 +724,7 @@ impl SvcConn {
             }
             if !waited {
                 // Once per wait, as svcrdma's rdma_stat_sq_starve.
-                super::SVC_STATS.sq_starve.inc();
+                SvcStat::SQ_STARVE.inc();
             }
             waited = true;
             self.wait_room(&mut sq);
