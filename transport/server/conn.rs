@@ -414,8 +414,15 @@ impl<'a> SendSlot<'a> {
         let waiters = conn.sq_waiters.load(Relaxed);
         // Nothing more to answer (this Call is the only one nfsd holds,
         // and none waits): a Send that pins pages until a later signalled
-        // one would keep them for as long as the client stays idle.
-        let idle = conn.in_nfsd.load(Relaxed) <= 1 && conn.ready.lock().is_empty();
+        // one would keep them for as long as the client stays idle. Asked
+        // only of the Sends it decides for, those with a small Write; and
+        // of XPT_DATA, clear only while no Call waits (`queue` sets it
+        // under the lock `recvfrom` clears it under), rather than under
+        // that lock: a Reply took it once more than svcrdma's.
+        let idle = has_writes
+            && small
+            && conn.in_nfsd.load(Relaxed) <= 1
+            && !conn.xprt.test(crate::sunrpc::XptFlag::Data);
         // A Send completes, and gives its buffer back, only when signalled
         // or failed; a signalled one also gives back those posted before
         // it. Signalled: every `signal_every`-th, which spares most Replies
