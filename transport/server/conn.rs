@@ -24,7 +24,7 @@ use crate::rdma::{
     CmEvent, CmHandler, ConnParam, Device, Endpoint, EpOwner, EpSizes, Parked, PendingConn,
     PostError, RecvBuf, RecvKind, Retired, SendBuf, SendKind, Wc, MAX_SENDS,
 };
-use crate::sunrpc::{new_object, trace, CounterDir, Net, Serv, SvcXprt};
+use crate::sunrpc::{new_object, trace, CounterDir, Net, Serv, SvcStat, SvcXprt};
 
 /// Per-connection counters, summed into [`TOTALS`] as they count.
 pub(crate) struct ConnStats {
@@ -442,8 +442,15 @@ impl<'a> SendSlot<'a> {
         let waiters = conn.sq_waiters.load(Relaxed);
         // Nothing more to answer (this Call is the only one nfsd holds,
         // and none waits): a Send that pins pages until a later signalled
-        // one would keep them for as long as the client stays idle.
-        let idle = conn.in_nfsd.load(Relaxed) <= 1 && conn.ready.lock().is_empty();
+        // one would keep them for as long as the client stays idle. Asked
+        // only of the Sends it decides for, those with a small Write; and
+        // of XPT_DATA, clear only while no Call waits (`queue` sets it
+        // under the lock `recvfrom` clears it under), rather than under
+        // that lock: a Reply took it once more than svcrdma's.
+        let idle = has_writes
+            && small
+            && conn.in_nfsd.load(Relaxed) <= 1
+            && !conn.xprt.test(crate::sunrpc::XptFlag::Data);
         // A Send completes, and gives its buffer back, only when signalled
         // or failed; a signalled one also gives back those posted before
         // it. Signalled: every `signal_every`-th, which spares most Replies
@@ -732,7 +739,7 @@ impl SvcConn {
             }
             if !waited {
                 // Once per wait, as svcrdma's rdma_stat_sq_starve.
-                super::SVC_STATS.sq_starve.inc();
+                SvcStat::SQ_STARVE.inc();
                 // No Send buffer yet: no cid.
                 trace::svcrdma_sq_wait(false, || self.sq_at(-1, sq.room));
             }
@@ -773,7 +780,7 @@ impl SvcConn {
             }
             if !waited {
                 // Once per wait, as svcrdma's rdma_stat_sq_starve.
-                super::SVC_STATS.sq_starve.inc();
+                SvcStat::SQ_STARVE.inc();
                 trace::svcrdma_sq_wait(false, || self.sq_at(cid as i32, sq.room));
             }
             waited = true;

@@ -24,7 +24,7 @@ use crate::proto::limits::Limits;
 use crate::proto::responder::{self, Call, Cause, DropReason, Piece, Received, Refusal};
 use crate::proto::v1::RdmaError;
 use crate::rdma::{PostError, Recv, RecvBuf};
-use crate::sunrpc::{trace, HeldBytes, SvcRqst, XptFlag};
+use crate::sunrpc::{trace, HeldBytes, SvcRqst, SvcStat, XptFlag};
 
 /// Limits on what one Call may ask of us.
 pub(super) const LIMITS: Limits = Limits::DEFAULT;
@@ -59,7 +59,7 @@ pub(super) fn recvfrom(conn: &SvcConn, rqst: &mut SvcRqst<'_>) -> i32 {
         return reads_done(conn, buf, rqst);
     }
     // As svcrdma: every message taken here, before it is decoded.
-    super::SVC_STATS.recv.inc();
+    SvcStat::RECV.inc();
     let msg = buf.bytes();
     let hdr = || trace_hdr(conn, &buf, msg);
     let call = match responder::receive(msg, &LIMITS) {
@@ -357,7 +357,7 @@ fn assemble(
     let err = |_| (xid, RdmaError::Chunk);
     rw.unmap();
     conn.count(|s| &s.read_segments, state.segments);
-    super::SVC_STATS.read.add(state.segments);
+    SvcStat::READ.add(state.segments);
     conn.count(|s| &s.read_bytes, state.bytes);
     let res = rqst.put_arg_pages(rw.pages());
     rw.pages().release();

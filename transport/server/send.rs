@@ -15,7 +15,7 @@ use crate::proto::header::FixedHeader;
 use crate::proto::responder::{self, ReplyPlan, ReplyShape};
 use crate::proto::v1::{self, RdmaError};
 use crate::rdma::RecvBuf;
-use crate::sunrpc::{trace, Ctxt, HeldBytes, SendRqst, SvcRqst, XptFlag};
+use crate::sunrpc::{trace, Ctxt, HeldBytes, SendRqst, SvcRqst, SvcStat, XptFlag};
 
 pub(super) fn sendto(conn: &SvcConn, rqst: &mut SvcRqst<'_>) -> i32 {
     if conn.xprt().is_dead() {
@@ -128,7 +128,7 @@ fn reply(
         (w.src, w.len, w.offset, w.handle)
     });
     let bytes = slot.buf()?.add_reply_writes(rqst, writes)?;
-    super::SVC_STATS.write.add(nwrites);
+    SvcStat::WRITE.add(nwrites);
     let chunks = trace::Chunks {
         write: plan.write_chunks_used() > 0,
         reply: plan.nomsg(),
