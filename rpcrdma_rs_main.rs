@@ -53,7 +53,7 @@ impl kernel::Module for RpcRdma {
         })?;
         // After the transports: while rpcrdma.ko is loaded, its tables
         // hold the names, and the message above says why we cannot load.
-        let sysctls = sunrpc::Sysctls::register(&transport::server::SVC_STATS);
+        let sysctls = sunrpc::Sysctls::register();
         let cfg = transport::client::Config::from_params();
         pr_info!(
             "rpcrdma_rs {VERSION} loaded (transport ident {TRANSPORT_IDENT}, inline read {} write {}, {} slots)\n",

@@ -951,6 +951,25 @@ impl<'a> ReplyPlan<'a> {
         }
     }
 
+    /// The Write list's segments as [`encode_header`](Self::encode_header)
+    /// echoes them, in order: the chunk's index, the segment's index in
+    /// it, and the segment with the length written into it (what
+    /// svcrdma's `svcrdma_encode_wseg` events report).
+    pub fn echoed_write_segments(&self) -> impl Iterator<Item = (usize, usize, Segment)> + 'a {
+        let payloads = self.payloads;
+        self.writes
+            .chunks()
+            .enumerate()
+            .flat_map(move |(i, chunk)| {
+                let mut remaining = payloads.get(i).copied().flatten().map_or(0, |(_, len)| len);
+                chunk.segments().enumerate().map(move |(j, seg)| {
+                    let length = seg.length.min(remaining);
+                    remaining = remaining.saturating_sub(length);
+                    (i, j, Segment { length, ..seg })
+                })
+            })
+    }
+
     /// Encodes the Reply's transport header into `buf` and returns its
     /// length: `{xid, 1, credits, MSG or NOMSG}`, no Read list, every
     /// offered Write chunk echoed with the lengths written (zero for

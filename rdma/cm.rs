@@ -11,7 +11,7 @@ use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Relaxed};
 use kernel::sync::Arc;
 
-use super::{Cq, Device, Pd, Qp};
+use super::{Cq, Device, Pd, Qp, QpGate};
 use crate::sunrpc::{Net, SockAddr};
 use crate::sys;
 
@@ -169,12 +169,15 @@ struct QpParts {
 /// by this value, whose handler is [`cm_event_handler::<H>`] and whose
 /// context is a `H` that outlives it (the one `owner` holds, when it is
 /// set). `qp` is `Some` exactly while the id has a QP
-/// created by [`CmId::create_qp`], and holds what that QP uses.
+/// created by [`CmId::create_qp`], and holds what that QP uses. `gate`,
+/// when set, is the QP's, and is closed before the QP is destroyed.
 pub(crate) struct CmId<H: CmHandler> {
     ptr: NonNull<sys::rdma_cm_id>,
     qp: Option<QpParts>,
     /// The QP was drained: nothing posted on it is outstanding.
     drained: Atomic<bool>,
+    /// The gate of the QP, once asked for: closed before the QP goes.
+    gate: Option<Arc<QpGate>>,
     _handler: core::marker::PhantomData<*const H>,
     /// The handler, for an id made by [`CmId::new_shared`]: dropped after
     /// the id is destroyed, or handed over to the CM by [`CmId::linger`].
@@ -230,6 +233,7 @@ impl<H: CmHandler> CmId<H> {
             ptr,
             qp: None,
             drained: Atomic::new(false),
+            gate: None,
             _handler: core::marker::PhantomData,
             owner: None,
         })
@@ -277,6 +281,7 @@ impl<H: CmHandler> CmId<H> {
             ptr,
             qp: None,
             drained: Atomic::new(false),
+            gate: None,
             _handler: core::marker::PhantomData,
             owner: None,
         }
@@ -372,6 +377,19 @@ impl<H: CmHandler> CmId<H> {
         NonNull::new(qp).map(|ptr| Qp { ptr })
     }
 
+    /// The QP's [`QpGate`], for posting from completion handlers; the id
+    /// closes it (draining the QP) before it destroys the QP.
+    pub(crate) fn gate(&mut self) -> Result<Arc<QpGate>> {
+        if let Some(gate) = &self.gate {
+            return Ok(gate.clone());
+        }
+        let qp = self.qp().ok_or(ENOTCONN)?;
+        // SAFETY: The QP is live; `destroy_qp`, the only place it goes,
+        // closes the gate first.
+        let gate = unsafe { QpGate::new(qp)? };
+        Ok(self.gate.insert(gate).clone())
+    }
+
     /// Starts connecting with `param`; completes with an ESTABLISHED or an
     /// error event.
     pub(crate) fn connect(&self, param: &mut ConnParam<'_>) -> Result {
@@ -392,6 +410,13 @@ impl<H: CmHandler> CmId<H> {
     /// queue (they are flushed, the QP being in error); draining the Send
     /// queue last collects their completions too.
     pub(crate) fn drain_qp(&self) {
+        if let Some(gate) = &self.gate {
+            // Shuts out the gate's posters first: nothing is posted after
+            // the drain.
+            gate.close();
+            self.drained.store(true, Relaxed);
+            return;
+        }
         if let Some(qp) = self.qp() {
             self.drained.store(true, Relaxed);
             // SAFETY: The QP is live. Its owner sized the queues with room
@@ -413,6 +438,10 @@ impl<H: CmHandler> CmId<H> {
     pub(crate) fn destroy_qp(&mut self) {
         if self.qp.is_some() && !self.drained.load(Relaxed) {
             self.drain_qp();
+        }
+        if let Some(gate) = self.gate.take() {
+            // Returns once closed and drained, whoever began it.
+            gate.close();
         }
         if self.qp.is_some() {
             // SAFETY: `self.ptr` is live and has a QP (type invariant).

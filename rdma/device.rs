@@ -6,6 +6,7 @@ use core::ptr::NonNull;
 
 use kernel::error::from_err_ptr;
 use kernel::prelude::*;
+use kernel::str::{CStr, CStrExt};
 use kernel::sync::Arc;
 
 use crate::sys;
@@ -48,6 +49,14 @@ impl Device {
     /// The raw device, valid while `self` is.
     pub(super) fn as_ptr(&self) -> *mut sys::ib_device {
         self.ptr.as_ptr()
+    }
+
+    /// The device's name (`rxe0` ...), for the trace events.
+    pub(crate) fn name(&self) -> &CStr {
+        // SAFETY: The device is live while we hold our reference (type
+        // invariant); `name` is a NUL-terminated array in it, changed only
+        // by a rename under the device's locks, which keeps it terminated.
+        unsafe { CStr::from_char_ptr((*self.ptr.as_ptr()).name.as_ptr().cast()) }
     }
 }
 

@@ -240,6 +240,12 @@ impl RwSet {
         Ok(())
     }
 
+    /// Send Queue entries of the first `n` contexts, and of the rest.
+    pub(crate) fn wrs_split(&self, n: usize) -> (u32, u32) {
+        let (a, b) = self.ctxs.split_at(n.min(self.ctxs.len()));
+        (RwCtx::total_wrs(a), RwCtx::total_wrs(b))
+    }
+
     /// Send Queue entries of the contexts not posted yet.
     pub(crate) fn wrs_left(&self) -> u32 {
         RwCtx::total_wrs(self.ctxs.get(self.next..).unwrap_or(&[]))

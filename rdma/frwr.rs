@@ -6,22 +6,21 @@
 //! one owner from registration until it is free again.
 
 use core::cell::UnsafeCell;
-use core::mem::MaybeUninit;
-use core::ptr::NonNull;
 
 use kernel::prelude::*;
 use kernel::sync::atomic::{Acquire, Atomic, Relaxed, Release};
 use kernel::sync::Arc;
 
+use super::qp::SendChain;
 use super::{
-    CqEntry, CqHandler, Device, HasCqEntry, HeldPages, Mr, PageHold, PageSeg, Pd, Registered,
-    SendChain, Wc,
+    CqEntry, CqHandler, Device, HasCqEntry, HeldPages, Mr, PageHold, PageSeg, Pd, QpGate,
+    Registered, Wc,
 };
 use crate::sys;
 
 /// Told when a REG_MR or an unsignalled LOCAL_INV of the pool fails
 /// (flushes are not failures): the connection is broken.
-pub(crate) trait FrwrOwner: Sync {
+pub(crate) trait FrwrOwner: Send + Sync {
     /// A work request failed with `status`.
     fn mr_failed(&self, status: u32);
 }
@@ -46,7 +45,7 @@ pub(crate) struct FrwrMr {
 ///
 /// Whoever moved `state` from `FREE` to `BUSY` (and so holds the slot's
 /// [`FrwrMr`]) owns `mr`, `reg_wr`, `inv_wr` and `kept` until it stores
-/// `FREE` again. `owner` outlives the pool. `kept`, when set, holds the
+/// `FREE` again. `kept`, when set, holds the
 /// memory `mr` was last registered over, and is dropped after `mr`.
 struct Slot<O: FrwrOwner> {
     mr: UnsafeCell<Mr>,
@@ -55,18 +54,19 @@ struct Slot<O: FrwrOwner> {
     cqe: CqEntry<Slot<O>>,
     state: Atomic<u32>,
     rkey: Atomic<u32>,
-    owner: NonNull<O>,
+    /// Told of failures; every slot holds it.
+    owner: Arc<O>,
     /// Memory the pool keeps for [`FrwrPool::register_owned`], or the
     /// hold on the pages of [`FrwrPool::register_held`].
     kept: UnsafeCell<Option<Kept>>,
 }
 
 // SAFETY: `mr` and the work requests are used only by the owner of the
-// slot's `BUSY` state (type invariant); the rest is atomic; `owner` is
-// only used as `&O`, which is `Sync`.
+// slot's `BUSY` state (type invariant); the rest is atomic, or an `Arc`
+// of a `Send + Sync` owner.
 unsafe impl<O: FrwrOwner> Sync for Slot<O> {}
-// SAFETY: The MR may be used and freed from any thread; `owner` is only
-// used as `&O`, which is `Sync`.
+// SAFETY: The MR may be used and freed from any thread; `owner` is an
+// `Arc` of a `Send + Sync` owner.
 unsafe impl<O: FrwrOwner> Send for Slot<O> {}
 
 // SAFETY: `cqe` is a `CqEntry<Self>` field at this offset.
@@ -78,8 +78,7 @@ unsafe impl<O: FrwrOwner> HasCqEntry for Slot<O> {
 impl<O: FrwrOwner> CqHandler for Slot<O> {
     fn done(&self, wc: &Wc<'_>) {
         if !wc.ok() && !wc.flushed() {
-            // SAFETY: The owner outlives the pool (type invariant).
-            unsafe { self.owner.as_ref() }.mr_failed(wc.status());
+            self.owner.mr_failed(wc.status());
         }
     }
 }
@@ -100,30 +99,37 @@ pub(crate) struct FrwrPool<O: FrwrOwner> {
     slots: KVec<Slot<O>>,
     next: Atomic<usize>,
     depth: u32,
-    /// The owner, for a pool made by [`FrwrPool::new_shared`]; dropped
-    /// after the slots, which point to it.
-    owner: Option<Arc<O>>,
+    /// Closed (the QP drained) before the slots go.
+    gate: Arc<QpGate>,
+}
+
+impl<O: FrwrOwner> Drop for FrwrPool<O> {
+    fn drop(&mut self) {
+        // No REG_MR or LOCAL_INV of ours is outstanding after this: their
+        // work requests and completion entries may go.
+        self.gate.close();
+    }
 }
 
 impl<O: FrwrOwner> FrwrPool<O> {
-    /// `count` MRs of `depth` pages on `pd`, reporting failures to `owner`.
-    ///
-    /// # Safety
-    ///
-    /// `owner` outlives the pool.
-    pub(crate) unsafe fn new(
-        owner: &O,
+    /// `count` MRs of `depth` pages on `pd`, registered and invalidated
+    /// through `gate`, reporting failures to `owner`, which the pool keeps.
+    pub(crate) fn new_shared(
+        owner: Arc<O>,
+        gate: Arc<QpGate>,
         pd: &Arc<Pd>,
         dev: &Device,
         depth: u32,
         count: usize,
     ) -> Result<Self> {
+        // Every slot has a handle, and `NO_MR` is none of them.
+        let count = count.min(usize::from(NO_MR));
         let mut slots = KVec::with_capacity(count, GFP_KERNEL)?;
         for _ in 0..count {
             let mr = Mr::new(pd, dev, depth)?;
             let rkey = mr.rkey();
             slots.push(
-                // INVARIANT: free; `owner` outlives us by the caller's promise.
+                // INVARIANT: free.
                 Slot {
                     mr: UnsafeCell::new(mr),
                     reg_wr: UnsafeCell::new(sys::ib_reg_wr::default()),
@@ -131,7 +137,7 @@ impl<O: FrwrOwner> FrwrPool<O> {
                     cqe: CqEntry::new(),
                     state: Atomic::new(FREE),
                     rkey: Atomic::new(rkey),
-                    owner: NonNull::from(owner),
+                    owner: owner.clone(),
                     kept: UnsafeCell::new(None),
                 },
                 GFP_KERNEL,
@@ -141,24 +147,13 @@ impl<O: FrwrOwner> FrwrPool<O> {
             slots,
             next: Atomic::new(0),
             depth,
-            owner: None,
+            gate,
         })
     }
 
-    /// `count` MRs of `depth` pages on `pd`, reporting failures to
-    /// `owner`, which the pool keeps.
-    pub(crate) fn new_shared(
-        owner: Arc<O>,
-        pd: &Arc<Pd>,
-        dev: &Device,
-        depth: u32,
-        count: usize,
-    ) -> Result<Self> {
-        // SAFETY: The pool holds `owner` (below) and drops it after its
-        // slots, the only users of the pointer `new` keeps.
-        let mut pool = unsafe { Self::new(&*owner, pd, dev, depth, count)? };
-        pool.owner = Some(owner);
-        Ok(pool)
+    /// The gate the pool posts through.
+    pub(super) fn gate(&self) -> &Arc<QpGate> {
+        &self.gate
     }
 
     /// Pages per MR.
@@ -287,9 +282,23 @@ impl<O: FrwrOwner> FrwrPool<O> {
         self.slot(mr).map_or(0, |s| s.rkey.load(Relaxed))
     }
 
+    /// Posts the REG_MRs of `mrs`, registered and not yet posted.
+    pub(crate) fn post_reg(&self, mrs: &[FrwrMr]) -> Result {
+        let mut chain = SendChain::new();
+        self.chain_reg(mrs, &mut chain);
+        let Some(first) = chain.first() else {
+            return Ok(());
+        };
+        // SAFETY: The work requests are of slots we own (holding their
+        // handles); they complete on the slots' entries, and register
+        // memory the slots keep, all of which stay until the pool is
+        // dropped, which closes the gate first.
+        unsafe { self.gate.post_send(first) }
+    }
+
     /// Appends the REG_MRs of `mrs`, registered and not yet posted, to
     /// `chain`.
-    pub(crate) fn chain_reg(&self, mrs: &[FrwrMr], chain: &mut SendChain) {
+    pub(super) fn chain_reg(&self, mrs: &[FrwrMr], chain: &mut SendChain) {
         for mr in mrs {
             if let Some(slot) = self.slot(mr) {
                 // SAFETY: Holding the handle, we own the slot's work
@@ -302,10 +311,16 @@ impl<O: FrwrOwner> FrwrPool<O> {
 
     /// Appends a LOCAL_INV of each of `mrs` to `chain`, unsignalled but
     /// for the last, which completes on `last`.
-    pub(crate) fn chain_inv<T: CqHandler<ID>, const ID: u64>(
+    ///
+    /// # Safety
+    ///
+    /// `chain` is posted through this pool's gate, if at all, before the
+    /// handles of `mrs` are used again; `last` stays valid until that gate
+    /// is closed.
+    pub(super) unsafe fn chain_inv(
         &self,
         mrs: &[FrwrMr],
-        last: &CqEntry<T, ID>,
+        last: *mut sys::ib_cqe,
         chain: &mut SendChain,
     ) {
         let n = mrs.len();
@@ -314,13 +329,10 @@ impl<O: FrwrOwner> FrwrPool<O> {
                 continue;
             };
             let signalled = k + 1 == n;
-            let cqe = if signalled {
-                last.as_ptr()
-            } else {
-                slot.cqe.as_ptr()
-            };
+            let cqe = if signalled { last } else { slot.cqe.as_ptr() };
             // SAFETY: Holding the handle, we own the slot's MR and work
-            // requests (type invariant); the slot lives as long as the pool.
+            // requests (type invariant); the slot lives as long as the
+            // pool, which closes the gate before it goes.
             unsafe {
                 (*slot.mr.get()).inv_wr(&mut *slot.inv_wr.get(), cqe, signalled);
                 chain.push(slot.inv_wr.get());
@@ -357,17 +369,20 @@ impl<O: FrwrOwner> FrwrPool<O> {
 
 /// Up to `N` MRs, owned, in order: the MRs of one RPC.
 pub(crate) struct FrwrList<const N: usize> {
-    mrs: [MaybeUninit<FrwrMr>; N],
-    /// The first `n` of `mrs` are initialised.
+    /// The first `n` are MRs; the rest are [`NO_MR`], which no pool has.
+    mrs: [FrwrMr; N],
     n: u16,
 }
+
+/// A handle of no MR: pools have fewer slots.
+const NO_MR: u16 = u16::MAX;
 
 impl<const N: usize> FrwrList<N> {
     /// An empty list.
     pub(crate) const fn new() -> Self {
-        const { assert!(N <= u16::MAX as usize) };
+        const { assert!(N < NO_MR as usize) };
         Self {
-            mrs: [const { MaybeUninit::uninit() }; N],
+            mrs: [const { FrwrMr { idx: NO_MR } }; N],
             n: 0,
         }
     }
@@ -376,7 +391,7 @@ impl<const N: usize> FrwrList<N> {
     pub(crate) fn push(&mut self, mr: FrwrMr) -> core::result::Result<(), FrwrMr> {
         match self.mrs.get_mut(usize::from(self.n)) {
             Some(slot) => {
-                slot.write(mr);
+                *slot = mr;
                 self.n += 1;
                 Ok(())
             }
@@ -388,10 +403,9 @@ impl<const N: usize> FrwrList<N> {
     pub(crate) fn pop(&mut self) -> Option<FrwrMr> {
         let last = self.n.checked_sub(1)?;
         self.n = last;
-        // SAFETY: Entry `last` was initialised and is no longer counted.
         self.mrs
-            .get(usize::from(last))
-            .map(|m| unsafe { m.assume_init_read() })
+            .get_mut(usize::from(last))
+            .map(|m| core::mem::replace(m, FrwrMr { idx: NO_MR }))
     }
 
     /// Takes the MR at `pos`, keeping the order of the others.
@@ -412,10 +426,7 @@ impl<const N: usize> FrwrList<N> {
 
     /// The MRs.
     pub(crate) fn as_slice(&self) -> &[FrwrMr] {
-        let init = self.mrs.get(..self.len()).unwrap_or(&[]);
-        // SAFETY: The first `n` entries are initialised, and
-        // `MaybeUninit<T>` has the layout of `T`.
-        unsafe { core::slice::from_raw_parts(init.as_ptr().cast::<FrwrMr>(), init.len()) }
+        self.mrs.get(..self.len()).unwrap_or(&[])
     }
 
     pub(crate) fn len(&self) -> usize {

@@ -419,6 +419,14 @@ impl PendingConn {
         unsafe { (*self.id.as_ptr()).port_num }
     }
 
+    /// The peer's address.
+    pub(crate) fn dst_addr(&self) -> &SockAddr {
+        // SAFETY: `id` is live (type invariant) while `self` is, and its
+        // route was resolved before the request was delivered; rdma_cm
+        // does not change it afterwards.
+        unsafe { SockAddr::from_raw((&raw const (*self.id.as_ptr()).route.addr.dst_addr).cast()) }
+    }
+
     /// The device the request arrived on.
     pub(crate) fn device(&self) -> Result<Device> {
         // SAFETY: `id` is live (type invariant); bound to the device

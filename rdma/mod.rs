@@ -20,10 +20,12 @@ mod device;
 mod dma;
 mod endpoint;
 mod frwr;
+mod gate;
 mod hold;
 mod listen;
 mod mr;
 mod qp;
+mod ring;
 mod rw;
 #[cfg(CONFIG_KUNIT = "y")]
 pub(crate) mod selftest;
@@ -40,8 +42,13 @@ pub(crate) use endpoint::{
     SendBuf, SendKind, MAX_SENDS,
 };
 pub(crate) use frwr::{FrwrList, FrwrMr, FrwrOwner, FrwrPool};
+pub(crate) use gate::QpGate;
 pub(crate) use hold::{HeldPages, PageHold};
 pub(crate) use listen::{ConnRequest, ListenHandler, ListenOwner, Listener, PendingConn};
 pub(crate) use mr::{Mr, PageSeg, Registered};
-pub(crate) use qp::{Qp, RecvWr, SendChain};
+pub(crate) use qp::Qp;
+pub(crate) use ring::{
+    InvList, ParkedRecv, RecvOwner, RecvRing, RecvToken, SendError, SendOwner, SendPosted,
+    SendRing, MAX_INV_MRS,
+};
 pub(crate) use rw::{read_wrs, RwCtx, RwOp, RwSpares};

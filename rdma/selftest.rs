@@ -21,7 +21,7 @@ use kernel::time::msecs_to_jiffies;
 use super::{
     CmEvent, CmHandler, ConnParam, ConnRequest, CqEntry, CqHandler, Dialing, Endpoint, EpOwner,
     EpSizes, ListenHandler, ListenOwner, Listener, Mr, Parked, PendingConn, RecvBuf, RecvKind,
-    Registered, Retired, SendChain, SendKind, Wc,
+    Registered, Retired, SendKind, Wc,
 };
 use crate::sunrpc::{Net, PageRefs, SockAddr};
 use crate::sys;
@@ -368,15 +368,14 @@ fn register(
     mr.reg_wr(&mut wr, writing, client.reg_cqe.as_ptr());
     wr.wr.send_flags = sys::ib_send_flags_IB_SEND_SIGNALED;
     mrs.push(mr, GFP_KERNEL).map_err(|_| "client: no memory")?;
-    let mut chain = SendChain::new();
-    // SAFETY: One valid work request, in no other chain, that stays on
-    // this stack until its completion was waited for, or the QP drained
-    // (below); it completes on `reg_cqe`, in `client`, which outlives its
-    // endpoint and so every completion of the QP.
-    let posted = unsafe {
-        chain.push(&mut wr.wr);
-        qp.post_send_chain(&chain)
-    };
+    let mut bad = core::ptr::null();
+    // SAFETY: The QP is live (the client's endpoint holds it); one valid
+    // work request, consumed by the post, that completes on `reg_cqe`, in
+    // `client`, which outlives its endpoint and so every completion of
+    // the QP; the MR stays in `mrs` until the QP is drained.
+    let posted = kernel::error::to_result(unsafe {
+        sys::rpcrdma_rs_post_send(qp.as_ptr(), &wr.wr, &mut bad)
+    });
     let res = posted.map_err(|_| "client: post REG_MR").and_then(|()| {
         client.wait_ok("client: REG_MR failed", |s| s.reg.take().map(|ok| ((), ok)))
     });

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build the base initramfs shared by both VMs (busybox, iproute2, nfs-utils,
-# fio and their libraries) into the cache; print its path. Keyed by this
+# fio, tcpdump and their libraries) into the cache; print its path. Keyed by this
 # script, the guest init and the versions of the packages it copies from.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -8,8 +8,8 @@ set -euo pipefail
 BINS=(/usr/sbin/ip /usr/bin/rdma /usr/sbin/mount.nfs /usr/sbin/exportfs
       /usr/sbin/rpc.mountd /usr/sbin/rpcbind /usr/sbin/rpc.statd /usr/bin/fio
       /usr/bin/getfattr /usr/bin/setfattr /usr/bin/getfacl /usr/bin/setfacl
-      /usr/bin/kmod)
-PKGS=(busybox-static iproute2 nfs-common nfs-kernel-server rpcbind fio attr acl kmod libc6)
+      /usr/bin/kmod /usr/bin/tcpdump)
+PKGS=(busybox-static iproute2 nfs-common nfs-kernel-server rpcbind fio attr acl kmod libc6 tcpdump)
 INIT=$REPO_DIR/tests/vm/init
 
 key=$( { cat "$0" "$INIT"; dpkg-query -W "${PKGS[@]}"; } | sha256sum | cut -c1-12)

@@ -8,6 +8,7 @@ PKGS=(clang-19 lld-19 llvm-19 libclang-19-dev bc flex bison libelf-dev libssl-de
       cpio xz-utils zstd dwarves make gcc busybox-static qemu-system-x86 iproute2
       rdma-core nfs-kernel-server nfs-common rpcbind fio attr acl kmod curl ca-certificates
       python3    # python3: the host talks QMP to QEMU (scripts/vm.sh vm_qmp)
+      tcpdump    # copied into the guests: matrix-rs-rs captures RoCEv2 for tools/rdma-wire
       libibverbs-dev librdmacm-dev ibverbs-providers)   # tests/peer/rpcrdma-peer.c and its rxe provider in the guest
 BINDGEN_MIN=0.71.1
 

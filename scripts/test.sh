@@ -42,6 +42,8 @@ while read -r _ name _ res; do
     case $res in ok) report "host/$name" PASS ;; *) report "host/$name" FAIL "$res" ;; esac
 done < <(grep -E '^test .* \.\.\. (ok|FAILED|ignored)' "$RUN_DIR/cargo-test.log")
 [ $ct = PASS ] && [ $n -gt 0 ] || report host/cargo-test FAIL "$(tail -n 5 "$RUN_DIR/cargo-test.log" | tr '\n' ' ')"
+# The RoCEv2 decoder the scenarios' captures go through (vm_collect_wire).
+run_step host/rdma-wire-build "$RUN_DIR/rdma-wire-build.log" cargo build -p rdma-wire
 run_step host/clippy "$RUN_DIR/clippy.log" cargo clippy --workspace --all-targets --color never -- -D warnings
 run_step host/rustfmt "$RUN_DIR/rustfmt.log" sh -c \
     'cargo fmt --all --check && rustfmt --check --edition 2021 rpcrdma_rs_main.rs'
@@ -262,7 +264,7 @@ matrix="rr.script=matrix"
 scenario matrix-c-c 900 c "C client, C server: v4.2, v4.1, v3 over IPv4 and IPv6" "$matrix rr.mod=c"
 scenario matrix-rs-c 900 c "Rust client, C server: v4.2, v4.1, v3 over IPv4 and IPv6" "$matrix rr.mod=rs"
 scenario matrix-c-rs 900 rs "C client, Rust server: v4.2, v4.1, v3 over IPv4 and IPv6; clean unload" "$matrix rr.mod=c" "rr.wakeups=1.5 ${SRV_WORDS:-}"
-scenario matrix-rs-rs 900 rs "Rust client, Rust server: v4.2, v4.1, v3 over IPv4 and IPv6; clean unload; the server's rpcrdma trace events" "$matrix rr.mod=rs" "rr.wakeups=1.5 rr.trace=1 ${SRV_WORDS:-}"
+scenario matrix-rs-rs 900 rs "Rust client, Rust server: v4.2, v4.1, v3 over IPv4 and IPv6; clean unload; the server's rpcrdma trace events; one connection's packets decoded by tools/rdma-wire" "$matrix rr.mod=rs rr.wire=1" "rr.wakeups=1.5 rr.trace=1 ${SRV_WORDS:-}"
 # Issue 28: rpcrdma_rs installed in place of rpcrdma.ko as the admin guide
 # says (make install's scripts/install.sh) in both VMs, nothing loaded by
 # hand: nfsd's rdma listener and mount -o proto=rdma, then rdma6, must
@@ -291,7 +293,7 @@ scenario siw-c-rs 1800 rs "C client, Rust server over siw (iWARP): chunks, small
 # Large transfers against the Rust server: chunks of every kind, 1 MiB
 # rsize/wsize, the big file, with the C client and with the Rust client;
 # 1 KiB client thresholds; Long Calls from the Rust client.
-scenario srv-chunks 900 rs "C client, Rust server: chunks, 1 MiB rsize/wsize, big file" "$chunks rr.mod=c $big" "$srv1m"
+scenario srv-chunks 900 rs "C client, Rust server: chunks, 1 MiB rsize/wsize, big file; the server's Read, Write and Reply chunk trace events" "$chunks rr.mod=c $big rr.teardown=1" "$srv1m rr.trace=chunks"
 scenario srv-chunks-small-inline 900 rs "C client, Rust server: chunks with 1 KiB inline thresholds" "$chunks rr.mod=c $tiny" "$srv1m"
 scenario srv-chunks-rs 900 rs "Rust client, Rust server: chunks, 1 MiB rsize/wsize, big file" "$chunks rr.mod=rs $big" "$srv1m"
 scenario srv-long-calls 600 rs "Rust client, Rust server: Long Calls, 1 KiB inline, 4 slots" \

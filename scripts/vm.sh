@@ -209,6 +209,38 @@ vm_collect() {
     fi
 }
 
+# vm_collect_wire SCEN NAME: each capture guest NAME sent (an "RR-PCAP TAG"
+# line, the pcap in "RR-B64" lines, "RR-PCAP-END") decoded on the host by
+# tools/rdma-wire (built by scripts/test.sh) into TAG.pcap and
+# TAG.wire.txt: it must hold Calls and Replies, every message version 1,
+# and nothing flagged.
+vm_collect_wire() {
+    local scen=$1 log=$VM_DIR/$2.results.log tag pcap out sum rc bad
+    local wire=$REPO_DIR/target/debug/rdma-wire
+    for tag in $(tr -d '\r' < "$log" 2>/dev/null | sed -n 's/^RR-PCAP \([A-Za-z0-9._-]*\)$/\1/p'); do
+        pcap=$VM_DIR/$tag.pcap out=$VM_DIR/$tag.wire.txt
+        if ! tr -d '\r' < "$log" | awk -v t="$tag" '$1 == "RR-PCAP" && $2 == t { on = 1; next }
+                on && $1 == "RR-PCAP-END" { exit } on && $1 == "RR-B64" { print $2 }' |
+                base64 -d > "$pcap" 2>/dev/null; then
+            report "$scen/wire-$tag" FAIL "capture did not come out whole; see $log"
+            continue
+        fi
+        rc=0; "$wire" --summary "$pcap" > "$out" 2>&1 || rc=$?
+        sum=$(grep -m1 '^summary:' "$out" || true)
+        echo "  $scen: rdma-wire $tag: ${sum:-no summary}"
+        wf() { echo "$sum" | sed -n "s/.* $1 \([0-9]*\) .*/\1/p"; }
+        bad=
+        [ $rc -eq 0 ] || bad="exit $rc:$(grep -m 3 '!!' "$out" | tr '\n' ' ')"
+        [ "$(wf calls)" -gt 0 ] 2>/dev/null || bad="$bad no Call decoded"
+        [ "$(wf replies)" -gt 0 ] 2>/dev/null || bad="$bad no Reply decoded"
+        [ "$(wf v2)" = 0 ] || bad="$bad $(wf v2) version 2 messages"
+        [ "$(wf v1)" = "$(wf messages)" ] || bad="$bad not every message version 1"
+        [ "$(wf flagged)" = 0 ] || bad="$bad $(wf flagged) flagged"
+        if [ -z "$bad" ]; then report "$scen/wire-$tag" PASS
+        else report "$scen/wire-$tag" FAIL "$bad; see $out"; fi
+    done
+}
+
 # Parse our KUnit suites (rpcrdma_rs*) from a console log: a test line per case.
 vm_collect_ktap() {
     local scen=$1 log=$VM_DIR/$2.console.log suite='' n=0 line
@@ -320,6 +352,7 @@ run_pair() {
     fi
     vm_collect "$scen" server no
     vm_collect "$scen" client yes
+    vm_collect_wire "$scen" client
     if [ $rc -ne 0 ] || grep -aq '^RR-RESULT .* FAIL' "$VM_DIR/client.results.log" 2>/dev/null; then
         vm_diag
     fi

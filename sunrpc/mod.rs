@@ -42,6 +42,6 @@ pub(crate) use svc::{
     SvcObject, SvcRqst, SvcTransport, SvcXprt, XptFlag,
 };
 pub(crate) use svc_backchannel::{BackchannelOwner, BcClass};
-pub(crate) use sysctl::{SvcStats, Sysctls};
+pub(crate) use sysctl::{SvcStat, Sysctls};
 pub(crate) use wait::{DelayedWork, HasDelayedWork, WaitQueue};
 pub(crate) use xprt::{hz, jiffies, Xprt, XprtLocked};

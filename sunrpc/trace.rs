@@ -13,6 +13,7 @@
 
 use kernel::str::{CStr, CStrExt};
 
+use crate::proto::chunk::{ChunkLists, Segment};
 use crate::rdma::Wc;
 use crate::sys;
 
@@ -319,5 +320,365 @@ pub(crate) fn svcrdma_wc_recv(wc: &Wc<'_>, cid: u32) {
             cid as i32,
             wc.byte_len() as u32
         ));
+    }
+}
+
+/// A failed completion's status and vendor error, as rpcrdma.ko's flush
+/// classes report them.
+fn failure(wc: &Wc<'_>) -> (core::ffi::c_ulong, u32) {
+    (wc.status().into(), wc.vendor_err())
+}
+
+/// `svcrdma_post_recv`: Receive buffer `cid` is posted, on the CQ `cq_id`
+/// gives.
+#[inline(always)]
+pub(crate) fn svcrdma_post_recv(cq_id: impl FnOnce() -> u32, cid: u32) {
+    if on!(svcrdma_post_recv) {
+        call!(svcrdma_post_recv(cq_id(), cid as i32));
+    }
+}
+
+/// `svcrdma_wc_recv_flush` / `svcrdma_wc_recv_err`: a Receive into buffer
+/// `cid` completed with an error, flushed or not.
+#[inline(always)]
+pub(crate) fn svcrdma_wc_recv_failed(wc: &Wc<'_>, cid: u32) {
+    if wc.flushed() {
+        if on!(svcrdma_wc_recv_flush) {
+            let (s, v) = failure(wc);
+            call!(svcrdma_wc_recv_flush(wc.cq_id(true), cid as i32, s, v));
+        }
+    } else if on!(svcrdma_wc_recv_err) {
+        let (s, v) = failure(wc);
+        call!(svcrdma_wc_recv_err(wc.cq_id(true), cid as i32, s, v));
+    }
+}
+
+/// `svcrdma_wc_send_flush` / `svcrdma_wc_send_err`: a Send from buffer
+/// `cid` completed with an error, flushed or not.
+#[inline(always)]
+pub(crate) fn svcrdma_wc_send_failed(wc: &Wc<'_>, cid: u32) {
+    if wc.flushed() {
+        if on!(svcrdma_wc_send_flush) {
+            let (s, v) = failure(wc);
+            call!(svcrdma_wc_send_flush(wc.cq_id(false), cid as i32, s, v));
+        }
+    } else if on!(svcrdma_wc_send_err) {
+        let (s, v) = failure(wc);
+        call!(svcrdma_wc_send_err(wc.cq_id(false), cid as i32, s, v));
+    }
+}
+
+/// When a Call's RDMA Reads are posted, for `svcrdma_wc_read`'s latency:
+/// `ktime_get()`, or 0 while that event is off.
+#[inline(always)]
+pub(crate) fn read_post_time() -> i64 {
+    if on!(svcrdma_wc_read) {
+        // SAFETY: `ktime_get` has no precondition.
+        unsafe { sys::ktime_get() }
+    } else {
+        0
+    }
+}
+
+/// `svcrdma_post_read_chunk`: RDMA Reads of the Call in Receive buffer
+/// `cid` are posted, `sqecount` Send Queue entries, on the Send CQ
+/// `cq_id` gives.
+#[inline(always)]
+pub(crate) fn svcrdma_post_read_chunk(cq_id: impl FnOnce() -> u32, cid: u32, sqecount: u32) {
+    if on!(svcrdma_post_read_chunk) {
+        call!(svcrdma_post_read_chunk(
+            cq_id(),
+            cid as i32,
+            sqecount as i32
+        ));
+    }
+}
+
+/// `svcrdma_wc_read` (with `totalbytes` read for the Call and the latency
+/// since `posttime`, a [`read_post_time`]), or `_flush` / `_err`: the
+/// Reads of the Call in Receive buffer `cid` completed.
+#[inline(always)]
+pub(crate) fn svcrdma_wc_read(wc: &Wc<'_>, cid: u32, totalbytes: u64, posttime: i64) {
+    let cq = || wc.cq_id(false);
+    if wc.ok() {
+        if on!(svcrdma_wc_read) {
+            // Enabled while the Reads were in flight: no post time.
+            let t = if posttime != 0 {
+                posttime
+            } else {
+                // SAFETY: `ktime_get` has no precondition.
+                unsafe { sys::ktime_get() }
+            };
+            call!(svcrdma_wc_read(cq(), cid as i32, totalbytes as u32, t));
+        }
+    } else if wc.flushed() {
+        if on!(svcrdma_wc_read_flush) {
+            let (s, v) = failure(wc);
+            call!(svcrdma_wc_read_flush(cq(), cid as i32, s, v));
+        }
+    } else if on!(svcrdma_wc_read_err) {
+        let (s, v) = failure(wc);
+        call!(svcrdma_wc_read_err(cq(), cid as i32, s, v));
+    }
+}
+
+/// Which chunks a Reply's RDMA Writes fill.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Chunks {
+    /// Write chunks.
+    pub(crate) write: bool,
+    /// The Reply chunk.
+    pub(crate) reply: bool,
+}
+
+/// `svcrdma_post_write_chunk` / `svcrdma_post_reply_chunk`: the Writes
+/// of the Reply in Send buffer `cid` into its Write chunks and Reply
+/// chunk go with its Send, `sqes()` Send Queue entries each, on the Send
+/// CQ `cq_id` gives.
+#[inline(always)]
+pub(crate) fn svcrdma_post_chunks(
+    cq_id: impl Fn() -> u32,
+    cid: u32,
+    chunks: Chunks,
+    sqes: impl FnOnce() -> (u32, u32),
+) {
+    let write = chunks.write && on!(svcrdma_post_write_chunk);
+    let reply = chunks.reply && on!(svcrdma_post_reply_chunk);
+    if write || reply {
+        let (w, r) = sqes();
+        if write {
+            call!(svcrdma_post_write_chunk(cq_id(), cid as i32, w as i32));
+        }
+        if reply {
+            call!(svcrdma_post_reply_chunk(cq_id(), cid as i32, r as i32));
+        }
+    }
+}
+
+/// `svcrdma_wc_write` / `svcrdma_wc_reply`, or their `_flush` / `_err`:
+/// the Writes of the Reply in Send buffer `cid` completed with its Send,
+/// which `wc` reports if `last` (else a later one's completion covers
+/// it: it succeeded).
+#[inline(always)]
+pub(crate) fn svcrdma_wc_chunks(wc: &Wc<'_>, cid: u32, last: bool, chunks: Chunks) {
+    if !chunks.write && !chunks.reply {
+        return;
+    }
+    let cq = || wc.cq_id(false);
+    let c = cid as i32;
+    if !last || wc.ok() {
+        if chunks.write && on!(svcrdma_wc_write) {
+            call!(svcrdma_wc_write(cq(), c));
+        }
+        if chunks.reply && on!(svcrdma_wc_reply) {
+            call!(svcrdma_wc_reply(cq(), c));
+        }
+        return;
+    }
+    let (s, v) = failure(wc);
+    if wc.flushed() {
+        if chunks.write && on!(svcrdma_wc_write_flush) {
+            call!(svcrdma_wc_write_flush(cq(), c, s, v));
+        }
+        if chunks.reply && on!(svcrdma_wc_reply_flush) {
+            call!(svcrdma_wc_reply_flush(cq(), c, s, v));
+        }
+    } else {
+        if chunks.write && on!(svcrdma_wc_write_err) {
+            call!(svcrdma_wc_write_err(cq(), c, s, v));
+        }
+        if chunks.reply && on!(svcrdma_wc_reply_err) {
+            call!(svcrdma_wc_reply_err(cq(), c, s, v));
+        }
+    }
+}
+
+/// The Send Queue as `svcrdma_sq_*` report it.
+pub(crate) struct Sq {
+    /// The Send CQ.
+    pub(crate) cq_id: u32,
+    /// The buffer that waits or failed, -1 for none yet.
+    pub(crate) cid: i32,
+    /// Entries free, and all of them.
+    pub(crate) avail: u32,
+    pub(crate) depth: u32,
+}
+
+/// `svcrdma_sq_full` (`retry` false) as a thread starts waiting for Send
+/// Queue room, `svcrdma_sq_retry` once it has it.
+#[inline(always)]
+pub(crate) fn svcrdma_sq_wait(retry: bool, sq: impl FnOnce() -> Sq) {
+    if retry {
+        if on!(svcrdma_sq_retry) {
+            let q = sq();
+            call!(svcrdma_sq_retry(
+                q.cq_id,
+                q.cid,
+                q.avail as i32,
+                q.depth as i32
+            ));
+        }
+    } else if on!(svcrdma_sq_full) {
+        let q = sq();
+        call!(svcrdma_sq_full(
+            q.cq_id,
+            q.cid,
+            q.avail as i32,
+            q.depth as i32
+        ));
+    }
+}
+
+/// `svcrdma_sq_post_err`: posting on the Send Queue failed with `err`.
+#[inline(always)]
+pub(crate) fn svcrdma_sq_post_err(sq: impl FnOnce() -> Sq, err: kernel::error::Error) {
+    if on!(svcrdma_sq_post_err) {
+        let q = sq();
+        call!(svcrdma_sq_post_err(
+            q.cq_id,
+            q.cid,
+            q.avail as i32,
+            q.depth as i32,
+            err.to_errno()
+        ));
+    }
+}
+
+/// `svcrdma_send_err`: the Reply to `xid` (host order) could not be sent
+/// to `addr` (`err`); the connection closes.
+#[inline(always)]
+pub(crate) fn svcrdma_send_err(addr: &CStr, xid: u32, err: kernel::error::Error) {
+    if on!(svcrdma_send_err) {
+        call!(svcrdma_send_err(
+            addr.as_char_ptr().cast(),
+            xid,
+            err.to_errno()
+        ));
+    }
+}
+
+/// `svcrdma_rq_post_err`: Receives for `addr` could not be posted.
+#[inline(always)]
+pub(crate) fn svcrdma_rq_post_err(addr: &CStr, err: kernel::error::Error) {
+    if on!(svcrdma_rq_post_err) {
+        call!(svcrdma_rq_post_err(
+            addr.as_char_ptr().cast(),
+            err.to_errno()
+        ));
+    }
+}
+
+/// `svcrdma_device_removal`: device `name` goes away, and with it the
+/// connection to `peer`.
+#[inline(always)]
+pub(crate) fn svcrdma_device_removal(name: &CStr, peer: &super::SockAddr) {
+    if on!(svcrdma_device_removal) {
+        call!(svcrdma_device_removal(
+            name.as_char_ptr().cast(),
+            peer.as_ptr()
+        ));
+    }
+}
+
+/// Why a connection request could not be accepted, as rpcrdma.ko's
+/// events name it.
+#[derive(Clone, Copy)]
+pub(crate) enum AcceptErr {
+    /// `svcrdma_qp_err`: its QP, CQs or buffers could not be set up.
+    Qp,
+    /// `svcrdma_initdepth_err`: the client takes no RDMA Reads.
+    InitDepth,
+    /// `svcrdma_accept_err`: `rdma_accept` failed.
+    Accept,
+}
+
+/// `svcrdma_{qp,initdepth,accept}_err`: the request from `peer` could not
+/// be accepted (`err`).
+#[inline(always)]
+pub(crate) fn svcrdma_accept_err(
+    why: AcceptErr,
+    peer: &super::SockAddr,
+    err: kernel::error::Error,
+) {
+    let on = match why {
+        AcceptErr::Qp => on!(svcrdma_qp_err),
+        AcceptErr::InitDepth => on!(svcrdma_initdepth_err),
+        AcceptErr::Accept => on!(svcrdma_accept_err),
+    };
+    if !on {
+        return;
+    }
+    // As `xpt_remotebuf`, which the C module's events print.
+    let mut buf = [0 as core::ffi::c_char; 64];
+    // SAFETY: `peer` is a valid socket address; `buf` is writable for its
+    // length, and the helper NUL-terminates within it.
+    unsafe { sys::rpcrdma_rs_addr_str(peer.as_ptr(), buf.as_mut_ptr(), buf.len()) };
+    let (addr, status) = (buf.as_ptr(), err.to_errno().into());
+    match why {
+        AcceptErr::Qp => call!(svcrdma_qp_err(addr, status)),
+        AcceptErr::InitDepth => call!(svcrdma_initdepth_err(addr, status)),
+        AcceptErr::Accept => call!(svcrdma_accept_err(addr, status)),
+    }
+}
+
+/// `svcrdma_decode_rseg` for each Read segment and `svcrdma_decode_wseg`
+/// for each segment of the Write chunks and the Reply chunk of a Call
+/// that arrived as `hdr` says, in rpcrdma.ko's order. A Read segment's
+/// `segno` is its index among those of its position (its chunk).
+#[inline(always)]
+pub(crate) fn svcrdma_decode_segs(hdr: impl FnOnce() -> RdmaHdr, chunks: &ChunkLists<'_>) {
+    let (r, w) = (on!(svcrdma_decode_rseg), on!(svcrdma_decode_wseg));
+    if !r && !w {
+        return;
+    }
+    let h = hdr();
+    let (q, c) = (h.cq_id, h.cid as i32);
+    if r {
+        for (i, rs) in chunks.reads.segments().enumerate() {
+            let segno = chunks
+                .reads
+                .segments()
+                .take(i)
+                .filter(|p| p.position == rs.position)
+                .count() as u32;
+            let s = rs.segment;
+            call!(svcrdma_decode_rseg(
+                q,
+                c,
+                segno,
+                rs.position,
+                s.handle,
+                s.length,
+                s.offset
+            ));
+        }
+    }
+    if w {
+        for chunk in chunks.writes.chunks().chain(chunks.reply) {
+            for (j, s) in chunk.segments().enumerate() {
+                call!(svcrdma_decode_wseg(
+                    q, c, j as u32, s.handle, s.length, s.offset
+                ));
+            }
+        }
+    }
+}
+
+/// `svcrdma_encode_wseg` for each Write list segment the Reply in Send
+/// buffer `cid` echoes, `segs()` giving them: (chunk, index in it,
+/// segment with the length written).
+#[inline(always)]
+pub(crate) fn svcrdma_encode_wseg<I: Iterator<Item = (usize, usize, Segment)>>(
+    cq_id: impl FnOnce() -> u32,
+    cid: u32,
+    segs: impl FnOnce() -> I,
+) {
+    if on!(svcrdma_encode_wseg) {
+        let q = cq_id();
+        for (_, j, s) in segs() {
+            call!(svcrdma_encode_wseg(
+                q, cid as i32, j as u32, s.handle, s.length, s.offset
+            ));
+        }
     }
 }

@@ -202,6 +202,12 @@ size_t rpcrdma_rs_ntop(const struct sockaddr *sap, char *buf, size_t buflen)
 	return rpc_ntop(sap, buf, buflen);
 }
 
+void rpcrdma_rs_addr_str(const struct sockaddr *sap, char *buf, size_t buflen)
+{
+	/* As svc_xprt_set_remote() formats xpt_remotebuf. */
+	snprintf(buf, buflen, "%pISpc", sap);
+}
+
 int rpcrdma_rs_read_xdr_buf(const struct xdr_buf *buf, unsigned int base,
 			    void *obj, unsigned int len)
 {

@@ -66,6 +66,7 @@ void rpcrdma_rs_xprt_clear_connecting(struct rpc_xprt *xprt);
 void rpcrdma_rs_xprt_set_bound(struct rpc_xprt *xprt);
 bool rpcrdma_rs_reply_expected(struct rpc_task *task);
 size_t rpcrdma_rs_ntop(const struct sockaddr *sap, char *buf, size_t buflen);
+void rpcrdma_rs_addr_str(const struct sockaddr *sap, char *buf, size_t buflen);
 int rpcrdma_rs_read_xdr_buf(const struct xdr_buf *buf, unsigned int base,
 			    void *obj, unsigned int len);
 int rpcrdma_rs_write_xdr_buf(const struct xdr_buf *buf, unsigned int base,
@@ -122,8 +123,14 @@ void rpcrdma_rs_module_get(struct module *mod);
 void rpcrdma_rs_svc_params(unsigned int *max_requests,
 			   unsigned int *max_inline);
 /* sys/sysctl.c: rpcrdma.ko's sysctl tables. */
-int rpcrdma_rs_sysctls_register(u64 *read, u64 *recv, u64 *write,
-				u64 *sq_starve);
+int rpcrdma_rs_sysctls_register(void);
+/* The server's rdma_stat_* counters, per CPU: which, and what to add. */
+#define RPCRDMA_RS_SVC_STAT_READ 0
+#define RPCRDMA_RS_SVC_STAT_RECV 1
+#define RPCRDMA_RS_SVC_STAT_WRITE 2
+#define RPCRDMA_RS_SVC_STAT_SQ_STARVE 3
+#define RPCRDMA_RS_SVC_STATS 4
+void rpcrdma_rs_svc_stat_add(unsigned int which, u64 n);
 void rpcrdma_rs_sysctls_unregister(void);
 int rpcrdma_rs_svc_bc_buf_alloc(struct rpc_task *task);
 void rpcrdma_rs_svc_bc_buf_free(struct rpc_task *task);

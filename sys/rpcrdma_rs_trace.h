@@ -407,6 +407,344 @@ TRACE_EVENT(svcrdma_wc_recv,
 		__entry->cq_id, __entry->completion_id, __entry->received)
 );
 
+
+/* rpcrdma.ko's completion classes with a status (Send, Read, Write,
+ * Reply chunk and Receive failures). */
+DECLARE_EVENT_CLASS(rpcrdma_send_flush_class,
+	TP_PROTO(u32 cq_id, int completion_id, unsigned long status,
+		 unsigned int vendor_err),
+	TP_ARGS(cq_id, completion_id, status, vendor_err),
+	TP_STRUCT__entry(
+		__field(u32, cq_id)
+		__field(int, completion_id)
+		__field(unsigned long, status)
+		__field(unsigned int, vendor_err)
+	),
+	TP_fast_assign(
+		__entry->cq_id = cq_id;
+		__entry->completion_id = completion_id;
+		__entry->status = status;
+		__entry->vendor_err = vendor_err;
+	),
+	TP_printk("cq.id=%u cid=%d status=%s (%lu/0x%x)",
+		__entry->cq_id, __entry->completion_id,
+		rdma_show_wc_status(__entry->status),
+		__entry->status, __entry->vendor_err)
+);
+
+#define DEFINE_SEND_FLUSH_EVENT(name)					\
+		DEFINE_EVENT(rpcrdma_send_flush_class, name,		\
+			TP_PROTO(u32 cq_id, int completion_id,		\
+				 unsigned long status,			\
+				 unsigned int vendor_err),		\
+			TP_ARGS(cq_id, completion_id, status, vendor_err))
+
+/* rpcrdma_receive_flush_class: the same fields and format. */
+DECLARE_EVENT_CLASS(rpcrdma_receive_flush_class,
+	TP_PROTO(u32 cq_id, int completion_id, unsigned long status,
+		 unsigned int vendor_err),
+	TP_ARGS(cq_id, completion_id, status, vendor_err),
+	TP_STRUCT__entry(
+		__field(u32, cq_id)
+		__field(int, completion_id)
+		__field(unsigned long, status)
+		__field(unsigned int, vendor_err)
+	),
+	TP_fast_assign(
+		__entry->cq_id = cq_id;
+		__entry->completion_id = completion_id;
+		__entry->status = status;
+		__entry->vendor_err = vendor_err;
+	),
+	TP_printk("cq.id=%u cid=%d status=%s (%lu/0x%x)",
+		__entry->cq_id, __entry->completion_id,
+		rdma_show_wc_status(__entry->status),
+		__entry->status, __entry->vendor_err)
+);
+
+#define DEFINE_RECEIVE_FLUSH_EVENT(name)				\
+		DEFINE_EVENT(rpcrdma_receive_flush_class, name,		\
+			TP_PROTO(u32 cq_id, int completion_id,		\
+				 unsigned long status,			\
+				 unsigned int vendor_err),		\
+			TP_ARGS(cq_id, completion_id, status, vendor_err))
+
+DEFINE_SEND_FLUSH_EVENT(svcrdma_wc_send_flush);
+DEFINE_SEND_FLUSH_EVENT(svcrdma_wc_send_err);
+
+DEFINE_EVENT(rpcrdma_simple_cid_class, svcrdma_post_recv,
+	TP_PROTO(u32 cq_id, int completion_id),
+	TP_ARGS(cq_id, completion_id));
+
+DEFINE_RECEIVE_FLUSH_EVENT(svcrdma_wc_recv_flush);
+DEFINE_RECEIVE_FLUSH_EVENT(svcrdma_wc_recv_err);
+
+TRACE_EVENT(svcrdma_rq_post_err,
+	TP_PROTO(const char *addr, int status),
+	TP_ARGS(addr, status),
+	TP_STRUCT__entry(
+		__field(int, status)
+		__string(addr, addr)
+	),
+	TP_fast_assign(
+		__entry->status = status;
+		__assign_str(addr);
+	),
+	TP_printk("addr=%s status=%d", __get_str(addr), __entry->status)
+);
+
+TRACE_EVENT(svcrdma_send_err,
+	TP_PROTO(const char *addr, u32 xid, int status),
+	TP_ARGS(addr, xid, status),
+	TP_STRUCT__entry(
+		__field(int, status)
+		__field(u32, xid)
+		__string(addr, addr)
+	),
+	TP_fast_assign(
+		__entry->status = status;
+		__entry->xid = xid;
+		__assign_str(addr);
+	),
+	TP_printk("addr=%s xid=0x%08x status=%d", __get_str(addr),
+		__entry->xid, __entry->status)
+);
+
+DECLARE_EVENT_CLASS(svcrdma_post_chunk_class,
+	TP_PROTO(u32 cq_id, int completion_id, int sqecount),
+	TP_ARGS(cq_id, completion_id, sqecount),
+	TP_STRUCT__entry(
+		__field(u32, cq_id)
+		__field(int, completion_id)
+		__field(int, sqecount)
+	),
+	TP_fast_assign(
+		__entry->cq_id = cq_id;
+		__entry->completion_id = completion_id;
+		__entry->sqecount = sqecount;
+	),
+	TP_printk("cq.id=%u cid=%d sqecount=%d",
+		__entry->cq_id, __entry->completion_id, __entry->sqecount)
+);
+
+#define DEFINE_POST_CHUNK_EVENT(name)					\
+		DEFINE_EVENT(svcrdma_post_chunk_class,			\
+			svcrdma_post_##name##_chunk,			\
+			TP_PROTO(u32 cq_id, int completion_id,		\
+				 int sqecount),				\
+			TP_ARGS(cq_id, completion_id, sqecount))
+
+DEFINE_POST_CHUNK_EVENT(read);
+DEFINE_POST_CHUNK_EVENT(write);
+DEFINE_POST_CHUNK_EVENT(reply);
+
+/* As rpcrdma.ko: the latency from the post (a ktime_get() value) to now. */
+TRACE_EVENT(svcrdma_wc_read,
+	TP_PROTO(u32 cq_id, int completion_id, unsigned int totalbytes,
+		 s64 posttime),
+	TP_ARGS(cq_id, completion_id, totalbytes, posttime),
+	TP_STRUCT__entry(
+		__field(u32, cq_id)
+		__field(int, completion_id)
+		__field(s64, read_latency)
+		__field(unsigned int, totalbytes)
+	),
+	TP_fast_assign(
+		__entry->cq_id = cq_id;
+		__entry->completion_id = completion_id;
+		__entry->totalbytes = totalbytes;
+		__entry->read_latency = ktime_us_delta(ktime_get(), posttime);
+	),
+	TP_printk("cq.id=%u cid=%d totalbytes=%u latency-us=%lld",
+		__entry->cq_id, __entry->completion_id,
+		__entry->totalbytes, __entry->read_latency)
+);
+
+DEFINE_SEND_FLUSH_EVENT(svcrdma_wc_read_flush);
+DEFINE_SEND_FLUSH_EVENT(svcrdma_wc_read_err);
+
+DEFINE_EVENT(rpcrdma_simple_cid_class, svcrdma_wc_write,
+	TP_PROTO(u32 cq_id, int completion_id),
+	TP_ARGS(cq_id, completion_id));
+DEFINE_SEND_FLUSH_EVENT(svcrdma_wc_write_flush);
+DEFINE_SEND_FLUSH_EVENT(svcrdma_wc_write_err);
+
+DEFINE_EVENT(rpcrdma_simple_cid_class, svcrdma_wc_reply,
+	TP_PROTO(u32 cq_id, int completion_id),
+	TP_ARGS(cq_id, completion_id));
+DEFINE_SEND_FLUSH_EVENT(svcrdma_wc_reply_flush);
+DEFINE_SEND_FLUSH_EVENT(svcrdma_wc_reply_err);
+
+TRACE_EVENT(svcrdma_device_removal,
+	TP_PROTO(const char *name, const struct sockaddr *sap),
+	TP_ARGS(name, sap),
+	TP_STRUCT__entry(
+		__string(name, name)
+		__array(unsigned char, addr, sizeof(struct sockaddr_in6))
+	),
+	TP_fast_assign(
+		__assign_str(name);
+		memcpy(__entry->addr, sap, sizeof(struct sockaddr_in6));
+	),
+	TP_printk("device %s to be removed, disconnecting %pISpc\n",
+		__get_str(name), __entry->addr)
+);
+
+DECLARE_EVENT_CLASS(svcrdma_sendqueue_class,
+	TP_PROTO(u32 cq_id, int completion_id, int avail, int depth),
+	TP_ARGS(cq_id, completion_id, avail, depth),
+	TP_STRUCT__entry(
+		__field(u32, cq_id)
+		__field(int, completion_id)
+		__field(int, avail)
+		__field(int, depth)
+	),
+	TP_fast_assign(
+		__entry->cq_id = cq_id;
+		__entry->completion_id = completion_id;
+		__entry->avail = avail;
+		__entry->depth = depth;
+	),
+	TP_printk("cq.id=%u cid=%d sc_sq_avail=%d/%d",
+		__entry->cq_id, __entry->completion_id,
+		__entry->avail, __entry->depth)
+);
+
+#define DEFINE_SQ_EVENT(name)						\
+		DEFINE_EVENT(svcrdma_sendqueue_class, name,		\
+			TP_PROTO(u32 cq_id, int completion_id,		\
+				 int avail, int depth),			\
+			TP_ARGS(cq_id, completion_id, avail, depth))
+
+DEFINE_SQ_EVENT(svcrdma_sq_full);
+DEFINE_SQ_EVENT(svcrdma_sq_retry);
+
+TRACE_EVENT(svcrdma_sq_post_err,
+	TP_PROTO(u32 cq_id, int completion_id, int avail, int depth,
+		 int status),
+	TP_ARGS(cq_id, completion_id, avail, depth, status),
+	TP_STRUCT__entry(
+		__field(u32, cq_id)
+		__field(int, completion_id)
+		__field(int, avail)
+		__field(int, depth)
+		__field(int, status)
+	),
+	TP_fast_assign(
+		__entry->cq_id = cq_id;
+		__entry->completion_id = completion_id;
+		__entry->avail = avail;
+		__entry->depth = depth;
+		__entry->status = status;
+	),
+	TP_printk("cq.id=%u cid=%d sc_sq_avail=%d/%d status=%d",
+		__entry->cq_id, __entry->completion_id,
+		__entry->avail, __entry->depth, __entry->status)
+);
+
+DECLARE_EVENT_CLASS(svcrdma_accept_class,
+	TP_PROTO(const char *addr, long status),
+	TP_ARGS(addr, status),
+	TP_STRUCT__entry(
+		__field(long, status)
+		__string(addr, addr)
+	),
+	TP_fast_assign(
+		__entry->status = status;
+		__assign_str(addr);
+	),
+	TP_printk("addr=%s status=%ld", __get_str(addr), __entry->status)
+);
+
+#define DEFINE_ACCEPT_EVENT(name)					\
+		DEFINE_EVENT(svcrdma_accept_class, svcrdma_##name##_err,	\
+			TP_PROTO(const char *addr, long status),	\
+			TP_ARGS(addr, status))
+
+DEFINE_ACCEPT_EVENT(qp);
+DEFINE_ACCEPT_EVENT(initdepth);
+DEFINE_ACCEPT_EVENT(accept);
+
+TRACE_EVENT(svcrdma_decode_rseg,
+	TP_PROTO(u32 cq_id, int completion_id, u32 segno, u32 position,
+		 u32 handle, u32 length, u64 offset),
+	TP_ARGS(cq_id, completion_id, segno, position, handle, length, offset),
+	TP_STRUCT__entry(
+		__field(u32, cq_id)
+		__field(int, completion_id)
+		__field(u32, segno)
+		__field(u32, position)
+		__field(u32, handle)
+		__field(u32, length)
+		__field(u64, offset)
+	),
+	TP_fast_assign(
+		__entry->cq_id = cq_id;
+		__entry->completion_id = completion_id;
+		__entry->segno = segno;
+		__entry->position = position;
+		__entry->handle = handle;
+		__entry->length = length;
+		__entry->offset = offset;
+	),
+	TP_printk("cq.id=%u cid=%d segno=%u position=%u %u@0x%016llx:0x%08x",
+		__entry->cq_id, __entry->completion_id,
+		__entry->segno, __entry->position, __entry->length,
+		(unsigned long long)__entry->offset, __entry->handle)
+);
+
+TRACE_EVENT(svcrdma_decode_wseg,
+	TP_PROTO(u32 cq_id, int completion_id, u32 segno, u32 handle,
+		 u32 length, u64 offset),
+	TP_ARGS(cq_id, completion_id, segno, handle, length, offset),
+	TP_STRUCT__entry(
+		__field(u32, cq_id)
+		__field(int, completion_id)
+		__field(u32, segno)
+		__field(u32, handle)
+		__field(u32, length)
+		__field(u64, offset)
+	),
+	TP_fast_assign(
+		__entry->cq_id = cq_id;
+		__entry->completion_id = completion_id;
+		__entry->segno = segno;
+		__entry->handle = handle;
+		__entry->length = length;
+		__entry->offset = offset;
+	),
+	TP_printk("cq.id=%u cid=%d segno=%u %u@0x%016llx:0x%08x",
+		__entry->cq_id, __entry->completion_id,
+		__entry->segno, __entry->length,
+		(unsigned long long)__entry->offset, __entry->handle)
+);
+
+TRACE_EVENT(svcrdma_encode_wseg,
+	TP_PROTO(u32 cq_id, int completion_id, u32 segno, u32 handle,
+		 u32 length, u64 offset),
+	TP_ARGS(cq_id, completion_id, segno, handle, length, offset),
+	TP_STRUCT__entry(
+		__field(u32, cq_id)
+		__field(int, completion_id)
+		__field(u32, segno)
+		__field(u32, handle)
+		__field(u32, length)
+		__field(u64, offset)
+	),
+	TP_fast_assign(
+		__entry->cq_id = cq_id;
+		__entry->completion_id = completion_id;
+		__entry->segno = segno;
+		__entry->handle = handle;
+		__entry->length = length;
+		__entry->offset = offset;
+	),
+	TP_printk("cq.id=%u cid=%d segno=%u %u@0x%016llx:0x%08x",
+		__entry->cq_id, __entry->completion_id,
+		__entry->segno, __entry->length,
+		(unsigned long long)__entry->offset, __entry->handle)
+);
+
 #endif /* _RPCRDMA_RS_TRACE_H */
 
 #include <trace/define_trace.h>

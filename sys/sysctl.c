@@ -21,7 +21,7 @@
  * connects (inline sizes; the server's at accept), as rpcrdma.ko reads
  * them.
  */
-#include <linux/atomic.h>
+#include <linux/percpu.h>
 #include <linux/moduleparam.h>
 #include <linux/sysctl.h>
 #include <linux/sunrpc/xprtrdma.h>
@@ -193,25 +193,39 @@ static struct ctl_table xr_table[] = {
 #endif
 
 /*
- * svcrdma's counters: a read prints the count, any write resets it to 0
- * (svcrdma_counter_handler). Unlike svcrdma's, which formats into 8 bytes
- * and fails reads with EFAULT from 1000000 on, the whole count is printed.
- * table->data is a Rust kernel::sync::atomic::Atomic<u64>, the layout of
- * an atomic64_t.
+ * svcrdma's counters, per CPU as svcrdma's percpu_counters are, so that
+ * counting a Call writes no cache line that other CPUs write too. A read
+ * prints the sum over the CPUs (svcrdma_counter_handler); any write
+ * resets each CPU's part to 0, racing with adds on other CPUs as
+ * percpu_counter_set() does. Unlike svcrdma's, which formats into 8
+ * bytes and fails reads with EFAULT from 1000000 on, the whole count is
+ * printed.
  */
+static DEFINE_PER_CPU(u64, svc_stats[RPCRDMA_RS_SVC_STATS]);
+
+void rpcrdma_rs_svc_stat_add(unsigned int which, u64 n)
+{
+	if (which < RPCRDMA_RS_SVC_STATS)
+		this_cpu_add(svc_stats[which], n);
+}
+
 static int counter_handler(const struct ctl_table *table, int write,
 			   void *buffer, size_t *lenp, loff_t *ppos)
 {
-	atomic64_t *stat = table->data;
+	unsigned int which = *(unsigned int *)table->extra1;
+	u64 sum = 0;
 	char tmp[24];
 	size_t len;
+	int cpu;
 
 	if (write) {
-		atomic64_set(stat, 0);
+		for_each_possible_cpu(cpu)
+			WRITE_ONCE(per_cpu(svc_stats[which], cpu), 0);
 		return 0;
 	}
-	len = scnprintf(tmp, sizeof(tmp), "%llu\n",
-			(unsigned long long)atomic64_read(stat));
+	for_each_possible_cpu(cpu)
+		sum += READ_ONCE(per_cpu(svc_stats[which], cpu));
+	len = scnprintf(tmp, sizeof(tmp), "%llu\n", (unsigned long long)sum);
 	if (*ppos >= len) {
 		*lenp = 0;
 		return 0;
@@ -225,14 +239,21 @@ static int counter_handler(const struct ctl_table *table, int write,
 	return 0;
 }
 
+/* Each counter file's index into svc_stats, for counter_handler. */
+static unsigned int stat_ids[RPCRDMA_RS_SVC_STATS] = {
+	RPCRDMA_RS_SVC_STAT_READ, RPCRDMA_RS_SVC_STAT_RECV,
+	RPCRDMA_RS_SVC_STAT_WRITE, RPCRDMA_RS_SVC_STAT_SQ_STARVE,
+};
+
 enum { SVC_STAT_READ = 3, SVC_STAT_RECV, SVC_STAT_WRITE, SVC_STAT_SQ_STARVE };
 
-#define SVC_COUNTER(name)					\
+#define SVC_COUNTER(name, id)					\
 	{							\
 		.procname	= name,				\
 		.maxlen		= sizeof(unsigned long long),	\
 		.mode		= 0644,				\
 		.proc_handler	= counter_handler,		\
+		.extra1		= &stat_ids[id],		\
 	}
 
 /* Counters svcrdma no longer keeps: read 0, refuse all but 0. */
@@ -275,10 +296,10 @@ static struct ctl_table svc_table[] = {
 		.extra1		= &min_ord,
 		.extra2		= &max_ord,
 	},
-	[SVC_STAT_READ] = SVC_COUNTER("rdma_stat_read"),
-	[SVC_STAT_RECV] = SVC_COUNTER("rdma_stat_recv"),
-	[SVC_STAT_WRITE] = SVC_COUNTER("rdma_stat_write"),
-	[SVC_STAT_SQ_STARVE] = SVC_COUNTER("rdma_stat_sq_starve"),
+	[SVC_STAT_READ] = SVC_COUNTER("rdma_stat_read", RPCRDMA_RS_SVC_STAT_READ),
+	[SVC_STAT_RECV] = SVC_COUNTER("rdma_stat_recv", RPCRDMA_RS_SVC_STAT_RECV),
+	[SVC_STAT_WRITE] = SVC_COUNTER("rdma_stat_write", RPCRDMA_RS_SVC_STAT_WRITE),
+	[SVC_STAT_SQ_STARVE] = SVC_COUNTER("rdma_stat_sq_starve", RPCRDMA_RS_SVC_STAT_SQ_STARVE),
 	SVC_UNUSED("rdma_stat_rq_starve"),
 	SVC_UNUSED("rdma_stat_rq_poll"),
 	SVC_UNUSED("rdma_stat_rq_prod"),
@@ -290,23 +311,17 @@ static struct ctl_table_header *xr_header;
 static struct ctl_table_header *svc_header;
 
 /*
- * Registers both tables, the counters' files reading the four atomics
- * given, which must outlive rpcrdma_rs_sysctls_unregister(). -EBUSY if
+ * Registers both tables. -EBUSY if
  * already registered (nothing changed); -ENOMEM if a table could not be
  * registered (a name taken, or no memory): the other may be, and
  * rpcrdma_rs_sysctls_unregister() removes whatever is.
  */
-int rpcrdma_rs_sysctls_register(u64 *read, u64 *recv, u64 *write,
-				u64 *sq_starve)
+int rpcrdma_rs_sysctls_register(void)
 {
 	int rc = 0;
 
 	if (xr_header || svc_header)
 		return -EBUSY;
-	svc_table[SVC_STAT_READ].data = read;
-	svc_table[SVC_STAT_RECV].data = recv;
-	svc_table[SVC_STAT_WRITE].data = write;
-	svc_table[SVC_STAT_SQ_STARVE].data = sq_starve;
 #if IS_ENABLED(CONFIG_SUNRPC_DEBUG)
 	xr_header = register_sysctl("sunrpc", xr_table);
 	if (!xr_header)

@@ -9,13 +9,6 @@
 
 #![deny(unsafe_code)]
 
-// Until their raw accesses have moved into the abstractions. The client's
-// last ones (9 blocks) need one that does not exist yet: posting on a QP
-// from completion handlers, with the QP and the posted work owned by a type
-// that drains before it frees (`Qp::from_ptr`, `RecvWr::link`,
-// `post_recv_chain`, `post_send_chain`, `post_send_after`, and the raw list
-// of Receive contexts the Send completion scans).
-#[allow(unsafe_code)]
 pub(crate) mod client;
 pub(crate) mod server;
 

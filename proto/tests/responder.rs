@@ -297,6 +297,12 @@ fn empty_write_and_reply_chunks_are_accepted() {
     want.extend(seg(s(0xa, 200, 0x1000)));
     want.extend([0, 0]);
     assert_eq!(&hdr[..n], &words(&want)[..]);
+    // The segments as echoed, for the encode_wseg trace events: the
+    // empty chunk has none; A's one took the 200 bytes.
+    assert_eq!(
+        p.echoed_write_segments().collect::<Vec<_>>(),
+        vec![(1, 0, s(0xa, 200, 0x1000))]
+    );
     // An empty Reply chunk has room for nothing, and is echoed empty.
     let buf = msg(0, &[], &[], Some(&[]), &rpc(0, 8));
     let l = lists(&buf);
@@ -1039,6 +1045,16 @@ fn the_payload_fills_write_chunk_segments_in_order() {
     want.extend(seg(s(0x54, 0, 0x4_0000)));
     want.extend([0, 0]);
     assert_eq!(&hdr[..n], &words(&want)[..]);
+    // The same segments, one by one, as the encode_wseg events see them.
+    assert_eq!(
+        p.echoed_write_segments().collect::<Vec<_>>(),
+        vec![
+            (0, 0, w1),
+            (0, 1, s(0x52, 0, 0x2_0000)),
+            (0, 2, s(0x53, 2001, 0x3_0000)),
+            (1, 0, s(0x54, 0, 0x4_0000)),
+        ]
+    );
     // One byte more than the chunk holds.
     assert_eq!(
         plan_reply(&l, shape(20000, Some((100, 9193))), 1 << 20),

@@ -297,8 +297,12 @@ if check mount nfs_mount; then
     check chunk_counts chunk_counts
     check mrs_registered [ "$mr_mounted" -gt "$mr_before" ]
     check cleanup rm -f /mnt/link900 /mnt/link1000 /mnt/link4000 /mnt/xattrs /mnt/.populate
+    # rr.teardown=1: the server unloads its transport once we are gone,
+    # and checks what it traced (server.sh teardown).
+    [ -z "${RR_TEARDOWN:-}" ] || check teardown_request touch /mnt/.teardown
     check umount umount /mnt
     grep -qs " /mnt3 " /proc/mounts && umount /mnt3
     check mrs_released mrs_released
 fi
 check unload_transport unload "$modname"
+[ -z "${RR_TEARDOWN:-}" ] || check server_teardown_done await_server teardown 300

@@ -482,6 +482,28 @@ trace_check_client() {
     note "client trace: $m Calls, $(wc -l < /tmp/reply.xids) Reply XIDs, all marshalled"
 }
 
+# trace_pairs MODE A B: A and B lines (B an event or several, "e1|e2")
+# matched on their cq.id and cid, in recording order. MODE "done": each B
+# closes an earlier A (a completion of what was posted); "all": that, and
+# no A is left open; "then": each A is followed by a B (which closes every
+# A before it).
+trace_pairs() {
+    awk -v mode="$1" -v a="$2:" -v b="^($3):\$" '
+        { ev = ""; key = ""
+          for (i = 1; i <= NF; i++) {
+              if (ev == "" && $i ~ /^(svc|xprt)rdma_[a-z_]*:$/) ev = $i
+              else if (ev != "" && $i ~ /^(cq\.id|cid)=/) key = key " " $i
+          } }
+        ev == a { open[key]++; na++ }
+        ev ~ b && mode == "then" { open[key] = 0; nb++ }
+        ev ~ b && mode != "then" {
+            if (open[key] < 1) { print ev " with no " a key; bad = 1; exit 1 }
+            open[key]--; nb++ }
+        END { if (bad) exit 1
+              if (mode != "done") for (k in open) if (open[k]) { print a k " never followed by " b; exit 1 } }
+    ' $TRACE_OUT
+}
+
 # trace_check_server: the events of nfsd's Calls through rpcrdma_rs.
 trace_check_server() {
     trace_fired svcrdma_wc_recv svcrdma_decode_rqst svcrdma_post_send svcrdma_wc_send || return 1
@@ -496,4 +518,50 @@ trace_check_server() {
     [ "$s" -ge "$c" ] || { echo "$c Calls decoded, $s Sends posted"; return 1; }
     trace_sample svcrdma_wc_recv svcrdma_decode_rqst svcrdma_post_send svcrdma_wc_send
     note "server trace: $c Calls decoded, $s Sends posted"
+    # Receives reposted; WRITEs pulled with RDMA Reads, READs pushed with
+    # RDMA Writes (and with RR_TRACE=chunks, long Replies in Reply chunks).
+    trace_fired svcrdma_post_recv svcrdma_post_read_chunk svcrdma_wc_read \
+        svcrdma_post_write_chunk svcrdma_wc_write || return 1
+    if [ "$RR_TRACE" = chunks ]; then
+        trace_fired svcrdma_post_reply_chunk svcrdma_wc_reply || return 1
+    fi
+    # Every Read posted completed (or was flushed as its connection went),
+    # with its cq.id and cid. A Reply's Writes go with its Send (same
+    # cq.id and cid) and complete with it: every svcrdma_wc_write or
+    # _reply is of Writes posted. (A Send left unsignalled when its
+    # connection goes has no completion to report.)
+    trace_pairs all svcrdma_post_read_chunk 'svcrdma_wc_read|svcrdma_wc_read_flush' &&
+        trace_pairs then svcrdma_post_write_chunk svcrdma_post_send &&
+        trace_pairs done svcrdma_post_write_chunk 'svcrdma_wc_write|svcrdma_wc_write_flush' &&
+        trace_pairs then svcrdma_post_reply_chunk svcrdma_post_send &&
+        trace_pairs done svcrdma_post_reply_chunk 'svcrdma_wc_reply|svcrdma_wc_reply_flush' || return 1
+    for e in svcrdma_post_read_chunk svcrdma_post_write_chunk svcrdma_post_reply_chunk; do
+        trace_field $e sqecount | awk -v e=$e '$1 < 1 { print e " sqecount=" $1; exit 1 }' || return 1
+    done
+    trace_field svcrdma_wc_read totalbytes | awk '$1 < 1 { print "totalbytes=" $1; exit 1 }' || return 1
+    trace_field svcrdma_wc_read latency-us | awk '$1 < 0 { print "latency-us=" $1; exit 1 }' || return 1
+    # The chunk lists as decoded and echoed: every Write list segment a
+    # Reply echoes is one a Call offered (same offset and handle),
+    # written no longer than offered.
+    trace_fired svcrdma_decode_rseg svcrdma_decode_wseg svcrdma_encode_wseg || return 1
+    trace_field svcrdma_decode_rseg position | awk '$1 !~ /^[0-9]+$/ { print "position=" $1; exit 1 }' || return 1
+    awk '{ ev = ""; for (i = 1; i <= NF; i++) if ($i ~ /^svcrdma_(de|en)code_wseg:$/) ev = $i
+           if (ev == "") next
+           split($NF, a, "@"); key = a[2]; len = a[1] + 0 }
+         ev == "svcrdma_decode_wseg:" && len > off[key] { off[key] = len }
+         ev == "svcrdma_encode_wseg:" && (!(key in off) || len > off[key]) {
+             print "echoed " $NF " never offered as long"; exit 1 }' $TRACE_OUT || return 1
+    # Nothing failed; completions flushed as connections went, if any,
+    # say so.
+    for e in svcrdma_wc_send_err svcrdma_wc_recv_err svcrdma_wc_read_err svcrdma_wc_write_err \
+        svcrdma_wc_reply_err svcrdma_sq_post_err svcrdma_send_err svcrdma_rq_post_err \
+        svcrdma_qp_err svcrdma_initdepth_err svcrdma_accept_err; do
+        [ "$(trace_count $e)" -eq 0 ] || { echo "$(grep -m1 " $e: " $TRACE_OUT)"; return 1; }
+    done
+    ! grep " svcrdma_wc_[a-z]*_flush: " $TRACE_OUT | grep -v -m1 "status=WR_FLUSH_ERR " ||
+        { echo "a flush event without WR_FLUSH_ERR"; return 1; }
+    trace_sample svcrdma_post_recv svcrdma_decode_rseg svcrdma_decode_wseg svcrdma_post_read_chunk \
+        svcrdma_wc_read svcrdma_post_write_chunk svcrdma_encode_wseg svcrdma_wc_write
+    [ "$RR_TRACE" != chunks ] || trace_sample svcrdma_post_reply_chunk svcrdma_wc_reply
+    note "server chunks: $(trace_count svcrdma_post_read_chunk) Read posts, $(trace_count svcrdma_post_write_chunk) Write chunks ($(trace_count svcrdma_wc_write) completed), $(trace_count svcrdma_post_reply_chunk) Reply chunks ($(trace_count svcrdma_wc_reply) completed), $(trace_count svcrdma_sq_full) Send Queue waits"
 }

@@ -130,10 +130,42 @@ server_counters() {
         [ "$(sfield "$answer" write)" -gt "$r_write" ]
 }
 
+# rr.wire=1: the RoCEv2 packets of one whole connection (CM handshake,
+# mount, 64 KiB written and read back, unmount) captured by tcpdump and
+# sent to the host, where tools/rdma-wire decodes them and asserts Calls
+# and Replies, version 1 only, nothing flagged (scripts/vm.sh
+# vm_collect_wire). 1024-byte snapshots keep every header, not the data.
+wire_capture() {
+    RR_VERS=4.2 RR_PROTO=rdma
+    . /scenario/nfs-mount.sh
+    rm -f /tmp/wire.pcap
+    tcpdump -i eth0 -p -Z root -U -s 1024 -c 1500 -w /tmp/wire.pcap udp port 4791 2> /tmp/tcpdump.err &
+    tpid=$!
+    i=0
+    until grep -q "listening on" /tmp/tcpdump.err; do
+        i=$((i + 1))
+        [ $i -lt 20 ] && kill -0 $tpid 2> /dev/null || { cat /tmp/tcpdump.err; kill $tpid; return 1; }
+        sleep 1
+    done
+    nfs_mount > /dev/null &&
+        head -c 65536 /dev/urandom > /tmp/wire && cp /tmp/wire /mnt/wire && sync &&
+        echo 3 > /proc/sys/vm/drop_caches && cmp /tmp/wire /mnt/wire && rm /mnt/wire &&
+        umount /mnt
+    rc=$?
+    # The connection's last packets (DREQ, ACKs) after the unmount.
+    sleep 2
+    kill $tpid 2> /dev/null
+    wait $tpid
+    tail -n 3 /tmp/tcpdump.err
+    [ $rc -eq 0 ] && [ -s /tmp/wire.pcap ] || return 1
+    { echo "RR-PCAP mount-v4.2"; base64 /tmp/wire.pcap | sed 's/^/RR-B64 /'; echo "RR-PCAP-END"; } > "$RESULTS"
+}
+
 check client_net net_up 192.0.2.2 2001:db8::2
 check client_transport load_transport "${RR_MOD:-c}"
 check client_sysctl_tables sysctl_tables $modname
 check client_sysctl_inline_thresholds inline_effect
+[ "${RR_WIRE:-0}" = 1 ] && check wire_capture wire_capture
 RR_VERS=4.2 RR_PROTO=rdma
 . /scenario/nfs-mount.sh
 if check sysctl_mount nfs_mount; then

@@ -597,20 +597,22 @@ fault_watch() {
     while :; do
         [ -z "${RR_PROFILE:-}" ] || profile_watch
         # One read: the client removes the file when it is done with it,
-        # which must not look like a new request.
-        if req=$(cat /export/.populate 2>/dev/null) && [ -n "$req" ] &&
+        # which must not look like a new request. `[ -s ]` first, a
+        # builtin: each $(cat) is a fork and exec, which the bench's
+        # server CPU samples (cpu_watch) counted once per file a second.
+        if [ -s /export/.populate ] && req=$(cat /export/.populate 2>/dev/null) && [ -n "$req" ] &&
             [ "${req#*done}" = "$req" ]; then
             check server_populate_dir populate_dir "$req"
         fi
-        if req=$(cat /export/.recall 2>/dev/null) && [ -n "$req" ] &&
+        if [ -s /export/.recall ] && req=$(cat /export/.recall 2>/dev/null) && [ -n "$req" ] &&
             [ "${req#*done}" = "$req" ]; then
             check server_recall_request recall_req "$req"
         fi
-        if req=$(cat /export/.sysctl 2>/dev/null) && [ -n "$req" ] &&
+        if [ -s /export/.sysctl ] && req=$(cat /export/.sysctl 2>/dev/null) && [ -n "$req" ] &&
             [ "${req#*done}" = "$req" ]; then
             check "server_sysctl_${req%% *}" sysctl_req "$req"
         fi
-        if req=$(cat /export/.counts 2>/dev/null) && [ -n "$req" ] &&
+        if [ -s /export/.counts ] && req=$(cat /export/.counts 2>/dev/null) && [ -n "$req" ] &&
             [ "${req#*done}" = "$req" ]; then
             check "server_counts_${req%% *}" counts_req "$req"
         fi
@@ -635,7 +637,7 @@ fault_watch() {
             publish teardown "done $rc"
         fi
         # nfs-io.sh's server_counters.
-        if req=$(cat /export/.xprtstats 2>/dev/null) && [ "$req" = req ]; then
+        if [ -s /export/.xprtstats ] && req=$(cat /export/.xprtstats 2>/dev/null) && [ "$req" = req ]; then
             xprtstats_report
             echo done > /export/.xprtstats
         fi
@@ -670,7 +672,11 @@ check server_net net_up $SERVER4 $SERVER6 &&
         check server_rs_refused_beside_c refuse_beside_c; } &&
     { [ -z "${RR_TRACE:-}" ] || check server_trace_start trace_start \
         'svcrdma_decode_rqst=xid != 0' 'svcrdma_wc_recv=received > 0' \
-        'svcrdma_post_send=num_sge > 0' 'svcrdma_wc_send=completion_id >= 0'; } &&
+        'svcrdma_post_send=num_sge > 0' 'svcrdma_wc_send=completion_id >= 0' \
+        'svcrdma_post_read_chunk=sqecount >= 0' 'svcrdma_wc_read=read_latency >= 0' \
+        'svcrdma_post_write_chunk=completion_id >= 0' 'svcrdma_wc_write=cq_id >= 0' \
+        'svcrdma_sq_full=depth > 0' 'svcrdma_wc_recv_flush=vendor_err >= 0' \
+        'svcrdma_accept_err=addr ~ "*"'; } &&
     check server_export export_fs &&
     check server_nfsd_tune nfsd_tune &&
     check server_rpc_daemons rpc_daemons &&

@@ -1,26 +1,26 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! One RDMA connection of a client transport: CM id, PD, CQs, QP, the
-//! Receive buffers ([`RecvCtx`]) and the ring of Send buffers
-//! ([`SendCtx`]), reposting the Receives, and the transport's hold on its
-//! current connection (install, tear down, close). What the buffers'
-//! completions do is `receive`'s and `send`'s.
+//! Receive buffers (a [`RecvRing`] owned by a [`Receiver`]) and the Send
+//! buffers (a [`SendRing`] owned by a [`Sender`]), and the transport's
+//! hold on its current connection (install, tear down, close). What the
+//! buffers' completions do is `receive`'s and `send`'s.
 //!
 //! A connection is built by the connect worker and torn down by `close` or
 //! `destroy`, all of which run with `XPRT_LOCKED` held, so at most one
 //! thread owns an [`Ep`]. Completion and CM handlers see only the parts
-//! they need through shared references: [`Shared`], [`RecvCtx`] and
-//! [`SendCtx`], whose mutable state is atomic, or handed over by
-//! completion ordering in an [`ExclusiveCell`] that checks the hand-over.
+//! they need through shared references: [`Shared`], the rings and their
+//! owners, whose mutable state is atomic, or handed over by completion
+//! ordering in an [`ExclusiveCell`] that checks the hand-over. Posted work
+//! is owned by the rings and the MR pool, which drain the QP before they
+//! free anything.
 
 use kernel::error::to_result;
 use kernel::prelude::*;
 use kernel::sync::atomic::{Acquire, Atomic, Full, Relaxed, Release};
-use kernel::sync::barrier::{smp_mb, Full as Barrier};
 use kernel::sync::{new_condvar, new_spinlock, Arc, CondVar, CondVarTimeoutResult, SpinLock};
 
 use super::placement::Checked;
-use super::request::MAX_RPC_MRS;
 use super::state::{RdmaXprt, XprtState};
 use super::Config;
 use crate::params;
@@ -29,12 +29,10 @@ use crate::proto::plan::DeviceLimits;
 use crate::proto::pvt::{self, InlineThresholds, PrivateData};
 use crate::proto::queue::{self, SendSignals};
 use crate::rdma::{
-    CmEvent, CmHandler, CmId, ConnParam, Cq, CqEntry, DmaBuf, DmaDir, ExclusiveCell, FrwrList,
-    FrwrMr, FrwrOwner, FrwrPool, MappedPages, Pd, Qp, QpCaps, RecvWr, Registered, SendChain,
-    MAX_MAPPED_PAGES,
+    CmEvent, CmHandler, CmId, ConnParam, Cq, ExclusiveCell, FrwrMr, FrwrOwner, FrwrPool, InvList,
+    ParkedRecv, Pd, QpCaps, RecvRing, Registered, SendRing, MAX_MAPPED_PAGES,
 };
 use crate::sunrpc::{PageList, PinnedRqst, XprtLocked, XprtRef};
-use crate::sys;
 
 /// Receive buffers: one per credit we ask for, one per backchannel slot
 /// (RFC 8167 §2.2.1: a backward Call must always find one), a quarter
@@ -83,17 +81,6 @@ pub(crate) struct Shared {
     /// Established, and the CM has not reported its end yet (written only
     /// by the CM handler): whether the id must linger ([`CmId::linger`]).
     cm_up: Atomic<bool>,
-    /// The QP, once created; for reposting Receives.
-    pub(super) qp: Atomic<*mut sys::ib_qp>,
-    pub(super) lkey: Atomic<u32>,
-    /// Set before the QP is drained: Receives are not reposted.
-    pub(super) draining: Atomic<bool>,
-    /// Receive buffers done with and not yet reposted, and the batch
-    /// size at which they go back.
-    pub(super) recv_idle: Atomic<u32>,
-    pub(super) recv_batch: u32,
-    /// Held by whoever is reposting Receives.
-    pub(super) recv_posting: Atomic<bool>,
     /// Negotiated inline thresholds.
     inline_send: Atomic<u32>,
     inline_recv: Atomic<u32>,
@@ -103,10 +90,6 @@ pub(crate) struct Shared {
     /// Sends complete in order, and most are unsignalled, so this moves
     /// in steps, at each signalled or failed Send.
     pub(super) sends_done: Atomic<u64>,
-    /// The Receive contexts (a vector that never changes once set), for
-    /// the Send completion to find Replies waiting for it.
-    pub(super) rx: Atomic<*mut RecvCtx>,
-    pub(super) rx_len: Atomic<usize>,
     /// Replies waiting for their Call's Send to complete.
     pub(super) waiters: Atomic<u32>,
     /// What we advertise in the private data.
@@ -133,18 +116,10 @@ impl Shared {
                 async_rc: Atomic::new(0),
                 status: Atomic::new(PENDING),
                 cm_up: Atomic::new(false),
-                qp: Atomic::new(core::ptr::null_mut()),
-                lkey: Atomic::new(0),
-                draining: Atomic::new(false),
-                recv_idle: Atomic::new(0),
-                recv_batch: queue::recv_batch(cfg.slots),
-                recv_posting: Atomic::new(false),
                 inline_send: Atomic::new(pvt::MIN_SIZE),
                 inline_recv: Atomic::new(pvt::MIN_SIZE),
                 gen: GENERATION.fetch_add(1, Relaxed),
                 sends_done: Atomic::new(0),
-                rx: Atomic::new(core::ptr::null_mut()),
-                rx_len: Atomic::new(0),
                 waiters: Atomic::new(0),
                 ours: InlineThresholds {
                     send: cfg.inline_write,
@@ -258,17 +233,17 @@ impl Shared {
 
 /// A connection, owned by whoever holds `XPRT_LOCKED`.
 ///
-/// Fields drop in declaration order after [`Ep::drop`] has drained and
-/// destroyed the QP: first the CQs (freeing a CQ waits for its polling
-/// work, so no completion handler runs afterwards, not even for a Receive
-/// reposted while the QP was draining), then the buffers and MRs, the PD,
-/// the CM id (which waits for its event handler), and last what the
-/// handlers share.
+/// [`Ep::drop`] closes the QP's gate (which drains it: no completion
+/// handler runs afterwards) and destroys the QP, then frees the CQs, the
+/// buffers and MRs, the PD, the CM id (which waits for its event
+/// handler), and last what the handlers share. The rings and the MR pool
+/// close the gate themselves before they free anything, whatever drops
+/// them.
 pub(crate) struct Ep {
     send_cq: Option<Arc<Cq>>,
     recv_cq: Option<Arc<Cq>>,
-    rx: KVec<RecvCtx>,
-    pub(super) tx: KVec<SendCtx>,
+    rx: Option<Arc<RecvRing<Receiver>>>,
+    pub(super) tx: Option<Arc<SendRing<Sender>>>,
     /// Which Sends are signalled; the sender's (`XPRT_LOCKED`).
     pub(super) signals: ExclusiveCell<SendSignals>,
     /// The page list of the memory a Call registers or maps, rebuilt for
@@ -284,8 +259,6 @@ pub(crate) struct Ep {
     /// connection, offered as the last segment of a Write chunk whose
     /// length is not a multiple of four (`re_write_pad_mr`).
     write_pad: Option<(FrwrMr, Registered)>,
-    /// Sends posted on this connection.
-    pub(super) sends_posted: Atomic<u64>,
     /// The device, for mapping the pages of large inline Calls.
     pub(super) dev: Option<crate::rdma::Device>,
     pub(super) shared: Arc<Shared>,
@@ -300,8 +273,8 @@ impl Ep {
             Ep {
                 send_cq: None,
                 recv_cq: None,
-                rx: KVec::new(),
-                tx: KVec::new(),
+                rx: None,
+                tx: None,
                 signals: ExclusiveCell::new(SendSignals::new(1, 1)),
                 page_list: ExclusiveCell::new(PageList::with_capacity(0)?),
                 pool: None,
@@ -313,7 +286,6 @@ impl Ep {
                     max_send_sge: 1,
                     page_size: kernel::page::PAGE_SIZE as u32,
                 },
-                sends_posted: Atomic::new(0),
                 dev: None,
                 write_pad: None,
                 shared,
@@ -381,13 +353,14 @@ impl Ep {
             rdma_ctxs: 0,
         };
         id.create_qp(&pd, &send_cq, &recv_cq, &caps)?;
-        let qp = id.qp().ok_or(ENOTCONN)?;
+        let gate = id.gate()?;
         if params::injected(params::FAULT_MR_POOL) {
             rdebug!("fault injection: failing MR pool allocation\n");
             return Err(ENOMEM);
         }
         let pool = MrPool::new_shared(
             sref.clone(),
+            gate.clone(),
             &pd,
             &dev,
             limits.max_fr_depth(),
@@ -397,45 +370,35 @@ impl Ep {
         xprt.stats().mrs_allocated.add(u64::from(nmrs));
         let pool = pool.clone();
 
-        // Buffers: the vectors are sized once and never grow afterwards, so
-        // the contexts' addresses are stable while work requests use them.
-        let nrecv = (recv_wr - 1) as usize;
-        let nsend = sends(cfg) as usize;
-        let mut rx = KVec::with_capacity(nrecv, GFP_KERNEL)?;
-        for _ in 0..nrecv {
-            rx.push(
-                RecvCtx::new(
-                    sref.clone(),
-                    pool.clone(),
-                    &dev,
-                    cfg.inline_read as usize,
-                    lkey,
-                )?,
-                GFP_KERNEL,
-            )?;
-        }
-        let mut tx = KVec::with_capacity(nsend, GFP_KERNEL)?;
-        for _ in 0..nsend {
-            tx.push(
-                SendCtx::new(sref.clone(), &dev, cfg.inline_write as usize)?,
-                GFP_KERNEL,
-            )?;
-        }
-        ep_ref.rx = rx;
-        ep_ref.tx = tx;
-        ep_ref.shared.rx_len.store(ep_ref.rx.len(), Release);
-        ep_ref
-            .shared
-            .rx
-            .store(ep_ref.rx.as_ptr().cast_mut(), Release);
-        ep_ref.shared.lkey.store(lkey, Relaxed);
-        ep_ref.shared.qp.store(qp.as_ptr(), Release);
+        let receiver = Receiver {
+            shared: sref.clone(),
+            pool,
+        };
+        let rx = ep_ref.rx.insert(RecvRing::new(
+            receiver,
+            gate.clone(),
+            &dev,
+            recv_wr - 1,
+            cfg.inline_read as usize,
+            lkey,
+            queue::recv_batch(cfg.slots),
+            RecvState::new,
+        )?);
+        let sender = Sender {
+            shared: sref.clone(),
+            rx: rx.clone(),
+        };
+        let rx = rx.clone();
+        ep_ref.tx = Some(SendRing::new(
+            sender,
+            gate,
+            &dev,
+            sends(cfg),
+            cfg.inline_write as usize,
+            lkey,
+        )?);
         // Every buffer starts idle; one chain posts them all.
-        ep_ref
-            .shared
-            .recv_idle
-            .store(ep_ref.rx.len() as u32, Release);
-        ep_ref.shared.post_idle_recvs()?;
+        rx.post_all()?;
 
         let private = PrivateData {
             remote_invalidate: true,
@@ -459,21 +422,19 @@ impl Ep {
             to_result(status)?;
             return Err(ENOTCONN);
         }
-        ep.register_write_pad(&qp)?;
+        ep.register_write_pad()?;
         Ok(ep)
     }
 
     /// Registers the Write chunk pad (`frwr_wp_create`), once the QP can
     /// send.
-    fn register_write_pad(&mut self, qp: &Qp) -> Result {
+    fn register_write_pad(&mut self) -> Result {
         let pool = self.pool.as_deref().ok_or(ENOTCONN)?;
         // The pool keeps the buffer as long as the MR may be used.
         let (mr, reg) = pool.register_owned(KVec::from_elem(0u8, 64, GFP_KERNEL)?, 4, true)?;
-        let mut chain = SendChain::new();
-        pool.chain_reg(core::slice::from_ref(&mr), &mut chain);
+        let res = pool.post_reg(core::slice::from_ref(&mr));
         self.write_pad = Some((mr, reg));
-        // SAFETY: The REG_MR and its cqe live with the pool.
-        unsafe { qp.post_send_chain(&chain) }
+        res
     }
 
     /// The Write chunk pad segment.
@@ -499,13 +460,13 @@ impl Ep {
 
 impl Drop for Ep {
     fn drop(&mut self) {
-        self.shared.draining.store(true, Release);
         // Our own disconnect must not schedule another close.
         self.shared.status.store(ECONNABORTED.to_errno(), Release);
         if let Some(id) = self.id.as_mut() {
             id.disconnect();
-            // Flush every posted Receive and Send: afterwards no buffer is
-            // in use by the device and no handler runs.
+            // Close the gate and flush every posted Receive and Send:
+            // afterwards nothing is posted, no buffer is in use by the
+            // device and no handler runs.
             id.drain_qp();
             id.destroy_qp();
         }
@@ -517,9 +478,9 @@ impl Drop for Ep {
         // event handler); `shared` is dropped with the fields, last.
         drop(self.send_cq.take());
         drop(self.recv_cq.take());
-        self.shared.rx.store(core::ptr::null_mut(), Release);
-        drop(core::mem::take(&mut self.rx));
-        drop(core::mem::take(&mut self.tx));
+        // The Send ring holds the Receive ring: it goes first.
+        drop(self.tx.take());
+        drop(self.rx.take());
         if let Some(pool) = self.pool.take() {
             if let Some((mr, _)) = self.write_pad.take() {
                 pool.release(mr, true);
@@ -545,200 +506,51 @@ impl Drop for Ep {
 pub(crate) struct Pending {
     /// The request, pinned.
     pub(crate) rqst: PinnedRqst,
-    /// The MRs being invalidated.
-    pub(crate) mrs: FrwrList<MAX_RPC_MRS>,
     /// The Reply as checked on arrival; `None` fails the RPC.
     pub(crate) reply: Option<Checked>,
+    /// The Receive buffer holding it, while it waits for a Send.
+    pub(crate) buf: Option<ParkedRecv>,
 }
 
-/// A Receive buffer.
+/// What the connection keeps with each Receive buffer.
 ///
 /// # Invariants
 ///
 /// `pending` is filled by the Receive completion of this buffer and
-/// emptied, after it posted LOCAL_INVs on `linv_cqe`, by their completion,
-/// or after it published `wait_seq`, by whoever resets `wait_seq` to zero
-/// (its cell checks that they take turns); the buffer is marked `idle`
-/// only after that, and whoever clears `idle` owns the buffer and `wr`
-/// until it posts them.
-pub(crate) struct RecvCtx {
-    cqe: CqEntry<RecvCtx, RECV>,
-    pub(super) linv_cqe: CqEntry<RecvCtx, LINV>,
-    pub(super) buf: DmaBuf,
-    wr: RecvWr,
+/// emptied, after it posted LOCAL_INVs, by their completion, or after it
+/// published `wait_seq`, by whoever resets `wait_seq` to zero (its cell
+/// checks that they take turns).
+pub(crate) struct RecvState {
     pub(super) pending: ExclusiveCell<Option<Pending>>,
     /// Number of the Send this buffer's Reply waits for; 0 for none.
     pub(super) wait_seq: Atomic<u64>,
-    /// Done with, waiting for the next batch of Receives.
-    idle: Atomic<bool>,
-    shared: Arc<Shared>,
-    /// The connection's MRs, for invalidating a Reply's.
-    pool: Arc<MrPool>,
 }
 
-impl RecvCtx {
-    pub(super) fn new(
-        shared: Arc<Shared>,
-        pool: Arc<MrPool>,
-        dev: &crate::rdma::Device,
-        size: usize,
-        lkey: u32,
-    ) -> Result<Self> {
-        let buf = DmaBuf::new(dev, size, DmaDir::FromDevice)?;
-        Ok(Self {
-            cqe: CqEntry::new(),
-            linv_cqe: CqEntry::new(),
-            wr: RecvWr::new(&buf, lkey),
-            buf,
+impl RecvState {
+    fn new() -> Self {
+        Self {
             pending: ExclusiveCell::new(None),
             wait_seq: Atomic::new(0),
-            // Not posted yet: the connect worker posts every idle buffer.
-            idle: Atomic::new(true),
-            shared,
-            pool,
-        })
-    }
-
-    /// The first `len` bytes received.
-    pub(crate) fn msg(&self, len: usize) -> &[u8] {
-        self.buf.as_slice().get(..len).unwrap_or(&[])
-    }
-
-    /// The whole buffer, for a Reply placed by its [`Checked`] offsets.
-    pub(super) fn buffer(&self) -> &[u8] {
-        self.buf.as_slice()
-    }
-
-    /// Gives the buffer back: it is reposted with the next batch.
-    pub(super) fn repost(&self, shared: &Shared) {
-        // Counted before it is marked, so the count never falls below
-        // the number of marked buffers.
-        let idle = shared.recv_idle.fetch_add(1, Full) + 1;
-        self.idle.store(true, Release);
-        if idle >= shared.recv_batch && shared.post_idle_recvs().is_err() {
-            shared.xprt().force_disconnect();
         }
     }
 }
 
-/// [`CqEntry`] ids of a [`RecvCtx`].
-pub(super) const RECV: u64 = 0;
-
-pub(super) const LINV: u64 = 1;
-
-crate::impl_has_cq_entry!(RecvCtx, 0, cqe);
-
-crate::impl_has_cq_entry!(RecvCtx, 1, linv_cqe);
-
-impl RecvCtx {
-    pub(super) fn shared(&self) -> &Shared {
-        &self.shared
-    }
-
-    /// The connection's MRs.
-    pub(super) fn pool(&self) -> &MrPool {
-        &self.pool
-    }
-}
-
-impl Shared {
-    /// The connection's Receive contexts; empty before they exist and
-    /// after teardown began.
-    pub(super) fn rx_contexts(&self) -> &[RecvCtx] {
-        let rx = self.rx.load(Acquire);
-        let n = self.rx_len.load(Acquire);
-        if rx.is_null() {
-            return &[];
-        }
-        // SAFETY: `rx` points to the connection's Receive contexts, a
-        // vector that is never resized and is freed only after the CQs,
-        // i.e. after every handler, and after `Ep::drop` cleared `rx`.
-        unsafe { core::slice::from_raw_parts(rx.cast_const(), n) }
-    }
-
-    /// Hands the idle Receive buffers back to the device, in one chain
-    /// per pass. Whoever finds another thread at it leaves the work to
-    /// that thread, which looks again before it stops.
-    pub(super) fn post_idle_recvs(&self) -> Result {
-        loop {
-            if self.draining.load(Acquire) || self.recv_posting.xchg(true, Full) {
-                return Ok(());
-            }
-            // SAFETY: The QP pointer is set before any Receive is posted
-            // and the QP is destroyed only after draining, i.e. after every
-            // completion handler returned.
-            let qp = unsafe { Qp::from_ptr(self.qp.load(Acquire)) };
-            let mut head = core::ptr::null_mut();
-            let mut n = 0u32;
-            // Stop at the buffers counted so far: one counted but not yet
-            // marked is posted by its own thread or the next pass.
-            let want = self.recv_idle.load(Acquire);
-            for ctx in self.rx_contexts() {
-                if n >= want {
-                    break;
-                }
-                // A plain load first: most buffers are posted, and a
-                // failing compare-exchange still costs a locked operation.
-                if ctx.idle.load(Relaxed) && ctx.idle.cmpxchg(true, false, Full).is_ok() {
-                    ctx.buf.sync_for_device(ctx.buf.len());
-                    // SAFETY: Clearing `idle` made the buffer ours until it
-                    // is posted; contexts never move.
-                    head = unsafe { ctx.wr.link(ctx.cqe.as_ptr(), head) };
-                    n += 1;
-                }
-            }
-            self.recv_idle.fetch_sub(n, Full);
-            let posted = match (qp, n) {
-                (_, 0) => Ok(()),
-                // SAFETY: A chain of Receives whose buffers and cqes live
-                // until the QP is drained.
-                (Some(qp), _) => unsafe { qp.post_recv_chain(head) },
-                (None, _) => Err(ENOTCONN),
-            };
-            self.recv_posting.store(false, Release);
-            posted?;
-            // A buffer marked idle while we held `recv_posting` was left
-            // to us (its thread saw the flag set): between our release of
-            // the flag and our look at the count, and its increment of the
-            // count and its look at the flag, one of us sees the other.
-            smp_mb(Barrier);
-            if n == 0 || self.recv_idle.load(Relaxed) < self.recv_batch {
-                return Ok(());
-            }
-        }
-    }
-}
-
-/// A Send buffer of the ring.
-///
-/// The context carrying Send number `seq` is free again once
-/// [`Shared::sends_completed`] reaches `seq`. Until then `buf` belongs to
-/// the device, and `mapped` to this context's completion handler, which
-/// runs (if at all) before that number is published. While free, both
-/// belong to the sender, which holds `XPRT_LOCKED`; their cells check
-/// the hand-overs.
-pub(crate) struct SendCtx {
-    pub(super) cqe: CqEntry<SendCtx>,
-    pub(super) buf: ExclusiveCell<DmaBuf>,
-    /// RPC pages this Send gathers; unmapped when it completes.
-    pub(super) mapped: ExclusiveCell<Option<MappedPages>>,
-    pub(super) seq: Atomic<u64>,
+/// The owner of the Receive ring: what its completions need.
+pub(crate) struct Receiver {
     pub(super) shared: Arc<Shared>,
+    /// The connection's MRs, for invalidating a Reply's.
+    pub(super) pool: Arc<MrPool>,
 }
 
-impl SendCtx {
-    pub(super) fn new(shared: Arc<Shared>, dev: &crate::rdma::Device, size: usize) -> Result<Self> {
-        Ok(Self {
-            cqe: CqEntry::new(),
-            buf: ExclusiveCell::new(DmaBuf::new(dev, size, DmaDir::ToDevice)?),
-            mapped: ExclusiveCell::new(None),
-            seq: Atomic::new(0),
-            shared,
-        })
-    }
+/// The owner of the Send ring: its completions finish the Replies that
+/// wait for them.
+pub(crate) struct Sender {
+    pub(super) shared: Arc<Shared>,
+    pub(super) rx: Arc<RecvRing<Receiver>>,
 }
 
-crate::impl_has_cq_entry!(SendCtx, 0, cqe);
+/// The MRs of one RPC.
+pub(crate) type RpcMrs = InvList;
 
 impl RdmaXprt {
     /// The current connection, which only the `XPRT_LOCKED` holder may

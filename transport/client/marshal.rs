@@ -18,7 +18,7 @@ use super::state::RdmaXprt;
 use crate::proto::backchannel::{self, CLIENT_SLOTS};
 use crate::proto::chunk::{ChunkSlices, ReadSegment, Segment};
 use crate::proto::plan::{self, CallPlan};
-use crate::rdma::{FrwrList, HeldPages, SendChain};
+use crate::rdma::{FrwrList, HeldPages};
 use crate::sunrpc::{trace, Buf, ForwardCall, PageList, SendRqst, XprtLocked};
 use crate::sys;
 
@@ -164,10 +164,6 @@ pub(super) fn send_request(
         0
     };
     st.send_seq.store(wait_seq, Relaxed);
-    let mut chain = SendChain::new();
-    pool.chain_reg(held.as_slice(), &mut chain);
-    let nregs = held.len() as u32;
-    st.hold_mrs(held);
     let credits = rx.cfg.slots;
     let mapped_len = layout.mapped.map_or(0, |r| r.len as usize);
     // The Reply may complete the RPC before `send` returns: the round
@@ -186,7 +182,10 @@ pub(super) fn send_request(
         plan::ReplyPlan::WriteChunk => 5,
         plan::ReplyPlan::ReplyChunk => 6,
     };
-    let sent = ep.send(&chain, nregs, mapped, rqst, |buf| {
+    // The MRs go on the request before the Send is posted: its Reply may
+    // come before `send` returns.
+    let hold = |held| st.hold_mrs(held);
+    let sent = ep.send(pool, held, hold, mapped, rqst, |buf| {
         let hdr = encode_call_header(buf, xid, credits, nomsg, chunks)?;
         let xdr = [snd.head_len(), snd.page_len(), snd.tail_len()];
         trace::xprtrdma_marshal(|| rqst.trace_task(), hdr as u32, xdr, rtype, wtype);

@@ -8,70 +8,48 @@ use kernel::sync::atomic::{Acquire, Full, Relaxed, Release};
 use kernel::sync::barrier::{smp_mb, Full as Barrier};
 
 use super::classify_received;
-use super::connection::{MrPool, Pending, RecvCtx, Shared, LINV, RECV};
+use super::connection::{Pending, Receiver, RecvState, RpcMrs, Sender, Shared};
 use super::request::MAX_RPC_MRS;
 use super::state::RdmaXprt;
 use crate::params;
 use crate::proto::plan;
 use crate::proto::reply::{Inbound, ReplyBody};
-use crate::rdma::{CqHandler, FrwrList, Qp, SendChain, Wc};
+use crate::rdma::{RecvOwner, RecvRing, RecvToken, Wc};
 use crate::sunrpc::trace;
+
+/// A Receive buffer of the connection, owned.
+pub(crate) type RecvBuf<'a> = RecvToken<'a, Receiver>;
 
 impl RdmaXprt {
     /// Handles one received message (Receive completion, process context):
     /// a Reply whose RPC holds MRs is finished by [`RdmaXprt::finish_reply`]
-    /// once they are invalidated.
-    pub(super) fn receive(
+    /// once they are invalidated. The buffer is reposted, or handed on
+    /// with the Reply.
+    pub(super) fn receive<'a>(
         &self,
-        shared: &Shared,
-        ctx: &RecvCtx,
-        len: usize,
+        rcv: &Receiver,
+        ring: &'a RecvRing<Receiver>,
+        buf: RecvBuf<'a>,
         invalidated: Option<u32>,
-    ) -> Handled {
+    ) {
+        let shared = &*rcv.shared;
         // Any data means the conversation works: the next reconnect need
         // not back off (as `rpcrdma_reply_handler`).
         self.had_reply.store(true, Relaxed);
-        let msg = ctx.msg(len);
-        // A backward Call is routed before anything reads credits: its
-        // grant is the backchannel's, not the forward window's.
-        let (xid, credits, body) = match classify_received(msg, &self.stats, self.cfg.slots) {
-            Inbound::Reply { xid, credits, body } => (xid, credits, body),
-            Inbound::BackwardCall(call) => {
-                // Copied out: the buffer is reposted at once.
-                self.backward_call(shared, &call);
-                return Handled::Done;
-            }
-            Inbound::Dropped(_) => return Handled::Done,
-        };
-        // `rq_xid` holds the XID as it is on the wire.
-        let xid = xid.to_be();
-        let Some((rqst, st)) = self.lookup(xid) else {
-            rdebug!("reply for unknown xid {:#x}\n", u32::from_be(xid));
-            return Handled::Done;
+        let Some((rqst, st, credits, reply)) = self.match_reply(shared, buf.bytes()) else {
+            repost(shared, buf);
+            return;
         };
         trace::xprtrdma_reply(|| rqst.trace_task(), credits);
         // Only a message that matched a waiting RPC may move the window.
         self.update_cwnd(credits);
-        let reply = body
-            .ok()
-            .and_then(|body: ReplyBody<'_>| self.check_reply(msg, body, st));
         let pending = Pending {
             rqst,
             reply,
-            mrs: FrwrList::new(),
-        };
-        // Without LOCAL_INVs, which complete after the Send on the same
-        // queue, a Reply may overtake its Call's Send completion.
-        let wait_send = |pending: Pending| {
-            let seq = st.send_seq.load(Relaxed);
-            if seq != 0 && st.gen.load(Relaxed) == shared.gen && seq > shared.sends_completed() {
-                self.stats.reply_waits_for_send.add(1);
-                return shared.defer_until_sent(ctx, seq, pending);
-            }
-            Err(pending)
+            buf: None,
         };
         let mut mrs = st.take_mrs(shared.gen);
-        let pool = ctx.pool();
+        let pool = &*rcv.pool;
         if let (Some(rkey), false) = (invalidated, mrs.is_empty()) {
             let mut keys = [0u32; MAX_RPC_MRS];
             for (k, mr) in keys.iter_mut().zip(mrs.as_slice()) {
@@ -94,68 +72,124 @@ impl RdmaXprt {
                     // reconnect.
                     st.hold_mrs(mrs);
                     drop(pending);
-                    return Handled::Done;
+                    repost(shared, buf);
+                    return;
                 }
             }
         }
         if mrs.is_empty() {
             // Nothing left to invalidate (any MR the server invalidated
-            // was released above).
-            return match wait_send(pending) {
-                Ok(()) => Handled::Deferred,
-                Err(pending) => {
-                    self.complete(pending.rqst, pending.reply, ctx.buffer());
-                    Handled::Done
-                }
-            };
+            // was released above). Without LOCAL_INVs, which complete
+            // after the Send on the same queue, a Reply may overtake its
+            // Call's Send completion.
+            let seq = st.send_seq.load(Relaxed);
+            if seq != 0 && st.gen.load(Relaxed) == shared.gen && seq > shared.sends_completed() {
+                self.stats.reply_waits_for_send.add(1);
+                let state = buf.state();
+                let pending = Pending {
+                    buf: Some(buf.park()),
+                    ..pending
+                };
+                let Err(mut pending) = shared.defer_until_sent(state, seq, pending) else {
+                    return;
+                };
+                // The Send completed meanwhile: the Reply is ours again.
+                let Some(buf) = pending.buf.take().and_then(|p| ring.unpark(p)) else {
+                    return;
+                };
+                self.complete(pending.rqst, pending.reply, buf.buffer());
+                repost(shared, buf);
+                return;
+            }
+            self.complete(pending.rqst, pending.reply, buf.buffer());
+            repost(shared, buf);
+            return;
         }
         let n = mrs.len();
-        match invalidate(shared, pool, ctx, Pending { mrs, ..pending }) {
-            Ok(()) => {
-                self.stats.local_inv_needed.add(n as u64);
-                Handled::Deferred
-            }
-            Err(pending) => {
+        match invalidate(shared, rcv, buf, pending, mrs) {
+            Ok(()) => self.stats.local_inv_needed.add(n as u64),
+            Err((buf, mrs)) => {
                 // The QP is in error or going: the server may still reach
                 // the MRs until it is destroyed. Leave them on the request
                 // and the request to sunrpc: it is retransmitted on the
                 // next connection, which comes after this one's teardown,
                 // or released, which waits for it (`buffers_released`).
                 self.force_disconnect();
-                st.hold_mrs(pending.mrs);
-                Handled::Done
+                st.hold_mrs(mrs);
+                repost(shared, buf);
             }
         }
     }
 
-    /// Finishes a Reply whose RPC's MRs are now invalidated (`ok`) or
-    /// flushed.
-    pub(super) fn finish_reply(&self, ctx: &RecvCtx, pending: Pending, ok: bool) {
-        let mut pending = pending;
+    /// The waiting request a received message is the Reply of, with its
+    /// state, credit grant and checked Reply; `None` when it is not one
+    /// (a backward Call is handled here, copied out).
+    fn match_reply<'a>(
+        &'a self,
+        shared: &Shared,
+        msg: &[u8],
+    ) -> Option<(
+        crate::sunrpc::PinnedRqst,
+        &'a super::request::ReqState,
+        u32,
+        Option<super::placement::Checked>,
+    )> {
+        // A backward Call is routed before anything reads credits: its
+        // grant is the backchannel's, not the forward window's.
+        let (xid, credits, body) = match classify_received(msg, &self.stats, self.cfg.slots) {
+            Inbound::Reply { xid, credits, body } => (xid, credits, body),
+            Inbound::BackwardCall(call) => {
+                // Copied out: the buffer is reposted at once.
+                self.backward_call(shared, &call);
+                return None;
+            }
+            Inbound::Dropped(_) => return None,
+        };
+        // `rq_xid` holds the XID as it is on the wire.
+        let xid = xid.to_be();
+        let Some((rqst, st)) = self.lookup(xid) else {
+            rdebug!("reply for unknown xid {:#x}\n", u32::from_be(xid));
+            return None;
+        };
+        let reply = body
+            .ok()
+            .and_then(|body: ReplyBody<'_>| self.check_reply(msg, body, st));
+        Some((rqst, st, credits, reply))
+    }
+
+    /// Finishes a Reply in `buf` whose RPC's MRs, `mrs`, are now
+    /// invalidated (`ok`) or flushed.
+    pub(super) fn finish_reply(
+        &self,
+        rcv: &Receiver,
+        buf: &RecvBuf<'_>,
+        pending: Pending,
+        mut mrs: RpcMrs,
+        ok: bool,
+    ) {
         if !ok {
-            self.stats.mrs_recycled.add(pending.mrs.len() as u64);
+            self.stats.mrs_recycled.add(mrs.len() as u64);
         }
-        let pool = ctx.pool();
-        while let Some(mr) = pending.mrs.pop() {
-            pool.release(mr, !ok);
+        while let Some(mr) = mrs.pop() {
+            rcv.pool.release(mr, !ok);
         }
-        self.complete(pending.rqst, pending.reply, ctx.buffer());
+        self.complete(pending.rqst, pending.reply, buf.buffer());
     }
 }
 
-/// What the transport did with a received message.
-pub(crate) enum Handled {
-    /// Done: repost the buffer.
-    Done,
-    /// LOCAL_INVs were posted; [`linv_done`] finishes the Reply.
-    Deferred,
+/// Gives `buf` back for the next batch of Receives; a connection that
+/// cannot repost is closed.
+fn repost(shared: &Shared, buf: RecvBuf<'_>) {
+    if buf.repost().is_err() {
+        shared.xprt().force_disconnect();
+    }
 }
 
-/// A Receive completed.
-impl CqHandler<RECV> for RecvCtx {
-    fn done(&self, wc: &Wc<'_>) {
-        let shared = self.shared();
-        let xprt = shared.xprt();
+impl RecvOwner for Receiver {
+    type State = RecvState;
+
+    fn received(&self, ring: &RecvRing<Self>, buf: RecvBuf<'_>, wc: &Wc<'_>) {
+        let xprt = self.shared.xprt();
         // Receives are not numbered in ours: completion_id is 0.
         trace::xprtrdma_wc_receive(wc, 0);
         if !wc.ok() {
@@ -165,68 +199,59 @@ impl CqHandler<RECV> for RecvCtx {
             }
             return;
         }
-        let len = wc.byte_len().min(self.buf.len());
-        self.buf.sync_for_cpu(len);
-        if let Handled::Done = xprt.receive(shared, self, len, wc.invalidated_rkey()) {
-            self.repost(shared);
-        }
+        xprt.receive(self, ring, buf, wc.invalidated_rkey());
     }
-}
 
-/// The last (signalled) LOCAL_INV of a Reply's RPC completed.
-impl CqHandler<LINV> for RecvCtx {
-    fn done(&self, wc: &Wc<'_>) {
-        let shared = self.shared();
+    /// The last (signalled) LOCAL_INV of a Reply's RPC completed.
+    fn invalidated(&self, _ring: &RecvRing<Self>, buf: RecvBuf<'_>, mrs: RpcMrs, wc: &Wc<'_>) {
+        let shared = &*self.shared;
         // The Receive completion handed the pending Reply to us.
-        let pending = self.pending.take();
+        let pending = buf.state().pending.take();
         if !wc.ok() && !wc.flushed() {
             rwarn!("local invalidate failed, status {}\n", wc.status());
             shared.xprt().force_disconnect();
         }
         if let Some(pending) = pending {
-            shared.xprt().finish_reply(self, pending, wc.ok());
+            shared
+                .xprt()
+                .finish_reply(self, &buf, pending, mrs, wc.ok());
         }
-        self.repost(shared);
+        // (Never without: `invalidate` hands the Reply over first.)
+        repost(shared, buf);
     }
 }
 
-/// Posts LOCAL_INV for each MR of `pending`, the last one signalled on
-/// `ctx`'s `linv_cqe`, whose completion then finishes the Reply.
+/// Posts LOCAL_INV for each MR of `mrs`, the last one signalled, whose
+/// completion then finishes the Reply of `pending` in `buf`
+/// ([`RecvOwner::invalidated`]).
 ///
-/// Fails once the connection is being drained: a LOCAL_INV posted then
-/// might complete after the Send queue was drained, and its Reply would
-/// never be finished. The caller leaves the MRs to the teardown, which
-/// destroys the QP. On failure the Reply comes back.
-fn invalidate(
-    shared: &Shared,
-    pool: &MrPool,
-    ctx: &RecvCtx,
+/// Fails once the connection is going: the caller leaves the MRs to the
+/// teardown, which destroys the QP. On failure the buffer and the MRs
+/// come back (and the Reply is dropped: the RPC is retransmitted).
+fn invalidate<'a>(
+    _shared: &Shared,
+    rcv: &Receiver,
+    buf: RecvBuf<'a>,
     pending: Pending,
-) -> core::result::Result<(), Pending> {
-    let mut chain = SendChain::new();
-    pool.chain_inv(pending.mrs.as_slice(), &ctx.linv_cqe, &mut chain);
-    if chain.is_empty() || shared.draining.load(Acquire) {
-        return Err(pending);
-    }
+    mrs: RpcMrs,
+) -> core::result::Result<(), (RecvBuf<'a>, RpcMrs)> {
     if params::injected(params::FAULT_LOCAL_INV) {
         rdebug!("fault injection: failing LOCAL_INV post\n");
-        return Err(pending);
+        return Err((buf, mrs));
     }
-    // SAFETY: The QP lives until drained, which waits for this handler.
-    let Some(qp) = (unsafe { Qp::from_ptr(shared.qp.load(Acquire)) }) else {
-        return Err(pending);
-    };
+    let state = buf.state();
     // Handed to the LOCAL_INV completion.
-    ctx.pending.put(pending)?;
-    // SAFETY: The chain's work requests live in the pool, and `linv_cqe`
-    // in `ctx`, until the QP is drained.
-    if unsafe { qp.post_send_chain(&chain) }.is_err() {
-        // Nothing was posted, so the Reply is still ours.
-        if let Some(pending) = ctx.pending.take() {
-            return Err(pending);
+    if state.pending.put(pending).is_err() {
+        return Err((buf, mrs));
+    }
+    match buf.invalidate(&rcv.pool, mrs) {
+        Ok(()) => Ok(()),
+        Err((_, buf, mrs)) => {
+            // Nothing was posted, so the Reply is still ours.
+            drop(state.pending.take());
+            Err((buf, mrs))
         }
     }
-    Ok(())
 }
 
 impl Shared {
@@ -237,7 +262,7 @@ impl Shared {
         self.sends_done.load(Acquire)
     }
 
-    /// Holds the Reply in `ctx` until the Send numbered `seq` completed,
+    /// Holds the Reply of `state`'s buffer until the Send numbered `seq` completed,
     /// like rpcrdma.ko's `reply_waits_for_send`: an RPC completes only
     /// after its Call's Send did. Gives `pending` back when the Send
     /// completed in the meantime and the caller is to go on with the Reply
@@ -252,55 +277,66 @@ impl Shared {
     /// exactly one of them to finish it.
     pub(crate) fn defer_until_sent(
         &self,
-        ctx: &RecvCtx,
+        state: &RecvState,
         seq: u64,
         pending: Pending,
     ) -> core::result::Result<(), Pending> {
         // Ours (the Receive completion's) until we publish `wait_seq`.
-        ctx.pending.put(pending)?;
+        state.pending.put(pending)?;
         self.waiters.fetch_add(1, Full);
         // Release: whoever reads `seq` here also sees `pending`.
-        ctx.wait_seq.store(seq, Release);
+        state.wait_seq.store(seq, Release);
         smp_mb(Barrier);
-        if self.sends_done.load(Relaxed) >= seq && ctx.wait_seq.cmpxchg(seq, 0, Full).is_ok() {
+        if self.sends_done.load(Relaxed) >= seq && state.wait_seq.cmpxchg(seq, 0, Full).is_ok() {
             self.waiters.fetch_sub(1, Full);
             // Winning the exchange kept the Reply ours.
-            if let Some(pending) = ctx.pending.take() {
+            if let Some(pending) = state.pending.take() {
                 return Err(pending);
             }
         }
         Ok(())
     }
+}
 
+impl Sender {
     /// Records that every Send up to number `seq` completed (Sends
     /// complete in order), then finishes the Replies that waited for one
     /// of them; see [`Shared::defer_until_sent`] for the ordering.
     pub(super) fn sends_completed_to(&self, seq: u64) {
-        let mut done = self.sends_done.load(Relaxed);
+        let shared = &*self.shared;
+        let mut done = shared.sends_done.load(Relaxed);
         while done < seq {
-            match self.sends_done.cmpxchg(done, seq, Full) {
+            match shared.sends_done.cmpxchg(done, seq, Full) {
                 Ok(_) => break,
                 Err(now) => done = now,
             }
         }
         smp_mb(Barrier);
-        if self.waiters.load(Relaxed) == 0 {
+        if shared.waiters.load(Relaxed) == 0 {
             return;
         }
-        let done = self.sends_done.load(Relaxed);
-        for ctx in self.rx_contexts() {
+        let done = shared.sends_done.load(Relaxed);
+        let ring = &*self.rx;
+        for state in ring.states() {
             // Acquire: pairs with the release store of `wait_seq`.
-            let w = ctx.wait_seq.load(Acquire);
+            let w = state.wait_seq.load(Acquire);
             if w == 0 || w > done {
                 continue;
             }
-            if ctx.wait_seq.cmpxchg(w, 0, Full).is_ok() {
-                self.waiters.fetch_sub(1, Full);
-                // Winning the exchange hands us the pending Reply.
-                if let Some(pending) = ctx.pending.take() {
-                    self.xprt().finish_reply(ctx, pending, true);
-                }
-                ctx.repost(self);
+            if state.wait_seq.cmpxchg(w, 0, Full).is_ok() {
+                shared.waiters.fetch_sub(1, Full);
+                // Winning the exchange hands us the pending Reply, and
+                // its buffer.
+                let Some(mut pending) = state.pending.take() else {
+                    continue;
+                };
+                let Some(buf) = pending.buf.take().and_then(|p| ring.unpark(p)) else {
+                    continue;
+                };
+                shared
+                    .xprt()
+                    .complete(pending.rqst, pending.reply, buf.buffer());
+                repost(shared, buf);
             }
         }
     }

@@ -12,7 +12,7 @@ use crate::rdma::{ExclusiveCell, FrwrList};
 
 /// Most MRs one RPC holds: a Read, a Write and a Reply chunk of at most
 /// `RPCRDMA_MAX_HDR_SEGS` segments each.
-pub(crate) const MAX_RPC_MRS: usize = 48;
+pub(crate) const MAX_RPC_MRS: usize = crate::rdma::MAX_INV_MRS;
 
 /// Transport state of one request, kept in its slot (see
 /// [`crate::sunrpc::SlotPool`]).

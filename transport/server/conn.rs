@@ -24,7 +24,7 @@ use crate::rdma::{
     read_wrs, CmEvent, CmHandler, ConnParam, Device, Endpoint, EpOwner, EpSizes, Parked,
     PendingConn, PostError, RecvBuf, RecvKind, Retired, SendBuf, SendKind, Wc, MAX_SENDS,
 };
-use crate::sunrpc::{new_object, trace, CounterDir, Net, Serv, SvcXprt};
+use crate::sunrpc::{new_object, trace, CounterDir, Net, Serv, SvcStat, SvcXprt};
 
 /// Per-connection counters, summed into [`TOTALS`] as they count.
 pub(crate) struct ConnStats {
@@ -120,6 +120,8 @@ pub(crate) struct CallState {
     pub(super) read_wrs: u32,
     pub(super) segments: u64,
     pub(super) bytes: u64,
+    /// When the Reads were posted, for `svcrdma_wc_read` (0: untraced).
+    pub(super) read_posted: i64,
 }
 
 /// What a Send buffer holds besides its bytes.
@@ -128,6 +130,8 @@ pub(crate) struct ReplyState {
     /// Send Queue room reserved for the Writes posted with the Send,
     /// given back with the Send's when it completes.
     room: u32,
+    /// The chunks those Writes fill, for `svcrdma_wc_write`/`_reply`.
+    pub(super) chunks: trace::Chunks,
 }
 
 /// A ring of parked buffers, as long as the number of buffers.
@@ -231,6 +235,8 @@ pub(crate) struct SvcConn {
     #[pin]
     sq_cv: CondVar,
     sq_waiters: Atomic<u32>,
+    /// All the Send Queue room, for the trace events.
+    sq_depth: u32,
     /// Receive buffers released and not yet posted again (svcrdma posts
     /// in batches too).
     #[pin]
@@ -267,6 +273,9 @@ impl CmHandler for SvcConn {
                 self.xprt.enqueue();
             }
             CmEvent::Disconnected | CmEvent::DeviceRemoval => {
+                if matches!(event, CmEvent::DeviceRemoval) {
+                    self.trace_device_removal();
+                }
                 rdebug!("server: connection lost ({:?})\n", event);
                 self.close();
             }
@@ -289,6 +298,7 @@ impl EpOwner for SvcConn {
             if !wc.flushed() {
                 rwarn!("server: Receive failed, status {}\n", wc.status());
             }
+            trace::svcrdma_wc_recv_failed(wc, buf.idx());
             // The buffer stays with the endpoint until it goes.
             self.close();
             return;
@@ -298,6 +308,8 @@ impl EpOwner for SvcConn {
     }
 
     fn reads_done(&self, mut buf: RecvBuf<'_, Self>, wc: &Wc<'_>) {
+        let (idx, st) = (buf.idx(), buf.state());
+        trace::svcrdma_wc_read(wc, idx, st.bytes, st.read_posted);
         if !wc.ok() {
             if !wc.flushed() {
                 rwarn!("server: RDMA Read failed, status {}\n", wc.status());
@@ -313,13 +325,20 @@ impl EpOwner for SvcConn {
             let Some(ep) = self.ep() else {
                 return;
             };
-            if let Err(e) = ep.post_reads(buf, room) {
-                let e = match e {
-                    PostError::NotPosted(e, _) | PostError::Lost(e) => e,
-                };
-                rwarn!("server: cannot post RDMA Reads: {:?}\n", e);
-                // The Call is lost with the connection (RFC 8166 §4.5.4).
-                self.close();
+            buf.state().read_posted = trace::read_post_time();
+            // The part posted: all that is left, or what fits the room.
+            let sqes = buf.parts().2.wrs_left().min(room);
+            match ep.post_reads(buf, room) {
+                Ok(()) => trace::svcrdma_post_read_chunk(|| ep.cq_ids().0, idx, sqes),
+                Err(e) => {
+                    let e = match e {
+                        PostError::NotPosted(e, _) | PostError::Lost(e) => e,
+                    };
+                    trace::svcrdma_sq_post_err(|| self.sq_view(idx as i32), e);
+                    rwarn!("server: cannot post RDMA Reads: {:?}\n", e);
+                    // The Call is lost with the connection (RFC 8166 §4.5.4).
+                    self.close();
+                }
             }
             return;
         }
@@ -328,16 +347,22 @@ impl EpOwner for SvcConn {
     }
 
     fn sent(&self, bufs: Retired<'_, Self>, wc: &Wc<'_>) {
+        let last = bufs.completed_idx();
         if !wc.ok() {
             if !wc.flushed() {
                 rwarn!("server: Send failed, status {}\n", wc.status());
             }
+            if let Some(idx) = last {
+                trace::svcrdma_wc_send_failed(wc, idx);
+            }
             self.close();
-        } else if let Some(idx) = bufs.completed_idx() {
+        } else if let Some(idx) = last {
             trace::svcrdma_wc_send(wc, idx);
         }
         // Each Send completed with every Write before it.
         self.give_back(bufs.map(|mut buf| {
+            let (idx, chunks) = (buf.idx(), core::mem::take(&mut buf.state().chunks));
+            trace::svcrdma_wc_chunks(wc, idx, Some(idx) == last, chunks);
             let wrs = core::mem::take(&mut buf.state().room);
             buf.writes().release();
             (buf.park(), wrs)
@@ -377,10 +402,12 @@ impl<'a> SendSlot<'a> {
             // part after part, waiting for each.
             let ep = conn.ep().ok_or(ENOTCONN)?;
             let more = room.saturating_sub(self.wrs);
-            conn.get_wrs(more)?;
+            let cid = self.buf()?.idx();
+            conn.get_wrs(more, cid)?;
             self.wrs += more;
             while self.buf()?.writes().wrs_left() > room {
                 if let Err(e) = ep.post_writes_part(self.buf()?, room) {
+                    trace::svcrdma_sq_post_err(|| conn.sq_view(cid as i32), e);
                     conn.close();
                     return Err(e);
                 }
@@ -389,7 +416,8 @@ impl<'a> SendSlot<'a> {
         let wrs = self.buf()?.writes().wrs_left();
         let more = wrs.saturating_sub(self.wrs);
         if more > 0 {
-            self.conn.get_wrs(more)?;
+            let cid = self.buf()?.idx();
+            self.conn.get_wrs(more, cid)?;
             self.wrs += more;
         }
         Ok(())
@@ -414,8 +442,15 @@ impl<'a> SendSlot<'a> {
         let waiters = conn.sq_waiters.load(Relaxed);
         // Nothing more to answer (this Call is the only one nfsd holds,
         // and none waits): a Send that pins pages until a later signalled
-        // one would keep them for as long as the client stays idle.
-        let idle = conn.in_nfsd.load(Relaxed) <= 1 && conn.ready.lock().is_empty();
+        // one would keep them for as long as the client stays idle. Asked
+        // only of the Sends it decides for, those with a small Write; and
+        // of XPT_DATA, clear only while no Call waits (`queue` sets it
+        // under the lock `recvfrom` clears it under), rather than under
+        // that lock: a Reply took it once more than svcrdma's.
+        let idle = has_writes
+            && small
+            && conn.in_nfsd.load(Relaxed) <= 1
+            && !conn.xprt.test(crate::sunrpc::XptFlag::Data);
         // A Send completes, and gives its buffer back, only when signalled
         // or failed; a signalled one also gives back those posted before
         // it. Signalled: every `signal_every`-th, which spares most Replies
@@ -437,11 +472,13 @@ impl<'a> SendSlot<'a> {
                 Ok(())
             }
             Err(PostError::NotPosted(e, mut buf)) => {
+                trace::svcrdma_sq_post_err(|| conn.sq_view(cid as i32), e);
                 buf.state().room = 0;
                 self.buf = Some(buf);
                 Err(e)
             }
             Err(PostError::Lost(e)) => {
+                trace::svcrdma_sq_post_err(|| conn.sq_view(cid as i32), e);
                 // Some Writes may be posted: buffer and room stay taken
                 // until the connection goes.
                 self.wrs = 0;
@@ -458,6 +495,8 @@ impl Drop for SendSlot<'_> {
         if let Some(mut buf) = self.buf.take() {
             // Released before the Send Queue lock is taken.
             buf.writes().release();
+            // Nothing of it was posted, for the trace events either.
+            buf.state().chunks = trace::Chunks::default();
             self.conn
                 .give_back(core::iter::once((buf.park(), self.wrs)));
         }
@@ -527,6 +566,7 @@ impl SvcConn {
                     ),
                     sq_cv <- new_condvar!("rpcrdma_rs_svc_sq"),
                     sq_waiters: Atomic::new(0),
+                    sq_depth: sizes.sends + lazy + rw,
                     reposts <- new_spinlock!(
                         [const { None }; RECV_BATCH],
                         "rpcrdma_rs_svc_reposts"
@@ -554,6 +594,7 @@ impl SvcConn {
         let (conn, swi) = match setup {
             Ok(parts) => parts,
             Err(e) => {
+                trace::svcrdma_accept_err(trace::AcceptErr::Qp, req.dst_addr(), e);
                 rwarn!("server: cannot set up a connection: {:?}\n", e);
                 return None;
             }
@@ -570,12 +611,16 @@ impl SvcConn {
         let dev_depth = conn.ep().map_or(0, |ep| ep.device().max_qp_init_rd_atom());
         let depth = req.initiator_depth().min(dev_depth.min(255) as u8);
         if depth == 0 {
+            trace::svcrdma_accept_err(trace::AcceptErr::InitDepth, req.dst_addr(), EINVAL);
             rwarn!("server: client accepts no RDMA Reads; refused\n");
             crate::sunrpc::discard(conn);
             return None;
         }
         let mut param = ConnParam::new(&msg, 0, depth, 7, 7);
         if let Err(e) = Endpoint::accept(&*conn, req, &mut param) {
+            if let Some(id) = conn.id() {
+                trace::svcrdma_accept_err(trace::AcceptErr::Accept, id.dst_addr(), e);
+            }
             rdebug!("server: accept failed: {:?}\n", e);
             TOTALS.accept_failed.inc();
             crate::sunrpc::discard(conn);
@@ -664,8 +709,13 @@ impl SvcConn {
             }
             core::mem::replace(&mut *pending, [const { None }; RECV_BATCH])
         };
-        let res = ep.post_recvs(batch.into_iter().flatten().filter_map(|p| ep.recv(p)));
+        let res = ep.post_recvs(batch.into_iter().flatten().filter_map(|p| {
+            let buf = ep.recv(p)?;
+            trace::svcrdma_post_recv(|| ep.cq_ids().1, buf.idx());
+            Some(buf)
+        }));
         if let Err(e) = res {
+            trace::svcrdma_rq_post_err(self.xprt.remote(), e);
             rdebug!("server: cannot repost Receives: {:?}\n", e);
             self.close();
         }
@@ -689,16 +739,22 @@ impl SvcConn {
             }
             if !waited {
                 // Once per wait, as svcrdma's rdma_stat_sq_starve.
-                super::SVC_STATS.sq_starve.inc();
+                SvcStat::SQ_STARVE.inc();
+                // No Send buffer yet: no cid.
+                trace::svcrdma_sq_wait(false, || self.sq_at(-1, sq.room));
             }
             waited = true;
             self.wait_room(&mut sq);
         };
+        let room = sq.room;
         drop(sq);
         if waited {
             self.waited();
         }
         let buf = ep.send(p).ok_or(EINVAL)?;
+        if waited {
+            trace::svcrdma_sq_wait(true, || self.sq_at(buf.idx() as i32, room));
+        }
         Ok(SendSlot {
             conn: self,
             buf: Some(buf),
@@ -706,9 +762,9 @@ impl SvcConn {
         })
     }
 
-    /// Takes room for `wrs` work requests (RDMA Reads or Writes), waiting
-    /// for it.
-    pub(super) fn get_wrs(&self, wrs: u32) -> Result {
+    /// Takes room for `wrs` work requests (RDMA Reads or Writes) of buffer
+    /// `cid` (for the trace events), waiting for it.
+    pub(super) fn get_wrs(&self, wrs: u32, cid: u32) -> Result {
         if wrs > self.rw_room {
             return Err(E2BIG);
         }
@@ -724,13 +780,16 @@ impl SvcConn {
             }
             if !waited {
                 // Once per wait, as svcrdma's rdma_stat_sq_starve.
-                super::SVC_STATS.sq_starve.inc();
+                SvcStat::SQ_STARVE.inc();
+                trace::svcrdma_sq_wait(false, || self.sq_at(cid as i32, sq.room));
             }
             waited = true;
             self.wait_room(&mut sq);
         }
+        let room = sq.room;
         drop(sq);
         if waited {
+            trace::svcrdma_sq_wait(true, || self.sq_at(cid as i32, room));
             self.waited();
         }
         Ok(())
@@ -789,6 +848,32 @@ impl SvcConn {
     fn room_freed(&self) {
         if self.sq_waiters.load(Relaxed) != 0 {
             self.sq_cv.notify_all();
+        }
+    }
+
+    /// The Send Queue for the trace events, `avail` entries free, for
+    /// buffer `cid`.
+    fn sq_at(&self, cid: i32, avail: u32) -> trace::Sq {
+        trace::Sq {
+            cq_id: self.ep().map_or(0, |ep| ep.cq_ids().0),
+            cid,
+            avail,
+            depth: self.sq_depth,
+        }
+    }
+
+    /// As [`Self::sq_at`], the Send Queue lock not held.
+    pub(super) fn sq_view(&self, cid: i32) -> trace::Sq {
+        let avail = self.sq.lock().room;
+        self.sq_at(cid, avail)
+    }
+
+    /// `svcrdma_device_removal`: the connection's device goes away.
+    fn trace_device_removal(&self) {
+        if let Some(id) = self.id() {
+            if let Ok(dev) = id.device() {
+                trace::svcrdma_device_removal(dev.name(), id.dst_addr());
+            }
         }
     }
 

@@ -21,8 +21,7 @@ use kernel::prelude::*;
 use super::client::IDENT;
 use super::Counter;
 use crate::sunrpc::{
-    BcClass, Ctxt, Net, RootDir, RootGuard, Serv, SockAddr, SvcClass, SvcRqst, SvcStats,
-    SvcTransport,
+    BcClass, Ctxt, Net, RootDir, RootGuard, Serv, SockAddr, SvcClass, SvcRqst, SvcTransport,
 };
 use crate::sys;
 use conn::{ConnStats, SvcConn};
@@ -51,9 +50,6 @@ impl SvcConfig {
 
 /// What every connection counted, summed.
 pub(crate) static TOTALS: ConnStats = ConnStats::new();
-
-/// svcrdma's `rdma_stat_*` counters (`sunrpc.svc_rdma` sysctls).
-pub(crate) static SVC_STATS: SvcStats = SvcStats::new();
 
 /// The transport, for [`SvcTransport`].
 pub(crate) struct RdmaSvc;

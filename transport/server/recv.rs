@@ -24,7 +24,7 @@ use crate::proto::limits::Limits;
 use crate::proto::responder::{self, Call, Cause, DropReason, Piece, Received, Refusal};
 use crate::proto::v1::RdmaError;
 use crate::rdma::{PostError, Recv, RecvBuf};
-use crate::sunrpc::{trace, HeldBytes, SvcRqst, XptFlag};
+use crate::sunrpc::{trace, HeldBytes, SvcRqst, SvcStat, XptFlag};
 
 /// Limits on what one Call may ask of us.
 pub(super) const LIMITS: Limits = Limits::DEFAULT;
@@ -59,7 +59,7 @@ pub(super) fn recvfrom(conn: &SvcConn, rqst: &mut SvcRqst<'_>) -> i32 {
         return reads_done(conn, buf, rqst);
     }
     // As svcrdma: every message taken here, before it is decoded.
-    super::SVC_STATS.recv.inc();
+    SvcStat::RECV.inc();
     let msg = buf.bytes();
     let hdr = || trace_hdr(conn, &buf, msg);
     let call = match responder::receive(msg, &LIMITS) {
@@ -122,6 +122,7 @@ pub(super) fn recvfrom(conn: &SvcConn, rqst: &mut SvcRqst<'_>) -> i32 {
     // The transport header's length: where the inline RPC message starts,
     // or all of a Long Call's message.
     let hdrlen = if nomsg { Some(msg.len()) } else { inline_at };
+    trace::svcrdma_decode_segs(hdr, &call.chunks);
     trace::svcrdma_decode_rqst(hdr, hdrlen.unwrap_or(msg.len()));
     let state = buf.state();
     state.call = at;
@@ -250,7 +251,8 @@ fn pull(conn: &SvcConn, mut buf: Buf<'_>, rqst: &mut SvcRqst<'_>, xid: u32) -> i
     // Send Queue room for the Reads: a list longer than the room goes in
     // parts, each in the same room.
     let room = wrs.min(conn.rw_room);
-    if let Err(e) = conn.get_wrs(room) {
+    let idx = buf.idx();
+    if let Err(e) = conn.get_wrs(room, idx) {
         if let Some((_, rw, _)) = call_of(&mut buf) {
             rw.release();
         }
@@ -266,12 +268,14 @@ fn pull(conn: &SvcConn, mut buf: Buf<'_>, rqst: &mut SvcRqst<'_>, xid: u32) -> i
         return 0;
     }
     buf.state().read_wrs = room;
+    buf.state().read_posted = trace::read_post_time();
     let Some(ep) = conn.ep() else {
         return 0;
     };
     match ep.post_reads(buf, room) {
-        Ok(()) => {}
+        Ok(()) => trace::svcrdma_post_read_chunk(|| ep.cq_ids().0, idx, wrs.min(room)),
         Err(PostError::NotPosted(e, _)) | Err(PostError::Lost(e)) => {
+            trace::svcrdma_sq_post_err(|| conn.sq_view(idx as i32), e);
             rwarn!("server: cannot post RDMA Reads: {:?}\n", e);
             conn.put_wrs(room);
             // The Call is lost with the connection (RFC 8166 §4.5.4).
@@ -353,7 +357,7 @@ fn assemble(
     let err = |_| (xid, RdmaError::Chunk);
     rw.unmap();
     conn.count(|s| &s.read_segments, state.segments);
-    super::SVC_STATS.read.add(state.segments);
+    SvcStat::READ.add(state.segments);
     conn.count(|s| &s.read_bytes, state.bytes);
     let res = rqst.put_arg_pages(rw.pages());
     rw.pages().release();

@@ -15,7 +15,7 @@ use crate::proto::header::FixedHeader;
 use crate::proto::responder::{self, ReplyPlan, ReplyShape};
 use crate::proto::v1::{self, RdmaError};
 use crate::rdma::RecvBuf;
-use crate::sunrpc::{trace, Ctxt, HeldBytes, SendRqst, SvcRqst, XptFlag};
+use crate::sunrpc::{trace, Ctxt, HeldBytes, SendRqst, SvcRqst, SvcStat, XptFlag};
 
 pub(super) fn sendto(conn: &SvcConn, rqst: &mut SvcRqst<'_>) -> i32 {
     if conn.xprt().is_dead() {
@@ -74,6 +74,7 @@ fn answer(conn: &SvcConn, rqst: &mut SvcRqst<'_>, buf: &mut RecvBuf<'_, SvcConn>
     match reply(conn, rqst, call.xid, &plan, invalidate) {
         Ok(()) => 0,
         Err(e) => {
+            trace::svcrdma_send_err(conn.xprt().remote(), call.xid, e);
             rwarn!(
                 "server: cannot send a Reply ({:?}): closing the connection\n",
                 e
@@ -113,15 +114,34 @@ fn reply(
         res.head_len().saturating_add(res.page_len()),
     );
     let mut nwrites = 0u64;
+    // The payloads' Writes come first: those into Write chunks.
+    let (payload, mut written, mut payload_writes) = (plan.payload_len(), 0u32, 0usize);
     let writes = plan.writes().map(|w| {
         let end = w.src.saturating_add(w.len);
         let inside = |b: u32| w.src < b && b < end;
         nwrites +=
             1 + u64::from(inside(head_end)) + u64::from(pages_end != head_end && inside(pages_end));
+        if written < payload {
+            written = written.saturating_add(w.len);
+            payload_writes += 1;
+        }
         (w.src, w.len, w.offset, w.handle)
     });
     let bytes = slot.buf()?.add_reply_writes(rqst, writes)?;
-    super::SVC_STATS.write.add(nwrites);
+    SvcStat::WRITE.add(nwrites);
+    let chunks = trace::Chunks {
+        write: plan.write_chunks_used() > 0,
+        reply: plan.nomsg(),
+    };
+    let sbuf = slot.buf()?;
+    sbuf.state().chunks = chunks;
+    trace::svcrdma_post_chunks(
+        || ep_cq(conn),
+        sbuf.idx(),
+        chunks,
+        || sbuf.writes().wrs_split(payload_writes),
+    );
+    trace::svcrdma_encode_wseg(|| ep_cq(conn), sbuf.idx(), || plan.echoed_write_segments());
     // The Send buffer is held meanwhile: see `SendSlot::reserve_writes`.
     slot.reserve_writes()?;
     slot.post(pos, invalidate)?;
@@ -135,6 +155,11 @@ fn reply(
         conn.count(|s| &s.remote_inv, 1);
     }
     Ok(())
+}
+
+/// The connection's Send CQ, for the trace events.
+fn ep_cq(conn: &SvcConn) -> u32 {
+    conn.ep().map_or(0, |ep| ep.cq_ids().0)
 }
 
 /// Header of a backward Call: xid, version, credits, RDMA_MSG, three
