@@ -87,7 +87,7 @@ struct cconn {
 	struct ibv_comp_channel *ch;
 	struct ibv_cq *cq;
 	struct ibv_mr *mr, *cmr;
-	struct ibv_qp *qp;	/* ours, not rdma_cm's: see qp_to() */
+	struct ibv_qp *qp;	/* ours, not rdma_cm's (see qp_to()), but on iWARP */
 	uint8_t *buf;		/* NRECV receive buffers, then NSEND send buffers */
 	uint8_t *chunk;		/* chunksz, remotely readable and writable */
 	size_t chunksz;
@@ -204,7 +204,9 @@ static void cconn_close(struct cconn *c)
 			rdma_ack_cm_event(ev);
 		}
 	}
-	if (c->qp)
+	if (c->qp && c->id && c->id->qp == c->qp)
+		rdma_destroy_qp(c->id);
+	else if (c->qp)
 		ibv_destroy_qp(c->qp);
 	if (c->cmr)
 		ibv_dereg_mr(c->cmr);
@@ -287,6 +289,7 @@ static int cconn_open(struct cconn *c, unsigned int (*early)(struct cconn *, uin
 	struct rdma_conn_param cp = { 0 };
 	uint8_t priv[8];
 	unsigned int i;
+	int iwarp;
 
 	memset(c, 0, sizeof(*c));
 	c->ech = rdma_create_event_channel();
@@ -323,9 +326,25 @@ static int cconn_open(struct cconn *c, unsigned int (*early)(struct cconn *, uin
 	qa.cap.max_recv_wr = NRECV;
 	qa.cap.max_send_sge = 1;
 	qa.cap.max_recv_sge = 1;
-	c->qp = ibv_create_qp(c->pd, &qa);
-	if (!c->qp || qp_to(c, IBV_QPS_INIT))
-		goto fail;
+	/*
+	 * iWARP: MPA moves the QP through its states, so it is rdma_cm's
+	 * (no RNR NAKs to retry there), and the connection comes up in one
+	 * event, with no room for an early Send.
+	 */
+	iwarp = c->id->verbs->device->transport_type == IBV_TRANSPORT_IWARP;
+	if (iwarp && early) {
+		snprintf(why, n, "an early Send needs the IB CM, not iWARP's MPA");
+		return -1;
+	}
+	if (iwarp) {
+		if (rdma_create_qp(c->id, c->pd, &qa))
+			goto fail;
+		c->qp = c->id->qp;
+	} else {
+		c->qp = ibv_create_qp(c->pd, &qa);
+		if (!c->qp || qp_to(c, IBV_QPS_INIT))
+			goto fail;
+	}
 	for (i = 0; i < NRECV; i++)
 		if (post_recv(c, i))
 			goto fail;
@@ -341,6 +360,12 @@ static int cconn_open(struct cconn *c, unsigned int (*early)(struct cconn *, uin
 	if (rdma_connect(c->id, &cp)) {
 		snprintf(why, n, "rdma_connect: %s", strerror(errno));
 		return -1;
+	}
+	if (iwarp) {
+		if (cm_expect(c, RDMA_CM_EVENT_ESTABLISHED, why, n))
+			return -1;
+		c->established = 1;
+		return 0;
 	}
 	if (cm_expect(c, RDMA_CM_EVENT_CONNECT_RESPONSE, why, n))
 		return -1;
