@@ -23,6 +23,7 @@ mod frwr;
 mod hold;
 mod listen;
 mod mr;
+mod owner;
 mod qp;
 mod rw;
 #[cfg(CONFIG_KUNIT = "y")]
@@ -41,7 +42,8 @@ pub(crate) use endpoint::{
 };
 pub(crate) use frwr::{FrwrList, FrwrMr, FrwrOwner, FrwrPool};
 pub(crate) use hold::{HeldPages, PageHold};
-pub(crate) use listen::{ConnRequest, ListenHandler, ListenOwner, Listener, PendingConn};
+pub(crate) use listen::{ConnRequest, ListenHandler, Listener, PendingConn};
 pub(crate) use mr::{Mr, PageSeg, Registered};
+pub(crate) use owner::{owner, EpHome, ListenHome};
 pub(crate) use qp::{Qp, RecvWr, SendChain};
 pub(crate) use rw::{RwCtx, RwOp, RwSpares};
