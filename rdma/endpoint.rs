@@ -971,6 +971,12 @@ impl<O: EpOwner> Endpoint<O> {
 
 impl<O: EpOwner> Drop for Endpoint<O> {
     fn drop(&mut self) {
+        // No CM event reaches the owner from here on: its handler could
+        // otherwise reach the slots (through tokens it keeps) while they
+        // go, or post work nothing drains.
+        if let Some(id) = self.id() {
+            id.silence();
+        }
         // INVARIANT: drained before the slots go; the slots go (their
         // rdma_rw contexts destroyed) before `core`, and with it the id
         // and its QP.
