@@ -427,15 +427,15 @@ impl<H: CmHandler> CmId<H> {
     /// and what it reaches may be torn down.
     pub(crate) fn silence(&self) {
         let id = self.ptr.as_ptr();
-        // SAFETY: `id` is live; rdma_lock_handler waits for a running
-        // event and excludes the next until rdma_unlock_handler.
-        unsafe { sys::rdma_lock_handler(id) };
-        // SAFETY: The handler lock is held; rdma_cm reads the handler only
-        // under it. The context stays: still a `H` (type invariant), for
-        // `linger`.
-        unsafe { (*id).event_handler = Some(silent_handler) };
-        // SAFETY: Locked above.
-        unsafe { sys::rdma_unlock_handler(id) };
+        // SAFETY: `id` is live. rdma_lock_handler waits for a running
+        // event and excludes the next until rdma_unlock_handler; rdma_cm
+        // reads the handler only under that lock. The context stays:
+        // still a `H` (type invariant), for `linger`.
+        unsafe {
+            sys::rdma_lock_handler(id);
+            (*id).event_handler = Some(silent_handler);
+            sys::rdma_unlock_handler(id);
+        }
     }
 
     /// Gives up the id after [`CmId::disconnect`], without cutting its
