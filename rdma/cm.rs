@@ -168,8 +168,9 @@ struct QpParts {
 /// adopted by [`PendingConn::accept`](super::PendingConn::accept)), owned
 /// by this value, whose handler is [`cm_event_handler::<H>`] (or, once
 /// [`CmId::silence`]d, [`silent_handler`]) and whose context is a `H`
-/// that outlives it (the one `owner` holds, when it is set). `qp` is `Some` exactly while the id has a QP
-/// created by [`CmId::create_qp`], and holds what that QP uses.
+/// that outlives it (the one `owner` holds, when it is set). `qp` is
+/// `Some` exactly while the id has a QP created by [`CmId::create_qp`],
+/// and holds what that QP uses.
 pub(crate) struct CmId<H: CmHandler> {
     ptr: NonNull<sys::rdma_cm_id>,
     qp: Option<QpParts>,
