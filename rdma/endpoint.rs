@@ -979,8 +979,14 @@ impl<O: EpOwner> Drop for Endpoint<O> {
         }
         // INVARIANT: drained before the slots go; the slots go (their
         // rdma_rw contexts destroyed) before `core`, and with it the id
-        // and its QP.
-        self.shutdown();
+        // and its QP. Drained here even after an earlier `shutdown`: a
+        // thread that had not seen `closing` may have posted since, and
+        // nothing posts now (the drop is the endpoint's last user).
+        self.core.closing.store(true, Release);
+        if let Some(id) = self.id() {
+            self.core.drained.store(true, Relaxed);
+            id.drain_qp();
+        }
         self.recvs.clear();
         self.sends.clear();
     }
