@@ -166,11 +166,12 @@ struct QpParts {
 ///
 /// `ptr` is a live `rdma_cm_id` created by [`CmId::new`] (or a child id
 /// adopted by [`PendingConn::accept`](super::PendingConn::accept)), owned
-/// by this value, whose handler is [`cm_event_handler::<H>`] and whose
-/// context is a `H` that outlives it (the one `owner` holds, when it is
-/// set). `qp` is `Some` exactly while the id has a QP
-/// created by [`CmId::create_qp`], and holds what that QP uses. `gate`,
-/// when set, is the QP's, and is closed before the QP is destroyed.
+/// by this value, whose handler is [`cm_event_handler::<H>`] (or, once
+/// [`CmId::silence`]d, [`silent_handler`]) and whose context is a `H`
+/// that outlives it (the one `owner` holds, when it is set). `qp` is
+/// `Some` exactly while the id has a QP created by [`CmId::create_qp`],
+/// and holds what that QP uses. `gate`, when set, is the QP's, and is
+/// closed before the QP is destroyed.
 pub(crate) struct CmId<H: CmHandler> {
     ptr: NonNull<sys::rdma_cm_id>,
     qp: Option<QpParts>,
@@ -451,6 +452,22 @@ impl<H: CmHandler> CmId<H> {
         }
     }
 
+    /// Stops delivering the id's events to its handler, once a running
+    /// one returned: from then on the handler may go before the id does,
+    /// and what it reaches may be torn down.
+    pub(crate) fn silence(&self) {
+        let id = self.ptr.as_ptr();
+        // SAFETY: `id` is live. rdma_lock_handler waits for a running
+        // event and excludes the next until rdma_unlock_handler; rdma_cm
+        // reads the handler only under that lock. The context stays:
+        // still a `H` (type invariant), for `linger`.
+        unsafe {
+            sys::rdma_lock_handler(id);
+            (*id).event_handler = Some(silent_handler);
+            sys::rdma_unlock_handler(id);
+        }
+    }
+
     /// Gives up the id after [`CmId::disconnect`], without cutting its
     /// disconnect short: while `awaiting(handler)` says the CM has not
     /// reported the end of the connection yet, the id is left to the CM,
@@ -578,6 +595,19 @@ unsafe extern "C" fn linger_handler(
         }
         None => 0,
     }
+}
+
+/// The handler of a [`CmId::silence`]d id: ignores every event (its
+/// owner destroys the id).
+///
+/// # Safety
+///
+/// Only called by rdma_cm.
+unsafe extern "C" fn silent_handler(
+    _id: *mut sys::rdma_cm_id,
+    _event: *mut sys::rdma_cm_event,
+) -> i32 {
+    0
 }
 
 impl<H: CmHandler> Drop for CmId<H> {

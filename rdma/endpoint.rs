@@ -29,7 +29,9 @@ use kernel::sync::atomic::{Acquire, Atomic, Relaxed, Release};
 use kernel::sync::{new_condvar, new_spinlock, Arc, CondVar, SetOnce, SpinLock};
 use kernel::types::Opaque;
 
-use super::{CmHandler, CmId, Cq, Device, DmaBuf, DmaDir, PageSeg, Pd, QpCaps, RwCtx, RwOp};
+use super::{
+    CmHandler, CmId, Cq, Device, DmaBuf, DmaDir, EpHome, PageSeg, Pd, QpCaps, RwCtx, RwOp,
+};
 use super::{RwSpares, Wc};
 use crate::sunrpc::{Ctxt, HeldBytes, PageRefs, SvcRqst};
 use crate::sys;
@@ -38,18 +40,16 @@ use crate::sys;
 /// many at once, without allocating.
 pub(crate) const MAX_SENDS: u32 = 64;
 
-/// What owns an [`Endpoint`] and receives its completions: a connection.
-/// The handlers run in process context, from the CQ's polling work; they
-/// are never called once the endpoint started shutting down.
-pub(crate) trait EpOwner: CmHandler + Sized + 'static {
+/// What owns an [`Endpoint`] and receives its completions: a connection,
+/// declared with [`owner!`](super::owner), which keeps the endpoint inside
+/// it ([`EpHome`]). The handlers run in process context, from the CQ's
+/// polling work; they are never called once the endpoint started shutting
+/// down.
+pub(crate) trait EpOwner: CmHandler + EpHome {
     /// What the owner keeps with each Receive buffer.
     type RecvState: Send;
     /// What the owner keeps with each Send buffer.
     type SendState: Send;
-
-    /// Where the owner keeps its endpoint: inside itself, so that it
-    /// outlives the endpoint, its CM id and its QP.
-    fn endpoint(&self) -> &SetOnce<Endpoint<Self>>;
 
     /// A Receive completed, successfully or not: `buf` is the owner's.
     fn received(&self, buf: RecvBuf<'_, Self>, wc: &Wc<'_>);
@@ -447,9 +447,11 @@ impl Posted {
 ///
 /// # Invariants
 ///
-/// `owner` is set once, when the QP is created, to the CM id's handler,
-/// which outlives the id and so every completion of the QP. `closing` is
-/// set before the QP is drained, and from then on no handler is called.
+/// `owner` is null, or set once, before the QP is created, to the CM
+/// id's handler: the pinned owner ([`EpHome`]) this endpoint is a field
+/// of, which does not move and is not dropped before the endpoint is, and
+/// so outlives the id and every completion of the QP. `closing` is set
+/// before the QP is drained, and from then on no handler is called.
 #[pin_data]
 struct EpCore<O: EpOwner> {
     owner: Atomic<*const O>,
@@ -649,22 +651,35 @@ impl<O: EpOwner> Endpoint<O> {
     /// the peer. From now on the id's events go to `owner`, and so do the
     /// completions. On error the QP is drained at once: nothing stays
     /// posted, and the endpoint is only waiting to be dropped.
+    ///
+    /// `owner` is pinned: the id and the completions reach it by address
+    /// until its endpoint is dropped, which is before anything else of it
+    /// ([`owner!`](super::owner)).
     pub(crate) fn accept(
-        owner: &O,
+        owner: Pin<&O>,
         req: super::PendingConn,
         param: &mut super::ConnParam<'_>,
     ) -> Result {
+        let owner = owner.get_ref();
         let this = owner.endpoint().as_ref().ok_or(EINVAL)?;
         let core = &*this.core;
-        if core.id.as_ref().is_some() {
+        // INVARIANT: `owner` is pinned, and becomes the id's handler
+        // below; this endpoint is its field (`EpHome`), which owns the
+        // id. Set once, by whichever of `accept` and `connect` claims
+        // the endpoint.
+        if core.id.as_ref().is_some()
+            || core
+                .owner
+                .cmpxchg(core::ptr::null(), core::ptr::from_ref(owner), Release)
+                .is_err()
+        {
             return Err(EBUSY);
         }
-        // INVARIANT: `owner` becomes the id's handler below, and owns this
-        // endpoint, which owns the id.
-        core.owner.store(owner, Release);
         let caps = core.caps;
-        // SAFETY: `owner` owns this endpoint, which owns the id: it
-        // outlives the id.
+        // SAFETY: `owner` is pinned and not `Unpin`, so it stays at its
+        // address until dropped; dropping it drops this endpoint, and so
+        // the id, before any other of its fields (`EpHome`): it outlives
+        // the id.
         let (id, res) = unsafe {
             req.accept(
                 owner,
@@ -676,8 +691,7 @@ impl<O: EpOwner> Endpoint<O> {
             )
         };
         if let Some(id) = id {
-            // Cannot fail: checked above, and `accept` runs once per
-            // pending request, which only nfsd's accept takes.
+            // Cannot fail: claimed above.
             let _ = core.id.populate(id);
         }
         if res.is_err() {
@@ -691,22 +705,23 @@ impl<O: EpOwner> Endpoint<O> {
     /// posts every Receive and starts connecting with `param` (with our
     /// private data). The id's events tell how it ends
     /// ([`CmEvent::Established`](super::CmEvent) or an error), and the
-    /// completions go to `owner`. On error the QP is drained at once, as
-    /// for [`Endpoint::accept`].
+    /// completions go to `owner`, pinned as for [`Endpoint::accept`]. On
+    /// error the QP is drained at once, as for [`Endpoint::accept`].
     pub(crate) fn connect(
-        owner: &O,
+        owner: Pin<&O>,
         dialing: super::Dialing<'_, O>,
         param: &mut super::ConnParam<'_>,
     ) -> Result {
+        let owner = owner.get_ref();
         // The id must be the owner's, which owns the endpoint it goes in.
         if !core::ptr::eq(dialing.handler(), owner) {
             return Err(EINVAL);
         }
         let this = owner.endpoint().as_ref().ok_or(EINVAL)?;
         let core = &*this.core;
-        // INVARIANT: `owner` is the id's handler (checked above) and owns
-        // this endpoint, which owns the id; set once, by whichever of
-        // `accept` and `connect` claims the endpoint.
+        // INVARIANT: `owner` is pinned and is the id's handler (checked
+        // above); this endpoint is its field (`EpHome`), which owns the
+        // id. Set once, as in `accept`.
         if core.id.as_ref().is_some()
             || core
                 .owner
@@ -716,7 +731,8 @@ impl<O: EpOwner> Endpoint<O> {
             return Err(EBUSY);
         }
         // SAFETY: The id goes into this endpoint, which `owner`, its
-        // handler, owns and so outlives.
+        // handler, pinned, drops before any other of its fields
+        // (`EpHome`), and so outlives.
         let mut id = unsafe { dialing.into_id() };
         let caps = core.caps;
         let res = id
@@ -955,10 +971,22 @@ impl<O: EpOwner> Endpoint<O> {
 
 impl<O: EpOwner> Drop for Endpoint<O> {
     fn drop(&mut self) {
+        // No CM event reaches the owner from here on: its handler could
+        // otherwise reach the slots (through tokens it keeps) while they
+        // go, or post work nothing drains.
+        if let Some(id) = self.id() {
+            id.silence();
+        }
         // INVARIANT: drained before the slots go; the slots go (their
         // rdma_rw contexts destroyed) before `core`, and with it the id
-        // and its QP.
-        self.shutdown();
+        // and its QP. Drained here even after an earlier `shutdown`: a
+        // thread that had not seen `closing` may have posted since, and
+        // nothing posts now (the drop is the endpoint's last user).
+        self.core.closing.store(true, Release);
+        if let Some(id) = self.id() {
+            self.core.drained.store(true, Relaxed);
+            id.drain_qp();
+        }
         self.recvs.clear();
         self.sends.clear();
     }
@@ -1267,9 +1295,9 @@ fn owner_of<O: EpOwner>(core: &EpCore<O>) -> Option<&O> {
     if core.closing.load(Acquire) {
         return None;
     }
-    // SAFETY: Set when the QP was created to the id's handler, which
-    // outlives the id and so this completion of its QP (type invariant of
-    // `EpCore`).
+    // SAFETY: Null, or set before the QP was created to the pinned
+    // owner, which outlives the id and so this completion of its QP (type
+    // invariant of `EpCore`).
     unsafe { core.owner.load(Acquire).as_ref() }
 }
 

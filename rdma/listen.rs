@@ -18,10 +18,9 @@ use core::ptr::NonNull;
 use kernel::error::{from_err_ptr, to_result};
 use kernel::prelude::*;
 use kernel::sync::atomic::{Acquire, Atomic, Release};
-use kernel::sync::SetOnce;
 
 use super::cm::cm_event_handler;
-use super::{CmEvent, CmHandler, CmId, ConnParam, Device};
+use super::{CmEvent, CmHandler, CmId, ConnParam, Device, ListenHome};
 use crate::sunrpc::{Net, SockAddr};
 use crate::sys;
 
@@ -44,13 +43,6 @@ pub(crate) trait ListenHandler: Sync {
     /// Any other event of the listening id (address change, device
     /// removal).
     fn event(&self, _event: CmEvent) {}
-}
-
-/// A [`ListenHandler`] that keeps its listener.
-pub(crate) trait ListenOwner: ListenHandler + Sized {
-    /// Where the handler keeps its listener: inside itself, so that it
-    /// outlives the listener's id.
-    fn listener(&self) -> &SetOnce<Listener<Self>>;
 }
 
 /// A listening RC id.
@@ -150,17 +142,23 @@ impl<L: ListenHandler> Listener<L> {
 
 impl<L: ListenHandler> Listener<L> {
     /// Listens in `net` on `addr` with `backlog`, for `handler`, which
-    /// keeps the listener ([`ListenHandler::listener`]).
-    pub(crate) fn start(handler: &L, net: Net, addr: &SockAddr, backlog: i32) -> Result
+    /// keeps the listener ([`ListenHome`]), pinned: the id reaches it by
+    /// address until the listener is dropped, which is before anything
+    /// else of it ([`owner!`](super::owner)).
+    pub(crate) fn start(handler: Pin<&L>, net: Net, addr: &SockAddr, backlog: i32) -> Result
     where
-        L: ListenOwner,
+        L: ListenHome,
     {
+        let handler = handler.get_ref();
         let slot = handler.listener();
         if slot.as_ref().is_some() {
             return Err(EBUSY);
         }
-        // SAFETY: `net` came from sunrpc, `addr` is a socket address; the
-        // handler keeps the listener, so it outlives it.
+        // SAFETY: `net` came from sunrpc, `addr` is a socket address. The
+        // handler is pinned and not `Unpin`, so it stays at its address
+        // until dropped; dropping it drops the listener it keeps (its
+        // field, `ListenHome`) before any other of its fields: it outlives
+        // the id.
         let this = unsafe { Self::new(net.as_ptr(), handler, addr.as_ptr(), backlog) }?;
         if !slot.populate(this) {
             return Err(EBUSY);

@@ -24,6 +24,7 @@ mod gate;
 mod hold;
 mod listen;
 mod mr;
+mod owner;
 mod qp;
 mod ring;
 mod rw;
@@ -44,8 +45,9 @@ pub(crate) use endpoint::{
 pub(crate) use frwr::{FrwrList, FrwrMr, FrwrOwner, FrwrPool};
 pub(crate) use gate::QpGate;
 pub(crate) use hold::{HeldPages, PageHold};
-pub(crate) use listen::{ConnRequest, ListenHandler, ListenOwner, Listener, PendingConn};
+pub(crate) use listen::{ConnRequest, ListenHandler, Listener, PendingConn};
 pub(crate) use mr::{Mr, PageSeg, Registered};
+pub(crate) use owner::{owner, EpHome, ListenHome};
 pub(crate) use qp::Qp;
 pub(crate) use ring::{
     InvList, ParkedRecv, RecvOwner, RecvRing, RecvToken, SendError, SendOwner, SendPosted,

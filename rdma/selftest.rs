@@ -19,8 +19,8 @@ use kernel::sync::{new_condvar, new_mutex, CondVar, CondVarTimeoutResult, Mutex,
 use kernel::time::msecs_to_jiffies;
 
 use super::{
-    CmEvent, CmHandler, ConnParam, ConnRequest, CqEntry, CqHandler, Dialing, Endpoint, EpOwner,
-    EpSizes, ListenHandler, ListenOwner, Listener, Mr, Parked, PendingConn, RecvBuf, RecvKind,
+    owner, CmEvent, CmHandler, ConnParam, ConnRequest, CqEntry, CqHandler, Dialing, Endpoint,
+    EpOwner, EpSizes, ListenHandler, Listener, Mr, Parked, PendingConn, RecvBuf, RecvKind,
     Registered, Retired, SendKind, Wc,
 };
 use crate::sunrpc::{Net, PageRefs, SockAddr};
@@ -74,19 +74,13 @@ const CLIENT_SIZES: EpSizes = EpSizes {
     send_sge: 1,
 };
 
-/// What one side has seen, under [`Peer::seen`].
+/// What one side has seen, on its [`Board`].
 #[derive(Default)]
 struct Seen {
     /// CM events, as `EV_*` bits.
     events: u32,
     /// The private data of ESTABLISHED.
     private: [u8; 8],
-    /// Connection requests, and whether the last began with
-    /// [`CLIENT_PVT`].
-    requests: u32,
-    private_ok: bool,
-    /// A request deferred, for the test thread to accept.
-    pending: Option<PendingConn>,
     /// A completed Receive, and a Receive buffer whose Reads completed,
     /// each with whether it succeeded.
     recv: Option<(Parked<RecvKind>, bool)>,
@@ -96,49 +90,36 @@ struct Seen {
     reg: Option<bool>,
 }
 
-/// One side: listener (the server's), endpoint, and what its handlers
-/// saw, waited for on a condition variable.
-///
-/// # Invariants
-///
-/// `ep` comes first, so it is dropped first: its drop drains the QP and
-/// destroys the id before anything the handlers reach goes; `listener`
-/// next, which waits for a running connection request.
+/// What a listener has seen, on its [`Board`].
+#[derive(Default)]
+struct Requests {
+    /// Connection requests, and whether the last began with
+    /// [`CLIENT_PVT`].
+    requests: u32,
+    private_ok: bool,
+    /// A request deferred, for the test thread to accept.
+    pending: Option<PendingConn>,
+}
+
+/// What a handler saw, waited for on a condition variable.
 #[pin_data]
-struct Peer {
-    ep: SetOnce<Endpoint<Peer>>,
-    listener: SetOnce<Listener<Peer>>,
-    /// Whether connection requests are deferred to be accepted, or
-    /// rejected.
-    accept: bool,
-    /// Where the client's REG_MRs complete.
-    reg_cqe: CqEntry<Peer>,
+struct Board<S> {
     #[pin]
-    seen: Mutex<Seen>,
+    seen: Mutex<S>,
     #[pin]
     cv: CondVar,
 }
 
-crate::impl_has_cq_entry!(Peer, 0, reg_cqe);
-
-impl Peer {
-    fn new(accept: bool) -> Check<Pin<KBox<Self>>> {
-        KBox::pin_init(
-            try_pin_init!(Self {
-                ep: SetOnce::new(),
-                listener: SetOnce::new(),
-                accept,
-                reg_cqe: CqEntry::new(),
-                seen <- new_mutex!(Seen::default(), "rpcrdma_rs_kunit_seen"),
-                cv <- new_condvar!("rpcrdma_rs_kunit_cv"),
-            }? Error),
-            GFP_KERNEL,
-        )
-        .map_err(|_| "no memory")
+impl<S: Default + Unpin> Board<S> {
+    fn new() -> impl PinInit<Self> {
+        pin_init!(Self {
+            seen <- new_mutex!(S::default(), "rpcrdma_rs_kunit_seen"),
+            cv <- new_condvar!("rpcrdma_rs_kunit_cv"),
+        })
     }
 
     /// Changes what was seen and wakes the waiter.
-    fn note(&self, f: impl FnOnce(&mut Seen)) {
+    fn note(&self, f: impl FnOnce(&mut S)) {
         f(&mut self.seen.lock());
         self.cv.notify_all();
     }
@@ -148,7 +129,7 @@ impl Peer {
     fn wait<T>(
         &self,
         what: &'static str,
-        mut ready: impl FnMut(&mut Seen) -> Option<Check<T>>,
+        mut ready: impl FnMut(&mut S) -> Option<Check<T>>,
     ) -> Check<T> {
         let mut left = msecs_to_jiffies(TIMEOUT_MS);
         let mut seen = self.seen.lock();
@@ -166,11 +147,40 @@ impl Peer {
             }
         }
     }
+}
+
+owner! {
+    /// One side of a connection: its endpoint (first, [`owner!`]) and
+    /// what its handlers saw.
+    #[pin_data]
+    struct Peer {
+        endpoint ep;
+        /// Where the client's REG_MRs complete.
+        reg_cqe: CqEntry<Peer>,
+        #[pin]
+        board: Board<Seen>,
+    }
+}
+
+crate::impl_has_cq_entry!(Peer, 0, reg_cqe);
+
+impl Peer {
+    fn new() -> Check<Pin<KBox<Self>>> {
+        KBox::pin_init(
+            pin_init!(Self {
+                ep: SetOnce::new(),
+                reg_cqe: CqEntry::new(),
+                board <- Board::new(),
+            }),
+            GFP_KERNEL,
+        )
+        .map_err(|_| "no memory")
+    }
 
     /// Waits for the CM event `want`; fails early on an error event it
     /// did not want.
     fn wait_event(&self, want: u32, what: &'static str) -> Check {
-        self.wait(what, |s| {
+        self.board.wait(what, |s| {
             if s.events & want != 0 {
                 Some(Ok(()))
             } else if s.events & (EV_ERROR | EV_REJECTED) & !want != 0 {
@@ -187,7 +197,7 @@ impl Peer {
         what: &'static str,
         mut take: impl FnMut(&mut Seen) -> Option<(T, bool)>,
     ) -> Check<T> {
-        self.wait(what, |s| {
+        self.board.wait(what, |s| {
             take(s).map(|(v, ok)| if ok { Ok(v) } else { Err(what) })
         })
     }
@@ -197,7 +207,7 @@ impl Peer {
     }
 
     fn saw(&self, bit: u32) -> bool {
-        self.seen.lock().events & bit != 0
+        self.board.seen.lock().events & bit != 0
     }
 }
 
@@ -207,7 +217,7 @@ impl CmHandler for Peer {
             CmEvent::AddrResolved => EV_ADDR,
             CmEvent::RouteResolved => EV_ROUTE,
             CmEvent::Established { private, .. } => {
-                self.note(|s| s.private = private);
+                self.board.note(|s| s.private = private);
                 EV_ESTABLISHED
             }
             CmEvent::Rejected { .. } => EV_REJECTED,
@@ -215,20 +225,52 @@ impl CmHandler for Peer {
             CmEvent::Other(_) | CmEvent::AddrChange => return,
             _ => EV_ERROR,
         };
-        self.note(|s| s.events |= bit);
+        self.board.note(|s| s.events |= bit);
     }
 }
 
-impl ListenOwner for Peer {
-    fn listener(&self) -> &SetOnce<Listener<Self>> {
-        &self.listener
+owner! {
+    /// The server's listener (first, [`owner!`]), in an owner of its own:
+    /// one holding an endpoint too could reach either from the other's
+    /// handlers while it is dropped.
+    #[pin_data]
+    struct Lobby {
+        listener listener;
+        /// Whether connection requests are deferred to be accepted, or
+        /// rejected.
+        accept: bool,
+        #[pin]
+        board: Board<Requests>,
     }
 }
 
-impl ListenHandler for Peer {
+impl Lobby {
+    fn new(accept: bool) -> Check<Pin<KBox<Self>>> {
+        KBox::pin_init(
+            pin_init!(Self {
+                listener: SetOnce::new(),
+                accept,
+                board <- Board::new(),
+            }),
+            GFP_KERNEL,
+        )
+        .map_err(|_| "no memory")
+    }
+
+    /// Whether one request came, with the client's private data.
+    fn one_request(&self) -> Check {
+        let s = self.board.seen.lock();
+        if s.requests != 1 || !s.private_ok {
+            return Err("server: request or its private data missing");
+        }
+        Ok(())
+    }
+}
+
+impl ListenHandler for Lobby {
     fn connect_request(&self, req: ConnRequest<'_>) {
         let ok = req.private().starts_with(CLIENT_PVT);
-        self.note(|s| {
+        self.board.note(|s| {
             s.requests += 1;
             s.private_ok = ok;
         });
@@ -238,14 +280,14 @@ impl ListenHandler for Peer {
         }
         // A second request is rejected: `keep` gives it back.
         req.defer(|pending| {
-            let mut s = self.seen.lock();
+            let mut s = self.board.seen.lock();
             if s.pending.is_some() || s.requests > 1 {
                 return Err(pending);
             }
             s.pending = Some(pending);
             Ok(())
         });
-        self.cv.notify_all();
+        self.board.cv.notify_all();
     }
 }
 
@@ -253,18 +295,14 @@ impl EpOwner for Peer {
     type RecvState = ();
     type SendState = ();
 
-    fn endpoint(&self) -> &SetOnce<Endpoint<Self>> {
-        &self.ep
-    }
-
     fn received(&self, buf: RecvBuf<'_, Self>, wc: &Wc<'_>) {
         let p = buf.park();
-        self.note(|s| s.recv = Some((p, wc.ok())));
+        self.board.note(|s| s.recv = Some((p, wc.ok())));
     }
 
     fn reads_done(&self, buf: RecvBuf<'_, Self>, wc: &Wc<'_>) {
         let p = buf.park();
-        self.note(|s| s.reads = Some((p, wc.ok())));
+        self.board.note(|s| s.reads = Some((p, wc.ok())));
     }
 
     fn sent(&self, bufs: Retired<'_, Self>, wc: &Wc<'_>) {
@@ -272,13 +310,13 @@ impl EpOwner for Peer {
         for mut buf in bufs {
             buf.writes().release();
         }
-        self.note(|s| s.sent = Some(wc.ok()));
+        self.board.note(|s| s.sent = Some(wc.ok()));
     }
 }
 
 impl CqHandler for Peer {
     fn done(&self, wc: &Wc<'_>) {
-        self.note(|s| s.reg = Some(wc.ok()));
+        self.board.note(|s| s.reg = Some(wc.ok()));
     }
 }
 
@@ -327,8 +365,9 @@ pub(crate) fn configured() -> bool {
 
 /// Resolves `addr` for `client`, builds its endpoint on the device found
 /// and starts connecting, with [`CLIENT_PVT`]: the Send tokens.
-fn dial(client: &Peer, addr: &SockAddr) -> Check<KVec<Parked<SendKind>>> {
-    let dialing = Dialing::new(Net::init(), client, addr).map_err(|_| "client: resolve_addr")?;
+fn dial(client: Pin<&Peer>, addr: &SockAddr) -> Check<KVec<Parked<SendKind>>> {
+    let dialing =
+        Dialing::new(Net::init(), client.get_ref(), addr).map_err(|_| "client: resolve_addr")?;
     client.wait_event(EV_ADDR, "client: address resolution")?;
     let id = dialing.id();
     id.resolve_route().map_err(|_| "client: resolve_route")?;
@@ -408,10 +447,18 @@ pub(crate) fn accept_read_write() -> Check {
     // the endpoints' QPs.
     let mut page = PageRefs::new();
     let mut mrs = KVec::new();
-    let server = Peer::new(true)?;
-    let client = Peer::new(true)?;
-    Listener::start(&*server, Net::init(), &addr, 4).map_err(|_| "listen")?;
-    let mut res = exchange(&server, &client, &addr, &mut page, &mut mrs);
+    let lobby = Lobby::new(true)?;
+    let server = Peer::new()?;
+    let client = Peer::new()?;
+    Listener::start(lobby.as_ref(), Net::init(), &addr, 4).map_err(|_| "listen")?;
+    let mut res = exchange(
+        &lobby,
+        server.as_ref(),
+        client.as_ref(),
+        &addr,
+        &mut page,
+        &mut mrs,
+    );
     // Teardown, whatever happened: the client's DREQ reaches the server,
     // whose own disconnect answers it with the DREP the client waits for.
     if client.saw(EV_ESTABLISHED) && server.saw(EV_ESTABLISHED) {
@@ -440,15 +487,18 @@ pub(crate) fn accept_read_write() -> Check {
 }
 
 fn exchange(
-    server: &Peer,
-    client: &Peer,
+    lobby: &Lobby,
+    server: Pin<&Peer>,
+    client: Pin<&Peer>,
     addr: &SockAddr,
     page: &mut PageRefs,
     mrs: &mut KVec<Mr>,
 ) -> Check {
     let mut client_sends = dial(client, addr)?;
     // The request, deferred by the listener, accepted from here.
-    let pending = server.wait("server: no request", |s| s.pending.take().map(Ok))?;
+    let pending = lobby
+        .board
+        .wait("server: no request", |s| s.pending.take().map(Ok))?;
     let dev = pending.device().map_err(|_| "server: no device")?;
     let (ep, _, mut server_sends) =
         Endpoint::new(&dev, SERVER_SIZES).map_err(|_| "server: endpoint")?;
@@ -459,15 +509,10 @@ fn exchange(
     Endpoint::accept(server, pending, &mut param).map_err(|_| "server: accept")?;
     client.wait_event(EV_ESTABLISHED, "client: not established")?;
     server.wait_event(EV_ESTABLISHED, "server: not established")?;
-    if client.seen.lock().private != *SERVER_PVT {
+    if client.board.seen.lock().private != *SERVER_PVT {
         return Err("client: wrong private data in ESTABLISHED");
     }
-    {
-        let s = server.seen.lock();
-        if s.requests != 1 || !s.private_ok {
-            return Err("server: request or its private data missing");
-        }
-    }
+    lobby.one_request()?;
     let sep = server.ep()?;
     let cep = client.ep()?;
 
@@ -476,8 +521,8 @@ fn exchange(
     page.alloc(1).map_err(|_| "client: no page")?;
     page.copy_in(0, &pattern(read_pattern))
         .map_err(|_| "client: write page")?;
-    let reg = register(client, page, mrs, false)?;
-    send(client, &mut client_sends, CLIENT_MSG)?;
+    let reg = register(&client, page, mrs, false)?;
+    send(&client, &mut client_sends, CLIENT_MSG)?;
     let p = server.wait_ok("server: Receive failed", |s| s.recv.take())?;
     let mut buf = sep.recv(p).ok_or("server: stray Receive")?;
     let room = {
@@ -521,7 +566,7 @@ fn exchange(
     // of a Send: only the Send completes, and the client's Receive of it
     // comes after the Write's data (a Reply's Write chunk and the Reply
     // itself).
-    let reg = register(client, page, mrs, true)?;
+    let reg = register(&client, page, mrs, true)?;
     let p = server_sends.pop().ok_or("server: no Send buffer")?;
     let mut sbuf = sep.send(p).ok_or("server: stray Send buffer")?;
     let w = sbuf.writes().pages();
@@ -558,18 +603,14 @@ fn exchange(
 /// A listener that rejects: the client sees REJECTED.
 pub(crate) fn reject() -> Check {
     let addr = test_addr(REJECT_PORT).ok_or("no kunit_addr")?;
-    let server = Peer::new(false)?;
-    let client = Peer::new(true)?;
-    Listener::start(&*server, Net::init(), &addr, 4).map_err(|_| "listen")?;
-    let res =
-        dial(&client, &addr).and_then(|_| client.wait_event(EV_REJECTED, "client: not rejected"));
+    let lobby = Lobby::new(false)?;
+    let client = Peer::new()?;
+    Listener::start(lobby.as_ref(), Net::init(), &addr, 4).map_err(|_| "listen")?;
+    let res = dial(client.as_ref(), &addr)
+        .and_then(|_| client.wait_event(EV_REJECTED, "client: not rejected"));
     if let Some(ep) = client.ep.as_ref() {
         ep.shutdown();
     }
     res?;
-    let s = server.seen.lock();
-    if s.requests != 1 || !s.private_ok {
-        return Err("server: request or its private data missing");
-    }
-    Ok(())
+    lobby.one_request()
 }

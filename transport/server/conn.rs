@@ -212,53 +212,51 @@ pub(super) struct SqState {
 /// than its credits.
 const RECV_BATCH: usize = 8;
 
-/// A client connection.
-///
-/// # Invariants
-///
-/// `xprt` comes first (`repr(C)`, [`SvcObject`](crate::sunrpc::SvcObject)).
-/// `ep` comes next, so it is dropped first: its drop stops calling the
-/// connection's handlers, drains the QP and destroys the CM id (which
-/// waits for a running CM event) before any other field goes, so nothing
-/// a completion or a CM event reaches is gone while one can run.
-#[repr(C)]
-#[pin_data]
-pub(crate) struct SvcConn {
-    xprt: SvcXprt,
-    ep: SetOnce<Endpoint<SvcConn>>,
-    pub(super) cfg: SvcConfig,
-    /// Receive buffers waiting for an nfsd thread.
-    #[pin]
-    pub(super) ready: SpinLock<Incoming>,
-    #[pin]
-    sq: SpinLock<SqState>,
-    #[pin]
-    sq_cv: CondVar,
-    sq_waiters: Atomic<u32>,
-    /// All the Send Queue room, for the trace events.
-    sq_depth: u32,
-    /// Receive buffers released and not yet posted again (svcrdma posts
-    /// in batches too).
-    #[pin]
-    reposts: SpinLock<[Option<Parked<RecvKind>>; RECV_BATCH]>,
-    /// At most this many Sends in a row go unsignalled; fewer than the
-    /// Send buffers, so that those they hold never starve a Reply.
-    signal_every: u32,
-    /// Send Queue room for RDMA Reads and Writes.
-    pub(super) rw_room: u32,
-    /// Calls handed to nfsd whose request has not released them yet.
-    pub(super) in_nfsd: Atomic<u32>,
-    /// Largest Send: the smaller of the client's receive size (RFC 8797)
-    /// and ours; the size of our Send buffers.
-    pub(super) inline_send: u32,
-    /// Both ends allow Send With Invalidate (RFC 8797 §5.1): the client's
-    /// private data, and ours, set when the device can.
-    pub(super) remote_inv: bool,
-    /// This connection's counters in debugfs; declared (so dropped)
-    /// before the counters.
-    debug: SetOnce<CounterDir<ConnStats>>,
-    pub(super) stats: Arc<ConnStats>,
-    farewell: Farewell,
+crate::rdma::owner! {
+    /// A client connection: `xprt` first (`repr(C)`,
+    /// [`SvcObject`](crate::sunrpc::SvcObject)), then `ep`, dropped before
+    /// every other field ([`owner!`](crate::rdma::owner)): its drop stops
+    /// calling the connection's handlers, drains the QP and destroys the
+    /// CM id (which waits for a running CM event) before anything a
+    /// completion or a CM event reaches goes.
+    #[repr(C)]
+    #[pin_data]
+    pub(crate) struct SvcConn(xprt: SvcXprt) {
+        endpoint ep;
+        pub(super) cfg: SvcConfig,
+        /// Receive buffers waiting for an nfsd thread.
+        #[pin]
+        pub(super) ready: SpinLock<Incoming>,
+        #[pin]
+        sq: SpinLock<SqState>,
+        #[pin]
+        sq_cv: CondVar,
+        sq_waiters: Atomic<u32>,
+        /// All the Send Queue room, for the trace events.
+        sq_depth: u32,
+        /// Receive buffers released and not yet posted again (svcrdma posts
+        /// in batches too).
+        #[pin]
+        reposts: SpinLock<[Option<Parked<RecvKind>>; RECV_BATCH]>,
+        /// At most this many Sends in a row go unsignalled; fewer than the
+        /// Send buffers, so that those they hold never starve a Reply.
+        signal_every: u32,
+        /// Send Queue room for RDMA Reads and Writes.
+        pub(super) rw_room: u32,
+        /// Calls handed to nfsd whose request has not released them yet.
+        pub(super) in_nfsd: Atomic<u32>,
+        /// Largest Send: the smaller of the client's receive size (RFC 8797)
+        /// and ours; the size of our Send buffers.
+        pub(super) inline_send: u32,
+        /// Both ends allow Send With Invalidate (RFC 8797 §5.1): the client's
+        /// private data, and ours, set when the device can.
+        pub(super) remote_inv: bool,
+        /// This connection's counters in debugfs; declared (so dropped)
+        /// before the counters.
+        debug: SetOnce<CounterDir<ConnStats>>,
+        pub(super) stats: Arc<ConnStats>,
+        farewell: Farewell,
+    }
 }
 
 crate::sunrpc::impl_svc_object!(SvcConn, xprt);
@@ -288,10 +286,6 @@ impl CmHandler for SvcConn {
 impl EpOwner for SvcConn {
     type RecvState = CallState;
     type SendState = ReplyState;
-
-    fn endpoint(&self) -> &SetOnce<Endpoint<Self>> {
-        &self.ep
-    }
 
     fn received(&self, buf: RecvBuf<'_, Self>, wc: &Wc<'_>) {
         if !wc.ok() {
@@ -617,7 +611,7 @@ impl SvcConn {
             return None;
         }
         let mut param = ConnParam::new(&msg, 0, depth, 7, 7);
-        if let Err(e) = Endpoint::accept(&*conn, req, &mut param) {
+        if let Err(e) = Endpoint::accept(conn.as_ref(), req, &mut param) {
             if let Some(id) = conn.id() {
                 trace::svcrdma_accept_err(trace::AcceptErr::Accept, id.dst_addr(), e);
             }

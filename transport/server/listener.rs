@@ -16,7 +16,7 @@ use kernel::sync::{new_mutex, Mutex, SetOnce};
 
 use super::conn::SvcConn;
 use super::TOTALS;
-use crate::rdma::{CmEvent, ConnRequest, ListenHandler, ListenOwner, Listener, PendingConn};
+use crate::rdma::{CmEvent, ConnRequest, ListenHandler, Listener, PendingConn};
 use crate::sunrpc::{discard, new_object, Net, Serv, SockAddr, SvcXprt, XptFlag};
 
 /// Connection requests waiting for the accept queue, as svcrdma allows.
@@ -32,20 +32,18 @@ const MAX_PENDING: usize = 256;
 const AF_INET: u16 = 2;
 const AF_INET6: u16 = 10;
 
-/// A listener.
-///
-/// # Invariants
-///
-/// `xprt` comes first (`repr(C)`, [`SvcObject`](crate::sunrpc::SvcObject)).
-/// `id` is dropped before `accept_q` (field order), so no request can be
-/// queued once the queue goes.
-#[repr(C)]
-#[pin_data]
-pub(crate) struct SvcListener {
-    xprt: SvcXprt,
-    id: SetOnce<Listener<SvcListener>>,
-    #[pin]
-    accept_q: Mutex<KVec<PendingConn>>,
+crate::rdma::owner! {
+    /// A listener: `xprt` first (`repr(C)`,
+    /// [`SvcObject`](crate::sunrpc::SvcObject)), then `id`, dropped before
+    /// `accept_q` ([`owner!`](crate::rdma::owner)), so no request can be
+    /// queued once the queue goes.
+    #[repr(C)]
+    #[pin_data]
+    pub(crate) struct SvcListener(xprt: SvcXprt) {
+        listener id;
+        #[pin]
+        accept_q: Mutex<KVec<PendingConn>>,
+    }
 }
 
 crate::sunrpc::impl_svc_object!(SvcListener, xprt);
@@ -66,7 +64,7 @@ impl SvcListener {
             net,
             true,
         )?;
-        if let Err(e) = Listener::start(&*this, net, addr, BACKLOG) {
+        if let Err(e) = Listener::start(this.as_ref(), net, addr, BACKLOG) {
             rwarn!("server: cannot listen: {:?}\n", e);
             discard(this);
             return Err(e);
@@ -101,12 +99,6 @@ impl SvcListener {
                 return Some(conn);
             }
         }
-    }
-}
-
-impl ListenOwner for SvcListener {
-    fn listener(&self) -> &SetOnce<Listener<Self>> {
-        &self.id
     }
 }
 
