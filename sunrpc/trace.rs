@@ -368,13 +368,17 @@ pub(crate) fn svcrdma_wc_send_failed(wc: &Wc<'_>, cid: u32) {
     }
 }
 
+/// The monotonic clock, as the events' `ktime_t` fields take it.
+fn now() -> i64 {
+    <kernel::time::Monotonic as kernel::time::ClockSource>::ktime_get()
+}
+
 /// When a Call's RDMA Reads are posted, for `svcrdma_wc_read`'s latency:
 /// `ktime_get()`, or 0 while that event is off.
 #[inline(always)]
 pub(crate) fn read_post_time() -> i64 {
     if on!(svcrdma_wc_read) {
-        // SAFETY: `ktime_get` has no precondition.
-        unsafe { sys::ktime_get() }
+        now()
     } else {
         0
     }
@@ -403,12 +407,7 @@ pub(crate) fn svcrdma_wc_read(wc: &Wc<'_>, cid: u32, totalbytes: u64, posttime: 
     if wc.ok() {
         if on!(svcrdma_wc_read) {
             // Enabled while the Reads were in flight: no post time.
-            let t = if posttime != 0 {
-                posttime
-            } else {
-                // SAFETY: `ktime_get` has no precondition.
-                unsafe { sys::ktime_get() }
-            };
+            let t = if posttime != 0 { posttime } else { now() };
             call!(svcrdma_wc_read(cq(), cid as i32, totalbytes as u32, t));
         }
     } else if wc.flushed() {
