@@ -345,42 +345,6 @@ counts_req() {
     esac
 }
 
-# local_req REQUEST: svc-hostile.sh's second device, through
-# /export/.local (issue 27's defect 2 and iWARP's half of defect 1).
-# "start N": put siw (iWARP in software) on lo, give lo an address only it
-# holds, and abandon at least N connects to it from this VM while the
-# client VM abandons its own over rxe0: nfsd's wildcard listener then
-# takes connection requests from two devices through two CMs (ib_cm and
-# iw_cm) at once, and its iWARP half sees peers reset during MPA and the
-# accept. "stop": once the peer is told to stop, its NULL Call on a new
-# connection over siw_lo, then the device deleted, which must not wait
-# for a connection nobody serves. The answer is one "done" line.
-LOCAL_ADDR=10.254.0.1 LOCAL_OUT=/tmp/local.out LOCAL_STOP=/tmp/local.stop
-local_req() {
-    set -- $1
-    case $1 in
-    start)
-        rm -f $LOCAL_STOP /tmp/local.pid
-        $IP addr add $LOCAL_ADDR/32 dev lo && rdma link add siw_lo type siw netdev lo || return 1
-        (exec > $LOCAL_OUT 2>&1 < /dev/null
-         timeout -s KILL 900 rpcrdma-peer -c $LOCAL_ADDR -t 5000 -u $LOCAL_STOP -a "$2" abandon-connect
-         echo "exit $?") &
-        echo $! > /tmp/local.pid
-        echo "done started $(rdma link show siw_lo/1 | tr -s ' \n' '  ')" >> /export/.local ;;
-    stop)
-        touch $LOCAL_STOP
-        await_exit "$(cat /tmp/local.pid)" 300 || { echo "the local peer still runs 300 s after stop"; return 1; }
-        line=$(grep '^case abandon-connect abandoned=' $LOCAL_OUT) res=$(grep '^case abandon-connect result=' $LOCAL_OUT)
-        t0=$(uptime_s)
-        # Bounded: a device removal that waits for a connection nobody
-        # serves would hang here for ever.
-        timeout -s KILL 120 rdma link delete siw_lo && removed=1 || removed=0
-        $IP addr del $LOCAL_ADDR/32 dev lo
-        echo "done ${line#case abandon-connect } ${res#case abandon-connect } removed=$removed removal_s=$(($(uptime_s) - t0))" >> /export/.local ;;
-    *) echo "unknown local request '$*'"; return 1 ;;
-    esac
-}
-
 # svc_stats: the four counters of sunrpc.svc_rdma, as NAME=VALUE.
 svc_stats() {
     for c in read recv write sq_starve; do
@@ -615,10 +579,6 @@ fault_watch() {
         if [ -s /export/.counts ] && req=$(cat /export/.counts 2>/dev/null) && [ -n "$req" ] &&
             [ "${req#*done}" = "$req" ]; then
             check "server_counts_${req%% *}" counts_req "$req"
-        fi
-        if req=$(cat /export/.local 2>/dev/null) && [ -n "$req" ] &&
-            [ "${req#*done}" = "$req" ]; then
-            check "server_local_${req%% *}" local_req "$req"
         fi
         # The client leaves once it asked; the host waits for our
         # RR-TEARDOWN-DONE (scripts/vm.sh run_pair) before powering us off,
