@@ -35,7 +35,15 @@ await_deleg() {
 # reopen NAME: read every file of NAME (a file, or a directory), so the
 # client asks for their delegations again.
 reopen() {
-    if [ -d "/mnt/$1" ]; then cat /mnt/"$1"/* > /dev/null; else cat "/mnt/$1" > /dev/null; fi
+    if [ -d "/mnt/$1" ]; then
+        cat /mnt/"$1"/* > /dev/null
+    else
+        # one() holds the file on fd 3, and while an open of it lasts
+        # the client reuses that open and sends no OPEN: a delegation
+        # refused once (the callback channel not yet probed after a
+        # reconnect, say) would never be asked for again. Open it anew.
+        exec 3<&- && exec 3< "/mnt/$1"
+    fi
 }
 
 # recall NAME COUNT MS: the server writes to NAME (COUNT files at once);
