@@ -18,8 +18,8 @@ field() { echo "$answer" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
 delegreturns() { awk '$1 == "DELEGRETURN:" { print $2; exit }' /proc/self/mountstats; }
 
 # await_deleg NAME N: until the server lists N delegations on NAME. None
-# is granted during the grace period (10 s from nfsd's start), so open
-# again for a while.
+# is granted during the grace periods (nfsd's and lockd's, 10 s each
+# from nfsd's start, server.sh nfsd_tune), so open again for a while.
 await_deleg() {
     i=0
     while :; do

@@ -24,6 +24,10 @@ nfsd_tune() {
     echo "+3 +4 +4.1 +4.2" > /proc/fs/nfsd/versions &&
         echo 10 > /proc/fs/nfsd/nfsv4leasetime &&
         echo 10 > /proc/fs/nfsd/nfsv4gracetime &&
+        # lockd's grace (50 s by default, nlm_timeout x 5) is a grace of
+        # its own that nfsd honours too: no delegation is granted until
+        # it ends, and it starts again with each nfsd restart.
+        echo 10 > /proc/sys/fs/nfs/nlm_grace_period &&
         # nfsd sizes its largest READ and WRITE from the VM's memory
         # (256 KiB here); ask for the 1 MiB both RDMA transports offer,
         # or for rr.maxblksize.

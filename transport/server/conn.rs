@@ -322,17 +322,13 @@ impl EpOwner for SvcConn {
             buf.state().read_posted = trace::read_post_time();
             // The part posted: all that is left, or what fits the room.
             let sqes = buf.parts().2.wrs_left().min(room);
-            match ep.post_reads(buf, room) {
-                Ok(()) => trace::svcrdma_post_read_chunk(|| ep.cq_ids().0, idx, sqes),
-                Err(e) => {
-                    let e = match e {
-                        PostError::NotPosted(e, _) | PostError::Lost(e) => e,
-                    };
-                    trace::svcrdma_sq_post_err(|| self.sq_view(idx as i32), e);
-                    rwarn!("server: cannot post RDMA Reads: {:?}\n", e);
-                    // The Call is lost with the connection (RFC 8166 §4.5.4).
-                    self.close();
-                }
+            // Traced first: see `recv::pull`.
+            trace::svcrdma_post_read_chunk(|| ep.cq_ids().0, idx, sqes);
+            if let Err(PostError::NotPosted(e, _) | PostError::Lost(e)) = ep.post_reads(buf, room) {
+                trace::svcrdma_sq_post_err(|| self.sq_view(idx as i32), e);
+                rwarn!("server: cannot post RDMA Reads: {:?}\n", e);
+                // The Call is lost with the connection (RFC 8166 §4.5.4).
+                self.close();
             }
             return;
         }

@@ -272,15 +272,15 @@ fn pull(conn: &SvcConn, mut buf: Buf<'_>, rqst: &mut SvcRqst<'_>, xid: u32) -> i
     let Some(ep) = conn.ep() else {
         return 0;
     };
-    match ep.post_reads(buf, room) {
-        Ok(()) => trace::svcrdma_post_read_chunk(|| ep.cq_ids().0, idx, wrs.min(room)),
-        Err(PostError::NotPosted(e, _)) | Err(PostError::Lost(e)) => {
-            trace::svcrdma_sq_post_err(|| conn.sq_view(idx as i32), e);
-            rwarn!("server: cannot post RDMA Reads: {:?}\n", e);
-            conn.put_wrs(room);
-            // The Call is lost with the connection (RFC 8166 §4.5.4).
-            conn.close();
-        }
+    // Traced before the post, as svcrdma does: the Reads' completion may
+    // be traced as soon as they are posted.
+    trace::svcrdma_post_read_chunk(|| ep.cq_ids().0, idx, wrs.min(room));
+    if let Err(PostError::NotPosted(e, _) | PostError::Lost(e)) = ep.post_reads(buf, room) {
+        trace::svcrdma_sq_post_err(|| conn.sq_view(idx as i32), e);
+        rwarn!("server: cannot post RDMA Reads: {:?}\n", e);
+        conn.put_wrs(room);
+        // The Call is lost with the connection (RFC 8166 §4.5.4).
+        conn.close();
     }
     // The buffer comes back, its Reads done, to this or another thread.
     0
