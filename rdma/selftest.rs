@@ -392,7 +392,7 @@ fn register(
     writing: bool,
 ) -> Check<Registered> {
     let ep = client.ep()?;
-    let qp = ep.id().and_then(|id| id.qp()).ok_or("client: no QP")?;
+    let gate = ep.id().and_then(|id| id.gate()).ok_or("client: no QP")?;
     let mut segs = KVec::new();
     pages
         .segs(&mut segs, 0, LEN)
@@ -407,14 +407,11 @@ fn register(
     mr.reg_wr(&mut wr, writing, client.reg_cqe.as_ptr());
     wr.wr.send_flags = sys::ib_send_flags_IB_SEND_SIGNALED;
     mrs.push(mr, GFP_KERNEL).map_err(|_| "client: no memory")?;
-    let mut bad = core::ptr::null();
-    // SAFETY: The QP is live (the client's endpoint holds it); one valid
-    // work request, consumed by the post, that completes on `reg_cqe`, in
-    // `client`, which outlives its endpoint and so every completion of
-    // the QP; the MR stays in `mrs` until the QP is drained.
-    let posted = kernel::error::to_result(unsafe {
-        sys::rpcrdma_rs_post_send(qp.as_ptr(), &wr.wr, &mut bad)
-    });
+    // SAFETY: One valid work request, consumed by the post, that
+    // completes on `reg_cqe`, in `client`, which outlives its endpoint and
+    // so every completion of the QP; the MR stays in `mrs` until the QP is
+    // drained.
+    let posted = unsafe { gate.post_send(&wr.wr) };
     let res = posted.map_err(|_| "client: post REG_MR").and_then(|()| {
         client.wait_ok("client: REG_MR failed", |s| s.reg.take().map(|ok| ((), ok)))
     });
