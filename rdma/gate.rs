@@ -212,8 +212,9 @@ impl QpGate {
         unsafe { self.post_send(first.as_ptr()) }
     }
 
-    /// Shuts the gate and drains the QP: on return nothing is posted on
-    /// it any more and every completion handler of it has run. Must not be
+    /// Shuts the gate and drains the QP, the Receive Queue first, then the
+    /// Send Queue, as rpcrdma.ko does: on return nothing is posted on it
+    /// any more and every completion handler of it has run. Must not be
     /// called from one of the QP's completion handlers (the drain waits
     /// for them). Idempotent.
     pub(crate) fn close(&self) {
