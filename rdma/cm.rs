@@ -8,7 +8,6 @@ use core::ptr::NonNull;
 
 use kernel::error::{from_err_ptr, to_result};
 use kernel::prelude::*;
-use kernel::sync::atomic::{Atomic, Relaxed};
 use kernel::sync::Arc;
 
 use super::{Cq, Device, Pd, Qp, QpGate};
@@ -153,8 +152,9 @@ pub(crate) struct QpCaps {
 
 /// What a QP is made of: it holds a reference to each, so neither the PD
 /// nor a CQ can be freed while the QP exists, whatever order its owner
-/// drops things in.
+/// drops things in; and the gate every post on it goes through.
 struct QpParts {
+    gate: Arc<QpGate>,
     _pd: Arc<Pd>,
     _send_cq: Arc<Cq>,
     _recv_cq: Arc<Cq>,
@@ -170,15 +170,11 @@ struct QpParts {
 /// [`CmId::silence`]d, [`silent_handler`]) and whose context is a `H`
 /// that outlives it (the one `owner` holds, when it is set). `qp` is
 /// `Some` exactly while the id has a QP created by [`CmId::create_qp`],
-/// and holds what that QP uses. `gate`, when set, is the QP's, and is
-/// closed before the QP is destroyed.
+/// and holds what that QP uses, and its gate, open on it until it is
+/// closed, which is before the QP is destroyed.
 pub(crate) struct CmId<H: CmHandler> {
     ptr: NonNull<sys::rdma_cm_id>,
     qp: Option<QpParts>,
-    /// The QP was drained: nothing posted on it is outstanding.
-    drained: Atomic<bool>,
-    /// The gate of the QP, once asked for: closed before the QP goes.
-    gate: Option<Arc<QpGate>>,
     _handler: core::marker::PhantomData<*const H>,
     /// The handler, for an id made by [`CmId::new_shared`]: dropped after
     /// the id is destroyed, or handed over to the CM by [`CmId::linger`].
@@ -233,8 +229,6 @@ impl<H: CmHandler> CmId<H> {
         Ok(Self {
             ptr,
             qp: None,
-            drained: Atomic::new(false),
-            gate: None,
             _handler: core::marker::PhantomData,
             owner: None,
         })
@@ -281,8 +275,6 @@ impl<H: CmHandler> CmId<H> {
         Self {
             ptr,
             qp: None,
-            drained: Atomic::new(false),
-            gate: None,
             _handler: core::marker::PhantomData,
             owner: None,
         }
@@ -328,8 +320,8 @@ impl<H: CmHandler> CmId<H> {
     }
 
     /// Creates the RC QP of this id on `pd`, completing on `send_cq` and
-    /// `recv_cq`, sized by `caps`. The id keeps the three alive until the
-    /// QP is destroyed.
+    /// `recv_cq`, sized by `caps`, with its [`QpGate`]. The id keeps the
+    /// three alive until the QP is destroyed.
     pub(crate) fn create_qp(
         &mut self,
         pd: &Arc<Pd>,
@@ -340,6 +332,8 @@ impl<H: CmHandler> CmId<H> {
         if self.qp.is_some() {
             return Err(EBUSY);
         }
+        // Before the QP: once it exists, nothing can fail.
+        let gate = QpGate::new()?;
         let mut attr = sys::ib_qp_init_attr {
             send_cq: send_cq.ptr.as_ptr(),
             recv_cq: recv_cq.ptr.as_ptr(),
@@ -360,12 +354,20 @@ impl<H: CmHandler> CmId<H> {
         // SAFETY: `self.ptr`, the PD and both CQs are live; `attr` is a
         // fully initialised `ib_qp_init_attr` that rdma_cm only reads.
         to_result(unsafe { sys::rdma_create_qp(self.ptr.as_ptr(), pd.ptr.as_ptr(), &mut attr) })?;
-        // INVARIANT: the QP exists, and holds its PD and CQs.
+        // INVARIANT: the QP exists, holds its PD and CQs, and its gate is
+        // opened on it below.
         self.qp = Some(QpParts {
+            gate,
             _pd: pd.clone(),
             _send_cq: send_cq.clone(),
             _recv_cq: recv_cq.clone(),
         });
+        if let (Some(qp), Some(gate)) = (self.qp(), self.gate()) {
+            // SAFETY: The QP was just created, so it is live, and the gate
+            // is new; `destroy_qp`, the only place the QP goes, closes the
+            // gate first.
+            unsafe { gate.open(qp) };
+        }
         Ok(())
     }
 
@@ -378,17 +380,10 @@ impl<H: CmHandler> CmId<H> {
         NonNull::new(qp).map(|ptr| Qp { ptr })
     }
 
-    /// The QP's [`QpGate`], for posting from completion handlers; the id
-    /// closes it (draining the QP) before it destroys the QP.
-    pub(crate) fn gate(&mut self) -> Result<Arc<QpGate>> {
-        if let Some(gate) = &self.gate {
-            return Ok(gate.clone());
-        }
-        let qp = self.qp().ok_or(ENOTCONN)?;
-        // SAFETY: The QP is live; `destroy_qp`, the only place it goes,
-        // closes the gate first.
-        let gate = unsafe { QpGate::new(qp)? };
-        Ok(self.gate.insert(gate).clone())
+    /// The QP's [`QpGate`], which every post goes through; the id closes
+    /// it (draining the QP) before it destroys the QP.
+    pub(crate) fn gate(&self) -> Option<&Arc<QpGate>> {
+        self.qp.as_ref().map(|parts| &parts.gate)
     }
 
     /// Starts connecting with `param`; completes with an ESTABLISHED or an
@@ -404,31 +399,12 @@ impl<H: CmHandler> CmId<H> {
         let _ = unsafe { sys::rdma_disconnect(self.ptr.as_ptr()) };
     }
 
-    /// Flushes the QP's queues and waits for every completion, so that no
-    /// posted buffer is in use afterwards: the Receive queue first, then
-    /// the Send queue, as rpcrdma.ko does. A Reply handled while the
-    /// Receive queue drains may still post work requests on the Send
-    /// queue (they are flushed, the QP being in error); draining the Send
-    /// queue last collects their completions too.
+    /// Closes the QP's gate, which flushes its queues and waits for
+    /// every completion, so that no posted buffer is in use afterwards
+    /// and nothing is posted any more ([`QpGate::close`]). Idempotent.
     pub(crate) fn drain_qp(&self) {
-        if let Some(gate) = &self.gate {
-            // Shuts out the gate's posters first: nothing is posted after
-            // the drain.
+        if let Some(gate) = self.gate() {
             gate.close();
-            self.drained.store(true, Relaxed);
-            return;
-        }
-        if let Some(qp) = self.qp() {
-            self.drained.store(true, Relaxed);
-            // SAFETY: The QP is live. Its owner sized the queues with room
-            // for the drain's work requests (the server's `Endpoint` and
-            // the client's connection add one to each); where it did not,
-            // ib_core warns and returns early, and `destroy_qp` is then
-            // not safe to call.
-            unsafe {
-                sys::ib_drain_rq(qp.ptr.as_ptr());
-                sys::ib_drain_sq(qp.ptr.as_ptr());
-            }
         }
     }
 
@@ -437,18 +413,13 @@ impl<H: CmHandler> CmId<H> {
     /// completion would then run for memory its owner may free). Then its
     /// PD and CQs may go.
     pub(crate) fn destroy_qp(&mut self) {
-        if self.qp.is_some() && !self.drained.load(Relaxed) {
-            self.drain_qp();
-        }
-        if let Some(gate) = self.gate.take() {
+        if let Some(parts) = self.qp.take() {
             // Returns once closed and drained, whoever began it.
-            gate.close();
-        }
-        if self.qp.is_some() {
-            // SAFETY: `self.ptr` is live and has a QP (type invariant).
+            parts.gate.close();
+            // SAFETY: `self.ptr` is live and had a QP (type invariant),
+            // whose gate is closed: nothing is posted on it any more.
             unsafe { sys::rdma_destroy_qp(self.ptr.as_ptr()) };
-            // INVARIANT: the QP is gone, and so are its references.
-            self.qp = None;
+            // INVARIANT: the QP is gone; its references go with `parts`.
         }
     }
 

@@ -147,9 +147,23 @@ pub(crate) unsafe trait HasCqEntry<const ID: u64 = 0> {
     const OFFSET: usize;
 }
 
-/// Implements [`HasCqEntry`] for a field of a struct.
+/// Implements [`HasCqEntry`] for a field of a struct: `impl<..> Type<..>`
+/// first for a generic one.
 #[macro_export]
 macro_rules! impl_has_cq_entry {
+    (impl<$($g:ident: $bound:path),*> $ty:ty, $id:expr, $field:ident) => {
+        // SAFETY: `OFFSET` is the offset of `$field`, whose type the
+        // assertion below checks.
+        unsafe impl<$($g: $bound),*> $crate::rdma::HasCqEntry<{ $id }> for $ty {
+            const OFFSET: usize = {
+                #[allow(dead_code)]
+                fn check<$($g: $bound),*>(c: &$ty) -> &$crate::rdma::CqEntry<$ty, { $id }> {
+                    &c.$field
+                }
+                core::mem::offset_of!($ty, $field)
+            };
+        }
+    };
     ($ty:ty, $id:literal, $field:ident) => {
         // SAFETY: `OFFSET` is the offset of `$field`, whose type the
         // assertion below checks.

@@ -11,9 +11,11 @@
 //! nfsd request) is [`Parked`]: a plain number that only its endpoint can
 //! turn back into a token, once.
 //!
-//! Dropping an [`Endpoint`] drains its QP before anything posted on it is
-//! freed, whatever path drops it, and destroys the rdma_rw contexts before
-//! the QP. So no buffer can be freed, reused or read while the device
+//! Every work request goes through the QP's [`QpGate`], which refuses
+//! posts once it is closed. Dropping an [`Endpoint`] closes the gate, which
+//! drains the QP, before anything posted on it is freed, whatever path
+//! drops it (so not even a completion handler that began before may post
+//! behind the drain), and destroys the rdma_rw contexts before the QP. So no buffer can be freed, reused or read while the device
 //! owns it, and no completion can run once its context is gone: the rules
 //! the server review found broken on the accept path are properties of
 //! these types now.
@@ -23,16 +25,15 @@ use core::marker::PhantomData;
 use core::num::NonZeroUsize;
 use core::ptr::NonNull;
 
-use kernel::error::to_result;
 use kernel::prelude::*;
 use kernel::sync::atomic::{Acquire, Atomic, Relaxed, Release};
 use kernel::sync::{new_condvar, new_spinlock, Arc, CondVar, SetOnce, SpinLock};
 use kernel::types::Opaque;
 
 use super::{
-    CmHandler, CmId, Cq, Device, DmaBuf, DmaDir, EpHome, PageSeg, Pd, QpCaps, RwCtx, RwOp,
+    CmHandler, CmId, Cq, CqEntry, CqHandler, Device, DmaBuf, DmaDir, EpHome, PageSeg, Pd, QpCaps,
+    QpGate, RwCtx, RwOp, RwSpares, Wc,
 };
-use super::{RwSpares, Wc};
 use crate::sunrpc::{Ctxt, HeldBytes, PageRefs, SvcRqst};
 use crate::sys;
 
@@ -43,8 +44,8 @@ pub(crate) const MAX_SENDS: u32 = 64;
 /// What owns an [`Endpoint`] and receives its completions: a connection,
 /// declared with [`owner!`](super::owner), which keeps the endpoint inside
 /// it ([`EpHome`]). The handlers run in process context, from the CQ's
-/// polling work; they are never called once the endpoint started shutting
-/// down.
+/// polling work; they are never called once the QP's gate is closed
+/// ([`Endpoint::shutdown`], or the endpoint's drop).
 pub(crate) trait EpOwner: CmHandler + EpHome {
     /// What the owner keeps with each Receive buffer.
     type RecvState: Send;
@@ -350,23 +351,48 @@ impl<O: EpOwner> EpCore<O> {
     }
 }
 
+/// The endpoint's core, from one of its slots.
+///
+/// # Invariants
+///
+/// Points to the core of the endpoint whose slot holds it: the core is
+/// pinned, and dropped after the slots ([`Endpoint`]'s fields).
+struct CoreRef<O: EpOwner>(NonNull<EpCore<O>>);
+
+impl<O: EpOwner> CoreRef<O> {
+    fn get(&self) -> &EpCore<O> {
+        // SAFETY: The core outlives the slot holding this (type
+        // invariant), and is only ever shared.
+        unsafe { self.0.as_ref() }
+    }
+}
+
+/// The [`CqEntry`] ids of a slot's two completions: a Receive's and its
+/// Reads', a Send's and its part's.
+const MAIN: u64 = 0;
+const SIDE: u64 = 1;
+
 /// A Receive buffer's slot.
 ///
 /// # Invariants
 ///
-/// `held` is accessed only by the holder of the slot's token (or by the
-/// completion handler that makes one, while the device gave it back), or
-/// by the endpoint's drop once the QP was drained. `core` points to the
-/// endpoint's core, which outlives the slot.
+/// `held`, `wr` and `sge` are accessed only by the holder of the slot's
+/// token (or by the completion handler that makes one, while the device
+/// gave it back), or by the endpoint's drop once the QP was drained.
 struct RecvSlot<O: EpOwner> {
-    cqe: Opaque<sys::ib_cqe>,
-    read_cqe: Opaque<sys::ib_cqe>,
+    cqe: CqEntry<Self, MAIN>,
+    read_cqe: CqEntry<Self, SIDE>,
     wr: Opaque<sys::ib_recv_wr>,
     sge: Opaque<sys::ib_sge>,
-    core: NonNull<EpCore<O>>,
+    core: CoreRef<O>,
     idx: u32,
     held: UnsafeCell<RecvHeld<O>>,
 }
+
+// SAFETY: What is not read-only is reached only by the holder of the
+// slot's one token (type invariant), on whichever thread holds it; the
+// state it reaches is `Send`.
+unsafe impl<O: EpOwner> Sync for RecvSlot<O> {}
 
 struct RecvHeld<O: EpOwner> {
     /// Declared first: its contexts go before the QP does.
@@ -376,28 +402,35 @@ struct RecvHeld<O: EpOwner> {
     state: O::RecvState,
 }
 
+crate::impl_has_cq_entry!(impl<O: EpOwner> RecvSlot<O>, MAIN, cqe);
+crate::impl_has_cq_entry!(impl<O: EpOwner> RecvSlot<O>, SIDE, read_cqe);
+
 impl<O: EpOwner> RecvSlot<O> {
     fn core(&self) -> &EpCore<O> {
-        // SAFETY: `core` outlives the slot (type invariant).
-        unsafe { self.core.as_ref() }
+        self.core.get()
     }
 }
 
-/// A Send buffer's slot; as [`RecvSlot`].
+/// A Send buffer's slot; as [`RecvSlot`], with `held`.
 struct SendSlot<O: EpOwner> {
-    cqe: Opaque<sys::ib_cqe>,
+    cqe: CqEntry<Self, MAIN>,
     /// Completes the Writes of a part posted ahead of the Send.
-    part_cqe: Opaque<sys::ib_cqe>,
+    part_cqe: CqEntry<Self, SIDE>,
     part: Atomic<u32>,
-    core: NonNull<EpCore<O>>,
+    core: CoreRef<O>,
     idx: u32,
     held: UnsafeCell<SendHeld<O>>,
 }
 
+// SAFETY: As for `RecvSlot`.
+unsafe impl<O: EpOwner> Sync for SendSlot<O> {}
+
+crate::impl_has_cq_entry!(impl<O: EpOwner> SendSlot<O>, MAIN, cqe);
+crate::impl_has_cq_entry!(impl<O: EpOwner> SendSlot<O>, SIDE, part_cqe);
+
 impl<O: EpOwner> SendSlot<O> {
     fn core(&self) -> &EpCore<O> {
-        // SAFETY: `core` outlives the slot (type invariant).
-        unsafe { self.core.as_ref() }
+        self.core.get()
     }
 }
 
@@ -450,15 +483,14 @@ impl Posted {
 /// `owner` is null, or set once, before the QP is created, to the CM
 /// id's handler: the pinned owner ([`EpHome`]) this endpoint is a field
 /// of, which does not move and is not dropped before the endpoint is, and
-/// so outlives the id and every completion of the QP. `closing` is set
-/// before the QP is drained, and from then on no handler is called.
+/// so outlives the id and every completion of the QP. `gate` is the QP's,
+/// set before anything is posted on it; once it is closed no handler is
+/// called.
 #[pin_data]
 struct EpCore<O: EpOwner> {
     owner: Atomic<*const O>,
-    closing: Atomic<bool>,
-    drained: Atomic<bool>,
+    gate: SetOnce<Arc<QpGate>>,
     gen: u32,
-    nsends: u32,
     lkey: u32,
     dev: Device,
     pd: Arc<Pd>,
@@ -502,10 +534,11 @@ pub(crate) struct EpSizes {
 ///
 /// # Invariants
 ///
-/// `slots` are posted only on the QP of `core.id`. The slots are dropped
-/// after the QP was drained and before it is destroyed ([`Drop`]), so no
-/// work request refers to freed memory and every rdma_rw context is
-/// destroyed on a live QP.
+/// `slots` are posted only through `core.gate`, the gate of the QP of
+/// `core.id`. The slots are dropped after the gate was closed (the QP
+/// drained, and nothing posted since) and before the QP is destroyed
+/// ([`Drop`]), so no work request refers to freed memory and every
+/// rdma_rw context is destroyed on a live QP.
 pub(crate) struct Endpoint<O: EpOwner> {
     recvs: KVec<RecvSlot<O>>,
     sends: KVec<SendSlot<O>>,
@@ -554,10 +587,8 @@ where
         let core = KBox::pin_init(
             try_pin_init!(EpCore {
                 owner: Atomic::new(core::ptr::null()),
-                closing: Atomic::new(false),
-                drained: Atomic::new(false),
+                gate: SetOnce::new(),
                 gen,
-                nsends: sizes.sends,
                 lkey,
                 dev: dev.clone(),
                 pd,
@@ -579,6 +610,7 @@ where
             }? Error),
             GFP_KERNEL,
         )?;
+        // INVARIANT: each slot holds its endpoint's core.
         let core_ptr = NonNull::from(&*core);
         let mut recvs = KVec::with_capacity(sizes.recvs as usize, GFP_KERNEL)?;
         for idx in 0..sizes.recvs {
@@ -590,18 +622,14 @@ where
             };
             recvs.push(
                 RecvSlot {
-                    cqe: Opaque::new(sys::ib_cqe {
-                        done: Some(recv_done::<O>),
-                    }),
-                    read_cqe: Opaque::new(sys::ib_cqe {
-                        done: Some(reads_done::<O>),
-                    }),
+                    cqe: CqEntry::new(),
+                    read_cqe: CqEntry::new(),
                     wr: Opaque::new(sys::ib_recv_wr {
                         num_sge: 1,
                         ..Default::default()
                     }),
                     sge: Opaque::new(sge),
-                    core: core_ptr,
+                    core: CoreRef(core_ptr),
                     idx,
                     held: UnsafeCell::new(RecvHeld {
                         rw: RwSet::new()?,
@@ -619,14 +647,10 @@ where
             let buf = DmaBuf::new(dev, sizes.send_len, DmaDir::ToDevice)?;
             sends.push(
                 SendSlot {
-                    cqe: Opaque::new(sys::ib_cqe {
-                        done: Some(send_done::<O>),
-                    }),
-                    part_cqe: Opaque::new(sys::ib_cqe {
-                        done: Some(part_done::<O>),
-                    }),
+                    cqe: CqEntry::new(),
+                    part_cqe: CqEntry::new(),
                     part: Atomic::new(PART_OK),
-                    core: core_ptr,
+                    core: CoreRef(core_ptr),
                     idx,
                     held: UnsafeCell::new(SendHeld {
                         rw: RwSet::new()?,
@@ -754,12 +778,21 @@ impl<O: EpOwner> Endpoint<O> {
         &self.core.pd
     }
 
-    /// Posts every Receive, before the peer can Send.
+    /// Takes the gate of `id`'s new QP for every post, then posts every
+    /// Receive, before the peer can Send.
     fn post_all_recvs(&self, id: &CmId<O>) -> Result {
-        let qp = id.qp().ok_or(ENOTCONN)?;
+        let gate = id.gate().ok_or(ENOTCONN)?;
+        if !self.core.gate.populate(gate.clone()) {
+            return Err(EBUSY);
+        }
         // INVARIANT: the one token of each Receive buffer, posted at once.
-        let bufs = self.recvs.iter().map(|slot| RecvBuf { slot });
-        post_recvs(qp.as_ptr(), bufs)
+        let bufs = self.recvs.iter().map(RecvBuf::new);
+        post_recvs(gate, bufs)
+    }
+
+    /// The QP's gate, once it exists.
+    fn gate(&self) -> Result<&QpGate> {
+        self.core.gate.as_ref().map(|g| &**g).ok_or(ENOTCONN)
     }
 
     /// The restrack ids of the QP's Send and Receive CQs (0 before
@@ -784,7 +817,7 @@ impl<O: EpOwner> Endpoint<O> {
     pub(crate) fn recv(&self, p: Parked<RecvKind>) -> Option<RecvBuf<'_, O>> {
         let slot = self.recv_slot(p.gen(), p.idx())?;
         // INVARIANT: `p`, the buffer's ownership, is consumed.
-        Some(RecvBuf { slot })
+        Some(RecvBuf::new(slot))
     }
 
     /// The Receive buffer a request context holds, borrowed with it.
@@ -828,8 +861,7 @@ impl<O: EpOwner> Endpoint<O> {
     /// posted stay with the endpoint until it is dropped: the connection
     /// has to close.
     pub(crate) fn post_recvs<'a>(&'a self, bufs: impl Iterator<Item = RecvBuf<'a, O>>) -> Result {
-        let qp = self.id().and_then(|id| id.qp()).ok_or(ENOTCONN)?;
-        post_recvs(qp.as_ptr(), bufs)
+        post_recvs(self.gate()?, bufs)
     }
 
     /// Posts the RDMA Reads set up in `buf`'s [`RwSet`], which took `wrs`
@@ -847,21 +879,21 @@ impl<O: EpOwner> Endpoint<O> {
         buf: RecvBuf<'a, O>,
         room: u32,
     ) -> Result<(), PostError<RecvBuf<'a, O>>> {
-        let Some(qp) = self.id().and_then(|id| id.qp()) else {
-            return Err(PostError::NotPosted(ENOTCONN, buf));
+        let gate = match self.gate() {
+            Ok(gate) => gate,
+            Err(e) => return Err(PostError::NotPosted(e, buf)),
         };
-        let slot = buf.slot;
-        // SAFETY: We hold the token: `held` is ours until the post.
-        let held = unsafe { &mut *slot.held.get() };
-        let part = match held.rw.next_part(room) {
+        let mut buf = buf;
+        let cqe = buf.slot.read_cqe.as_ptr();
+        let part: *mut [RwCtx] = match buf.held_mut().rw.next_part(room) {
             Ok(part) => part,
             Err(e) => return Err(PostError::NotPosted(e, buf)),
         };
-        // SAFETY: The contexts are on this QP (type invariant of
+        // SAFETY: The contexts are on the gate's QP (type invariant of
         // `RwSet`); they and the slot stay, unchanged, until the
         // completion on `read_cqe` hands the token back or the QP is
         // drained: the token is consumed here.
-        let res = unsafe { RwCtx::chain_raw(part, slot.read_cqe.get(), qp.as_ptr()) };
+        let res = unsafe { gate.post_rw(part, cqe) };
         buf.consume();
         res.map_err(PostError::Lost)
     }
@@ -881,12 +913,13 @@ impl<O: EpOwner> Endpoint<O> {
         invalidate: Option<u32>,
         signal: impl FnOnce(u32) -> bool,
     ) -> Result<(), PostError<SendBuf<'a, O>>> {
-        let Some(qp) = self.id().and_then(|id| id.qp()) else {
-            return Err(PostError::NotPosted(ENOTCONN, buf));
+        let gate = match self.gate() {
+            Ok(gate) => gate,
+            Err(e) => return Err(PostError::NotPosted(e, buf)),
         };
+        let mut buf = buf;
         let slot = buf.slot;
-        // SAFETY: We hold the token: `held` is ours until the post.
-        let held = unsafe { &mut *slot.held.get() };
+        let held = buf.held();
         held.buf.sync_for_device(len);
         let mut sge = [held.buf.sge(0, len, self.core.lkey)];
         let start = held.rw.next.min(held.rw.ctxs.len());
@@ -897,10 +930,10 @@ impl<O: EpOwner> Endpoint<O> {
         let signalled = signal(posted.unsignalled);
         // SAFETY: The slot's memory and its Writes stay, unchanged, until
         // the completion of this Send or of a later one hands the token
-        // back (`send_done`, in Send Queue order), or the QP is drained:
+        // back (its `CqHandler`, in Send Queue order), or the QP is drained:
         // the token is consumed below once anything may be posted.
         let res = unsafe {
-            qp.post_send_after_rw(slot.cqe.get(), &mut sge, writes, invalidate, signalled)
+            gate.post_send_after_rw(slot.cqe.as_ptr(), &mut sge, writes, invalidate, signalled)
         };
         match res {
             Ok(()) => {
@@ -924,18 +957,17 @@ impl<O: EpOwner> Endpoint<O> {
     /// while [`SendBuf::writes`]' `wrs_left` is above `room`; the rest go
     /// with the Send.
     pub(crate) fn post_writes_part(&self, buf: &mut SendBuf<'_, O>, room: u32) -> Result {
-        let qp = self.id().and_then(|id| id.qp()).ok_or(ENOTCONN)?;
+        let gate = self.gate()?;
         let slot = buf.slot;
         slot.part.store(PART_POSTED, Relaxed);
-        let held = buf.held();
-        let part = held.rw.next_part(room)?;
-        // SAFETY: The contexts are on this QP (type invariant of
+        let part: *mut [RwCtx] = buf.held().rw.next_part(room)?;
+        // SAFETY: The contexts are on the gate's QP (type invariant of
         // `RwSet`); they stay, unchanged, until the completion on
         // `part_cqe`, which this waits for below while it holds the token
         // (mutably borrowed): nothing else reaches them meanwhile. If the
         // post fails part way, the completion of a posted Write, flushed
         // or not, still comes, or the QP is drained.
-        let res = unsafe { RwCtx::chain_raw(part, slot.part_cqe.get(), qp.as_ptr()) };
+        let res = unsafe { gate.post_rw(part, slot.part_cqe.as_ptr()) };
         if let Err(e) = res {
             // Some Writes may be posted, whose completion may never be
             // signalled: drain, so that none is in use when the caller
@@ -956,15 +988,15 @@ impl<O: EpOwner> Endpoint<O> {
         }
     }
 
-    /// Stops calling the owner's handlers and drains the QP, if it exists:
-    /// every posted work request completes (flushed), and nothing is
-    /// posted afterwards. Idempotent.
+    /// Closes the QP's gate, if the QP exists: the owner's handlers are
+    /// not called any more, every posted work request completes
+    /// (flushed), and nothing is posted afterwards. Must not be called
+    /// from a completion handler (the drain waits for them). Idempotent.
     pub(crate) fn shutdown(&self) {
-        self.core.closing.store(true, Release);
-        if let Some(id) = self.id() {
-            if !self.core.drained.xchg(true, Relaxed) {
-                id.drain_qp();
-            }
+        // The id's: the gate every post goes through (`core.gate` is a
+        // copy, set before the first), closed even if that copy is not.
+        if let Some(gate) = self.id().and_then(CmId::gate) {
+            gate.close();
         }
     }
 }
@@ -977,16 +1009,12 @@ impl<O: EpOwner> Drop for Endpoint<O> {
         if let Some(id) = self.id() {
             id.silence();
         }
-        // INVARIANT: drained before the slots go; the slots go (their
-        // rdma_rw contexts destroyed) before `core`, and with it the id
-        // and its QP. Drained here even after an earlier `shutdown`: a
-        // thread that had not seen `closing` may have posted since, and
-        // nothing posts now (the drop is the endpoint's last user).
-        self.core.closing.store(true, Release);
-        if let Some(id) = self.id() {
-            self.core.drained.store(true, Relaxed);
-            id.drain_qp();
-        }
+        // INVARIANT: drained before the slots go, and nothing posted after
+        // (a closed gate refuses posts; after an earlier `shutdown` this
+        // returns at once, or once that drain is done); the slots go
+        // (their rdma_rw contexts destroyed) before `core`, and with it
+        // the id and its QP.
+        self.shutdown();
         self.recvs.clear();
         self.sends.clear();
     }
@@ -1000,22 +1028,21 @@ pub(crate) enum PostError<T> {
     Lost(Error),
 }
 
-/// Links and posts the Receives of `bufs`.
-fn post_recvs<'a, O: EpOwner>(
-    qp: *mut sys::ib_qp,
-    bufs: impl Iterator<Item = RecvBuf<'a, O>>,
-) -> Result {
+/// Links and posts the Receives of `bufs` through `gate`.
+fn post_recvs<'a, O: EpOwner>(gate: &QpGate, bufs: impl Iterator<Item = RecvBuf<'a, O>>) -> Result {
     let mut first: *mut sys::ib_recv_wr = core::ptr::null_mut();
     let mut last: *mut sys::ib_recv_wr = core::ptr::null_mut();
     for buf in bufs {
         let slot = buf.slot;
         let wr = slot.wr.get();
         // SAFETY: We hold the token, so the slot's work request is ours to
-        // write; it stays at its address (the slot's) until posted.
+        // write (type invariant of `RecvSlot`), and so is the one `last`
+        // points to (its token consumed by this loop, not yet posted); it
+        // stays at its address (the slot's) until posted.
         unsafe {
             (*wr).sg_list = slot.sge.get();
             (*wr).next = core::ptr::null_mut();
-            (*wr).__bindgen_anon_1.wr_cqe = slot.cqe.get();
+            (*wr).__bindgen_anon_1.wr_cqe = slot.cqe.as_ptr();
             if last.is_null() {
                 first = wr;
             } else {
@@ -1030,12 +1057,11 @@ fn post_recvs<'a, O: EpOwner>(
     if first.is_null() {
         return Ok(());
     }
-    let mut bad = core::ptr::null();
-    // SAFETY: `qp` is live (the endpoint's); the chain is of slots whose
-    // tokens were consumed: their buffers stay mapped and untouched until
-    // each Receive completes and `recv_done` hands it back, or the QP is
-    // drained.
-    to_result(unsafe { sys::rpcrdma_rs_post_recv(qp, first, &mut bad) })
+    // SAFETY: The chain is of slots whose tokens were consumed: their
+    // buffers stay mapped and untouched until each Receive completes and
+    // its handler hands it back, or the gate is closed (the QP drained)
+    // before the endpoint frees them.
+    unsafe { gate.post_recv(first) }
 }
 
 /// A Receive buffer, owned: see the module documentation.
@@ -1044,19 +1070,31 @@ fn post_recvs<'a, O: EpOwner>(
 ///
 /// The one token of its slot: while it exists, nothing else reaches the
 /// slot's `held` part, and the device does not own the buffer.
-#[repr(transparent)]
 pub(crate) struct RecvBuf<'a, O: EpOwner> {
-    slot: &'a RecvSlot<O>,
+    view: Recv<'a, O>,
 }
 
 /// A Receive buffer borrowed: from its token, or with the request context
 /// that holds it.
-#[repr(transparent)]
+///
+/// # Invariants
+///
+/// Made only from the slot's token or from the request context holding
+/// it, and borrowing that: while it exists, nothing else reaches the
+/// slot's `held` part.
 pub(crate) struct Recv<'a, O: EpOwner> {
     slot: &'a RecvSlot<O>,
 }
 
 impl<'a, O: EpOwner> RecvBuf<'a, O> {
+    /// The token of `slot`'s buffer. Only where it becomes the one token:
+    /// its completion handed it back, or the token was parked.
+    fn new(slot: &'a RecvSlot<O>) -> Self {
+        Self {
+            view: Recv { slot },
+        }
+    }
+
     /// The token is given up: the buffer is the device's now, or stays
     /// with the endpoint until it is dropped.
     fn consume(self) {}
@@ -1075,12 +1113,15 @@ impl<'a, O: EpOwner> RecvBuf<'a, O> {
 }
 
 impl<O: EpOwner> Recv<'_, O> {
+    /// The one access to the slot's held part, shared.
     fn held(&self) -> &RecvHeld<O> {
         // SAFETY: The view borrows the slot's token (or the request
-        // context holding it), so nothing else reaches `held`.
+        // context holding it), so nothing else reaches `held` (type
+        // invariant).
         unsafe { &*self.slot.held.get() }
     }
 
+    /// The one access to the slot's held part, unique.
     fn held_mut(&mut self) -> &mut RecvHeld<O> {
         // SAFETY: As for `held`; `&mut self` makes the borrow unique.
         unsafe { &mut *self.slot.held.get() }
@@ -1127,19 +1168,13 @@ impl<'a, O: EpOwner> core::ops::Deref for RecvBuf<'a, O> {
     type Target = Recv<'a, O>;
 
     fn deref(&self) -> &Recv<'a, O> {
-        let this: *const Self = self;
-        // SAFETY: Both are `repr(transparent)` over the same reference to
-        // the slot; the view borrows the token.
-        unsafe { &*this.cast::<Recv<'a, O>>() }
+        &self.view
     }
 }
 
 impl<'a, O: EpOwner> core::ops::DerefMut for RecvBuf<'a, O> {
     fn deref_mut(&mut self) -> &mut Recv<'a, O> {
-        let this: *mut Self = self;
-        // SAFETY: As for `deref`; the mutable borrow of the token makes
-        // the view unique.
-        unsafe { &mut *this.cast::<Recv<'a, O>>() }
+        &mut self.view
     }
 }
 
@@ -1171,6 +1206,7 @@ impl<O: EpOwner> SendBuf<'_, O> {
         self.slot.idx
     }
 
+    /// The one access to the slot's held part.
     fn held(&mut self) -> &mut SendHeld<O> {
         // SAFETY: The token is unique (type invariant); `&mut self` makes
         // the borrow unique.
@@ -1290,9 +1326,11 @@ impl<'a, O: EpOwner> Iterator for Retired<'a, O> {
     }
 }
 
-/// The owner of an endpoint's completions, unless it is closing.
+/// The owner of an endpoint's completions, unless its gate is closed.
 fn owner_of<O: EpOwner>(core: &EpCore<O>) -> Option<&O> {
-    if core.closing.load(Acquire) {
+    // Completions come only once the gate exists (every post goes
+    // through it); those the drain flushes are the endpoint's own.
+    if core.gate.as_ref().is_none_or(|gate| gate.is_closed()) {
         return None;
     }
     // SAFETY: Null, or set before the QP was created to the pinned
@@ -1301,133 +1339,97 @@ fn owner_of<O: EpOwner>(core: &EpCore<O>) -> Option<&O> {
     unsafe { core.owner.load(Acquire).as_ref() }
 }
 
-/// `ib_cqe.done` of a Receive.
-///
-/// # Safety
-///
-/// Called by ib_core with the completion of a Receive posted by
-/// [`post_recvs`] on an endpoint's QP, which still exists (it is drained
-/// before its endpoint is dropped).
-unsafe extern "C" fn recv_done<O: EpOwner>(_cq: *mut sys::ib_cq, wc: *mut sys::ib_wc) {
-    // SAFETY: ib_core passes a completion valid for this call.
-    let wc = unsafe { Wc::from_raw(wc) };
-    // SAFETY: The work request was posted with the `cqe` of a live slot.
-    let slot = unsafe {
-        &*kernel::container_of!(wc.cqe().cast::<Opaque<sys::ib_cqe>>(), RecvSlot<O>, cqe)
-    };
-    // INVARIANT: the completion of the post that took the token: the
-    // buffer is the token's again.
-    let buf = RecvBuf { slot };
-    // SAFETY: We hold the token.
-    unsafe { (*slot.held.get()).len = if wc.ok() { wc.byte_len() } else { 0 } };
-    if wc.ok() {
-        // SAFETY: As above.
-        let held = unsafe { &*slot.held.get() };
-        held.buf.sync_for_cpu(held.len);
-    }
-    if let Some(owner) = owner_of(slot.core()) {
-        owner.received(buf, &wc);
+// The completion handlers. The slots are private to this module, and
+// their entries are posted only with the work requests whose completions
+// these are: only the CQ calls them.
+
+/// A Receive completed, successfully or not.
+impl<O: EpOwner> CqHandler<MAIN> for RecvSlot<O> {
+    fn done(&self, wc: &Wc<'_>) {
+        // INVARIANT: the completion of the post that took the token: the
+        // buffer is the token's again.
+        let mut buf = RecvBuf::new(self);
+        let held = buf.held_mut();
+        held.len = if wc.ok() { wc.byte_len() } else { 0 };
+        if wc.ok() {
+            held.buf.sync_for_cpu(held.len);
+        }
+        if let Some(owner) = owner_of(self.core()) {
+            owner.received(buf, wc);
+        }
     }
 }
 
-/// `ib_cqe.done` of the last RDMA Read of a Receive buffer's Call.
-///
-/// # Safety
-///
-/// As for [`recv_done`], for a chain posted by [`Endpoint::post_reads`].
-unsafe extern "C" fn reads_done<O: EpOwner>(_cq: *mut sys::ib_cq, wc: *mut sys::ib_wc) {
-    // SAFETY: ib_core passes a completion valid for this call.
-    let wc = unsafe { Wc::from_raw(wc) };
-    // SAFETY: The chain was posted with the `read_cqe` of a live slot.
-    let slot = unsafe {
-        &*kernel::container_of!(
-            wc.cqe().cast::<Opaque<sys::ib_cqe>>(),
-            RecvSlot<O>,
-            read_cqe
-        )
-    };
-    // INVARIANT: the signalled last Read completed, and every Read before
-    // it: the buffer is the token's again.
-    let buf = RecvBuf { slot };
-    if let Some(owner) = owner_of(slot.core()) {
-        owner.reads_done(buf, &wc);
+/// The last RDMA Read of a Receive buffer's Call completed
+/// ([`Endpoint::post_reads`]).
+impl<O: EpOwner> CqHandler<SIDE> for RecvSlot<O> {
+    fn done(&self, wc: &Wc<'_>) {
+        // INVARIANT: the signalled last Read completed, and every Read
+        // before it: the buffer is the token's again.
+        let buf = RecvBuf::new(self);
+        if let Some(owner) = owner_of(self.core()) {
+            owner.reads_done(buf, wc);
+        }
     }
 }
 
-/// `ib_cqe.done` of a Send.
-///
-/// # Safety
-///
-/// As for [`recv_done`], for a Send posted by [`Endpoint::post_send`].
-unsafe extern "C" fn send_done<O: EpOwner>(_cq: *mut sys::ib_cq, wc: *mut sys::ib_wc) {
-    // SAFETY: ib_core passes a completion valid for this call.
-    let wc = unsafe { Wc::from_raw(wc) };
-    // SAFETY: The Send was posted with the `cqe` of a live slot.
-    let slot = unsafe {
-        &*kernel::container_of!(wc.cqe().cast::<Opaque<sys::ib_cqe>>(), SendSlot<O>, cqe)
-    };
-    let core = slot.core();
-    let mut idxs = [0u32; MAX_SENDS as usize];
-    let mut len = 0;
-    {
-        let mut posted = core.posted.lock();
-        // Every posted Send is on the ring until a completion covers it.
-        if !posted.contains(slot.idx) {
+/// A signalled or failed Send completed ([`Endpoint::post_send`]).
+impl<O: EpOwner> CqHandler<MAIN> for SendSlot<O> {
+    fn done(&self, wc: &Wc<'_>) {
+        let core = self.core();
+        let mut idxs = [0u32; MAX_SENDS as usize];
+        let mut len = 0;
+        {
+            let mut posted = core.posted.lock();
+            // Every posted Send is on the ring until a completion covers
+            // it.
+            if !posted.contains(self.idx) {
+                return;
+            }
+            // The Send Queue completes in order: this Send completed, and
+            // so did every Send posted before it.
+            while let Some(idx) = posted.pop() {
+                if let Some(s) = idxs.get_mut(len) {
+                    *s = idx;
+                    len += 1;
+                }
+                if idx == self.idx {
+                    break;
+                }
+            }
+        }
+        let Some(owner) = owner_of(core) else {
+            return;
+        };
+        // The owner's endpoint is this slot's (type invariant of
+        // `EpCore`); checked, since its slots become tokens below.
+        let Some(ep) = owner.endpoint().as_ref() else {
+            return;
+        };
+        if !core::ptr::eq(&*ep.core, core) {
             return;
         }
-        // The Send Queue completes in order: this Send completed, and so
-        // did every Send posted before it.
-        while let Some(idx) = posted.pop() {
-            if let Some(s) = idxs.get_mut(len) {
-                *s = idx;
-                len += 1;
-            }
-            if idx == slot.idx {
-                break;
-            }
-        }
+        owner.sent(
+            Retired {
+                sends: &ep.sends,
+                idxs,
+                len,
+                next: 0,
+            },
+            wc,
+        );
     }
-    let Some(owner) = owner_of(core) else {
-        return;
-    };
-    // The slot lies in a vector of slots; find its start from this one.
-    // SAFETY: `slot` is element `idx` of the endpoint's `sends`.
-    let first = unsafe { core::ptr::from_ref(slot).sub(slot.idx as usize) };
-    // SAFETY: `first` starts the endpoint's Send slots, `nsends` of them
-    // (never resized after the endpoint was built).
-    let sends = unsafe { core::slice::from_raw_parts(first, core.nsends as usize) };
-    owner.sent(
-        Retired {
-            sends,
-            idxs,
-            len,
-            next: 0,
-        },
-        &wc,
-    );
 }
 
-/// `ib_cqe.done` of the last Write of a part posted ahead of a Send.
-///
-/// # Safety
-///
-/// As for [`recv_done`], for a chain posted by
-/// [`Endpoint::post_writes_part`].
-unsafe extern "C" fn part_done<O: EpOwner>(_cq: *mut sys::ib_cq, wc: *mut sys::ib_wc) {
-    // SAFETY: ib_core passes a completion valid for this call.
-    let wc = unsafe { Wc::from_raw(wc) };
-    // SAFETY: The chain was posted with the `part_cqe` of a live slot.
-    let slot = unsafe {
-        &*kernel::container_of!(
-            wc.cqe().cast::<Opaque<sys::ib_cqe>>(),
-            SendSlot<O>,
-            part_cqe
-        )
-    };
-    let core = slot.core();
-    let status = if wc.ok() { PART_OK } else { PART_FAILED };
-    // Under the lock the waiter checks it under: no wake-up is lost.
-    let _guard = core.part_lock.lock();
-    slot.part.store(status, Release);
-    core.part_cv.notify_all();
+/// The last Write of a part posted ahead of a Send completed
+/// ([`Endpoint::post_writes_part`]).
+impl<O: EpOwner> CqHandler<SIDE> for SendSlot<O> {
+    fn done(&self, wc: &Wc<'_>) {
+        let core = self.core();
+        let status = if wc.ok() { PART_OK } else { PART_FAILED };
+        // Under the lock the waiter checks it under: no wake-up is lost.
+        let _guard = core.part_lock.lock();
+        self.part.store(status, Release);
+        core.part_cv.notify_all();
+    }
 }

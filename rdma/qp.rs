@@ -1,13 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Posting work requests on a QP.
+//! A QP borrowed from its CM id, and the Send work requests posted on it
+//! (through its [`QpGate`](super::QpGate)).
 
 use core::ptr::NonNull;
 
-use kernel::error::to_result;
 use kernel::prelude::*;
 
-use super::RwCtx;
 use crate::sys;
 
 /// A queue pair, borrowed from its CM id.
@@ -21,8 +20,8 @@ pub(crate) struct Qp {
 }
 
 impl Qp {
-    /// The raw pointer, for a completion context that reposts.
-    pub(crate) fn as_ptr(&self) -> *mut sys::ib_qp {
+    /// The raw pointer, for rdma_rw.
+    pub(super) fn as_ptr(&self) -> *mut sys::ib_qp {
         self.ptr.as_ptr()
     }
 
@@ -37,50 +36,6 @@ impl Qp {
     pub(crate) fn recv_cq_id(&self) -> u32 {
         // SAFETY: A live QP (type invariant) keeps its CQs.
         unsafe { cq_id((*self.ptr.as_ptr()).recv_cq) }
-    }
-
-    /// Posts the work requests of `rw`, unsignalled, then a Send
-    /// gathering `sges`, as a Send With Invalidate of `invalidate` when it
-    /// is given (the peer's NIC invalidates that rkey of its own when the
-    /// Send arrives: RFC 8797 remote invalidation), in one call. A
-    /// `signalled` Send completes on `cqe` once all of them did; any Send
-    /// does when it fails, and one of them that fails flushes the Send.
-    ///
-    /// # Safety
-    ///
-    /// `cqe` must stay valid, and the memory of `sges` mapped and
-    /// unmodified, until the Send completes (successfully, flushed, or
-    /// implicitly by a later signalled work request); `rw` must be valid
-    /// for writes and not in use by anyone else during the call. Each of its contexts is
-    /// left alone (not dropped, linked or posted again) until the Send
-    /// completed or the QP was drained, even when this fails: some work
-    /// requests may have been posted. It is a pointer, not a borrow: the
-    /// Send's completion may release the contexts before this returns.
-    pub(crate) unsafe fn post_send_after_rw(
-        &self,
-        cqe: *mut sys::ib_cqe,
-        sges: &mut [sys::ib_sge],
-        rw: *mut [RwCtx],
-        invalidate: Option<u32>,
-        signalled: bool,
-    ) -> Result {
-        let mut wr = send_wr(cqe, sges, signalled, invalidate)?;
-        let mut first = NonNull::from(&mut wr);
-        // SAFETY: Valid and ours until the post below (the caller's
-        // promise); the borrow ends with the loop.
-        for ctx in unsafe { (*rw).iter_mut().rev() } {
-            // SAFETY: `first` is our Send or a work request of a context
-            // linked before it, valid until the post below; the caller
-            // leaves the contexts alone until the Send completes.
-            first = unsafe { ctx.link_before(first) };
-        }
-        let mut bad = core::ptr::null();
-        // SAFETY: `self.ptr` is live; the chain ends with our Send, which
-        // the device has consumed when the call returns (the contexts' last
-        // work requests still point at it, but are never posted again);
-        // `cqe`, the memory and the contexts outlive the Send by the
-        // caller's promise.
-        to_result(unsafe { sys::rpcrdma_rs_post_send(self.ptr.as_ptr(), first.as_ptr(), &mut bad) })
     }
 }
 

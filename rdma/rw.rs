@@ -7,7 +7,6 @@
 use core::marker::PhantomData;
 use core::ptr::NonNull;
 
-use kernel::error::to_result;
 use kernel::prelude::*;
 use kernel::types::Opaque;
 
@@ -248,39 +247,26 @@ impl RwCtx {
             .fold(0u32, |acc, c| acc.saturating_add(c.wr_count()))
     }
 
-    /// Links the work requests of every context in `ctxs`, in order, with
-    /// only the last signalled, on `cqe` (by which time the others have
-    /// completed too: a failing one completes with no handler and flushes
-    /// the rest), and posts them on `qp` in one call.
+    /// The context's work requests, the last signalled on `cqe`: the
+    /// first of them, to post (or to link others before). One that fails
+    /// completes with no handler and flushes the rest.
     ///
     /// # Safety
     ///
-    /// The contexts are all on `qp`, which is live; `cqe` and they stay
-    /// valid and unchanged until that completion ran or the QP was
-    /// drained, even when this fails (some may be posted).
-    pub(crate) unsafe fn chain_raw(
-        ctxs: &mut [RwCtx],
+    /// Once posted, `self` and `cqe` must stay valid and unchanged until
+    /// that completion ran or the QP was drained.
+    pub(super) unsafe fn signalled_wrs(
+        &mut self,
         cqe: *mut sys::ib_cqe,
-        qp: *mut sys::ib_qp,
-    ) -> Result {
-        let Some((last, rest)) = ctxs.split_last_mut() else {
-            return Err(EINVAL);
+    ) -> Result<NonNull<sys::ib_send_wr>> {
+        let ctx = self.mem.as_ref().ok_or(EINVAL)?.ctx.get();
+        // SAFETY: `ctx` is initialised on the live `qp` (type invariant);
+        // without a chain, rdma_rw signals its last work request on `cqe`
+        // and returns its first.
+        let first = unsafe {
+            sys::rdma_rw_ctx_wrs(ctx, self.qp.as_ptr(), self.port, cqe, core::ptr::null_mut())
         };
-        let ctx = last.mem.as_ref().ok_or(EINVAL)?.ctx.get();
-        // SAFETY: `last` is initialised on the live `qp` (type invariant
-        // and the caller's promise); without a chain, rdma_rw signals its
-        // last work request on `cqe` and returns its first.
-        let first = unsafe { sys::rdma_rw_ctx_wrs(ctx, qp, last.port, cqe, core::ptr::null_mut()) };
-        let mut first = NonNull::new(first).ok_or(EINVAL)?;
-        for ctx in rest.iter_mut().rev() {
-            // SAFETY: `first` heads the chain built so far, valid until it
-            // is posted.
-            first = unsafe { ctx.link_before(first) };
-        }
-        let mut bad = core::ptr::null();
-        // SAFETY: `qp` is live; the chain stays valid until it completed
-        // (the caller's promise).
-        to_result(unsafe { sys::rpcrdma_rs_post_send(qp, first.as_ptr(), &mut bad) })
+        NonNull::new(first).ok_or(EINVAL)
     }
 
     /// Links the context's work requests, unsignalled, in front of

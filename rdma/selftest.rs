@@ -7,8 +7,9 @@
 //! private data both ways. The client registers a page and Sends; with
 //! that Receive the server RDMA-Reads the page (two Reads in one chain),
 //! then RDMA-Writes another pattern into it, posted with a Send, whose
-//! arrival must find the Write's data in place; a second listener rejects
-//! its request.
+//! arrival must find the Write's data in place; once the endpoints are
+//! shut down, a Receive posted is refused (their QPs' gates are closed); a
+//! second listener rejects its request.
 //!
 //! Every check returns an error instead of asserting, so that everything
 //! is torn down (in order) whatever fails: a KUnit assertion would end the
@@ -392,7 +393,7 @@ fn register(
     writing: bool,
 ) -> Check<Registered> {
     let ep = client.ep()?;
-    let qp = ep.id().and_then(|id| id.qp()).ok_or("client: no QP")?;
+    let gate = ep.id().and_then(|id| id.gate()).ok_or("client: no QP")?;
     let mut segs = KVec::new();
     pages
         .segs(&mut segs, 0, LEN)
@@ -407,14 +408,11 @@ fn register(
     mr.reg_wr(&mut wr, writing, client.reg_cqe.as_ptr());
     wr.wr.send_flags = sys::ib_send_flags_IB_SEND_SIGNALED;
     mrs.push(mr, GFP_KERNEL).map_err(|_| "client: no memory")?;
-    let mut bad = core::ptr::null();
-    // SAFETY: The QP is live (the client's endpoint holds it); one valid
-    // work request, consumed by the post, that completes on `reg_cqe`, in
-    // `client`, which outlives its endpoint and so every completion of
-    // the QP; the MR stays in `mrs` until the QP is drained.
-    let posted = kernel::error::to_result(unsafe {
-        sys::rpcrdma_rs_post_send(qp.as_ptr(), &wr.wr, &mut bad)
-    });
+    // SAFETY: One valid work request, consumed by the post, that
+    // completes on `reg_cqe`, in `client`, which outlives its endpoint and
+    // so every completion of the QP; the MR stays in `mrs` until the QP is
+    // drained.
+    let posted = unsafe { gate.post_send(&wr.wr) };
     let res = posted.map_err(|_| "client: post REG_MR").and_then(|()| {
         client.wait_ok("client: REG_MR failed", |s| s.reg.take().map(|ok| ((), ok)))
     });
@@ -451,14 +449,17 @@ pub(crate) fn accept_read_write() -> Check {
     let server = Peer::new()?;
     let client = Peer::new()?;
     Listener::start(lobby.as_ref(), Net::init(), &addr, 4).map_err(|_| "listen")?;
-    let mut res = exchange(
+    let (mut res, last) = match exchange(
         &lobby,
         server.as_ref(),
         client.as_ref(),
         &addr,
         &mut page,
         &mut mrs,
-    );
+    ) {
+        Ok(last) => (Ok(()), Some(last)),
+        Err(e) => (Err(e), None),
+    };
     // Teardown, whatever happened: the client's DREQ reaches the server,
     // whose own disconnect answers it with the DREP the client waits for.
     if client.saw(EV_ESTABLISHED) && server.saw(EV_ESTABLISHED) {
@@ -479,6 +480,9 @@ pub(crate) fn accept_read_write() -> Check {
             ep.shutdown();
         }
     }
+    if let (Some(last), Ok(ep)) = (last, client.ep()) {
+        res = res.and(refused_after_shutdown(ep, last));
+    }
     mrs.clear();
     if res.is_ok() && !matches(&page, write_pattern)? {
         res = Err("client: RDMA Write left the wrong bytes");
@@ -486,6 +490,20 @@ pub(crate) fn accept_read_write() -> Check {
     res
 }
 
+/// A Receive posted after [`Endpoint::shutdown`] must be refused: the
+/// QP's gate is closed, so nothing reaches the drained QP, whose
+/// completion would come after the endpoint freed the buffer.
+fn refused_after_shutdown(ep: &Endpoint<Peer>, p: Parked<RecvKind>) -> Check {
+    let buf = ep.recv(p).ok_or("client: stray Receive")?;
+    match ep.post_recvs(core::iter::once(buf)) {
+        Err(e) if e == ESHUTDOWN => Ok(()),
+        Err(_) => Err("client: a Receive after shutdown failed, not with ESHUTDOWN"),
+        Ok(()) => Err("client: a Receive was posted after shutdown"),
+    }
+}
+
+/// The exchange of [`accept_read_write`]: the client's last Receive
+/// buffer, parked.
 fn exchange(
     lobby: &Lobby,
     server: Pin<&Peer>,
@@ -493,7 +511,7 @@ fn exchange(
     addr: &SockAddr,
     page: &mut PageRefs,
     mrs: &mut KVec<Mr>,
-) -> Check {
+) -> Check<Parked<RecvKind>> {
     let mut client_sends = dial(client, addr)?;
     // The request, deferred by the listener, accepted from here.
     let pending = lobby
@@ -597,7 +615,7 @@ fn exchange(
     if !matches(page, write_pattern)? {
         return Err("client: the Send arrived before the Write's data");
     }
-    Ok(())
+    Ok(buf.park())
 }
 
 /// A listener that rejects: the client sees REJECTED.

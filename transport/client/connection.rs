@@ -353,7 +353,7 @@ impl Ep {
             rdma_ctxs: 0,
         };
         id.create_qp(&pd, &send_cq, &recv_cq, &caps)?;
-        let gate = id.gate()?;
+        let gate = id.gate().cloned().ok_or(ENOTCONN)?;
         if params::injected(params::FAULT_MR_POOL) {
             rdebug!("fault injection: failing MR pool allocation\n");
             return Err(ENOMEM);
