@@ -530,8 +530,10 @@ trace_check_frwr() {
     # Sends complete in order, so a Send completion comes after those of
     # every signalled Send posted before it on its connection: each of
     # those completed, with its post's cq.id and cid, successfully or
-    # flushed as its connection went. (A Reply may complete its RPC
-    # before the Call's Send completion is handled, so the last Sends'
+    # flushed as its connection went. Matched regardless of order in the
+    # trace: xprtrdma_post_send fires once the post returned, and the
+    # completion may be handled first. (A Reply may complete its RPC
+    # before its Call's Send completion is handled, so the last Sends'
     # completions may come after tracing stopped.)
     awk '{ ev = ""; q = ""; c = ""; st = ""
            for (i = 1; i <= NF; i++) {
@@ -539,12 +541,13 @@ trace_check_frwr() {
                else if ($i ~ /^cq\.id=/) q = substr($i, 7)
                else if ($i ~ /^cid=/) c = substr($i, 5) + 0
                else if ($i ~ /^status=/) st = substr($i, 8) } }
-         ev == "xprtrdma_post_send:" && $NF == "signaled" { open[q " " c] = 1; ns++ }
+         ev == "xprtrdma_post_send:" && $NF == "signaled" { sig[q " " c] = 1; ns++ }
          ev == "xprtrdma_wc_send:" {
              if (st != "SUCCESS" && st != "WR_FLUSH_ERR") { print "wc_send: " $0; exit 1 }
              if (c > done[q]) done[q] = c
-             delete open[q " " c]; nw++ }
-         END { for (k in open) { split(k, a, " ")
+             comp[q " " c] = 1; nw++ }
+         END { for (k in sig) { if (k in comp) continue
+                   split(k, a, " ")
                    if (a[2] + 0 < done[a[1]]) { print "signalled Send cq.id=" a[1] " cid=" a[2] " never completed, cid=" done[a[1]] " did"; exit 1 }
                    pend++ }
                printf "%d signalled Sends, %d Send completions, %d still to come as tracing stopped\n", ns, nw, pend }' $TRACE_OUT > /tmp/send.check ||
