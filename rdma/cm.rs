@@ -8,6 +8,7 @@ use core::ptr::NonNull;
 
 use kernel::error::{from_err_ptr, to_result};
 use kernel::prelude::*;
+use kernel::str::CStr;
 use kernel::sync::Arc;
 
 use super::{Cq, Device, Pd, Qp, QpGate};
@@ -134,6 +135,16 @@ impl NetNs<'_> {
 pub(crate) trait CmHandler: Sync {
     /// One event.
     fn event(&self, event: CmEvent);
+
+    /// The QP of the id's connection to `peer`, on `dev`, had asynchronous
+    /// event `event` (an `enum ib_event_type`). Called by the driver,
+    /// maybe in atomic context: must not sleep. A fatal one also moves the
+    /// QP to the error state, whose flushed completions the owner sees.
+    fn qp_event(_event: u32, _dev: &CStr, _peer: &SockAddr)
+    where
+        Self: Sized,
+    {
+    }
 }
 
 /// The size of a QP, for [`CmId::create_qp`].
@@ -204,6 +215,28 @@ pub(super) unsafe extern "C" fn cm_event_handler<H: CmHandler>(
     handler.event(event);
     // Never ask rdma_cm to destroy the id: its owner does.
     0
+}
+
+/// A QP's asynchronous event handler, called by C.
+///
+/// # Safety
+///
+/// Only called by ib_core with a valid event of a QP that
+/// [`CmId::create_qp`] created, whose context is that id's `rdma_cm_id`.
+unsafe extern "C" fn qp_event_handler<H: CmHandler>(event: *mut sys::ib_event, ctx: *mut c_void) {
+    let id = ctx.cast::<sys::rdma_cm_id>();
+    // SAFETY: The event is valid for the call, and its device is live;
+    // `name` is NUL-terminated. The id outlives its QP (`destroy_qp` comes
+    // first), and its peer address is set before the QP is created and
+    // left alone while it lives (as for `CmId::dst_addr`).
+    let (ev, dev, peer) = unsafe {
+        (
+            (*event).event,
+            CStr::from_char_ptr((*(*event).device).name.as_ptr().cast()),
+            SockAddr::from_raw((&raw const (*id).route.addr.dst_addr).cast()),
+        )
+    };
+    H::qp_event(ev, dev, peer);
 }
 
 impl<H: CmHandler> CmId<H> {
@@ -349,10 +382,13 @@ impl<H: CmHandler> CmId<H> {
             },
             sq_sig_type: sys::ib_sig_type_IB_SIGNAL_REQ_WR,
             qp_type: sys::ib_qp_type_IB_QPT_RC,
+            event_handler: Some(qp_event_handler::<H>),
+            qp_context: self.ptr.as_ptr().cast(),
             ..Default::default()
         };
         // SAFETY: `self.ptr`, the PD and both CQs are live; `attr` is a
-        // fully initialised `ib_qp_init_attr` that rdma_cm only reads.
+        // fully initialised `ib_qp_init_attr` that rdma_cm only reads; the
+        // event handler's context is this id, which outlives the QP.
         to_result(unsafe { sys::rdma_create_qp(self.ptr.as_ptr(), pd.ptr.as_ptr(), &mut attr) })?;
         // INVARIANT: the QP exists, holds its PD and CQs, and its gate is
         // opened on it below.

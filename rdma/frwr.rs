@@ -16,6 +16,7 @@ use super::{
     CqEntry, CqHandler, Device, HasCqEntry, HeldPages, Mr, PageHold, PageSeg, Pd, QpGate,
     Registered, Wc,
 };
+use crate::sunrpc::trace;
 use crate::sys;
 
 /// Told when a REG_MR or an unsignalled LOCAL_INV of the pool fails
@@ -51,9 +52,14 @@ struct Slot<O: FrwrOwner> {
     mr: UnsafeCell<Mr>,
     reg_wr: UnsafeCell<sys::ib_reg_wr>,
     inv_wr: UnsafeCell<sys::ib_send_wr>,
-    cqe: CqEntry<Slot<O>>,
+    /// Where a failed REG_MR completes; `inv_cqe`, a failed unsignalled
+    /// LOCAL_INV (two, to tell them apart in the trace events).
+    cqe: CqEntry<Slot<O>, REG_CQE>,
+    inv_cqe: CqEntry<Slot<O>, INV_CQE>,
     state: Atomic<u32>,
     rkey: Atomic<u32>,
+    /// The MR's restrack id, for the trace events.
+    mr_id: u32,
     /// Told of failures; every slot holds it.
     owner: Arc<O>,
     /// Memory the pool keeps for [`FrwrPool::register_owned`], or the
@@ -69,17 +75,42 @@ unsafe impl<O: FrwrOwner> Sync for Slot<O> {}
 // `Arc` of a `Send + Sync` owner.
 unsafe impl<O: FrwrOwner> Send for Slot<O> {}
 
-// SAFETY: `cqe` is a `CqEntry<Self>` field at this offset.
-unsafe impl<O: FrwrOwner> HasCqEntry for Slot<O> {
+const REG_CQE: u64 = 0;
+const INV_CQE: u64 = 1;
+
+// SAFETY: `cqe` is a `CqEntry<Self, REG_CQE>` field at this offset.
+unsafe impl<O: FrwrOwner> HasCqEntry<REG_CQE> for Slot<O> {
     const OFFSET: usize = core::mem::offset_of!(Self, cqe);
 }
 
-/// A REG_MR or an unsignalled LOCAL_INV completed: only errors report.
-impl<O: FrwrOwner> CqHandler for Slot<O> {
-    fn done(&self, wc: &Wc<'_>) {
+// SAFETY: `inv_cqe` is a `CqEntry<Self, INV_CQE>` field at this offset.
+unsafe impl<O: FrwrOwner> HasCqEntry<INV_CQE> for Slot<O> {
+    const OFFSET: usize = core::mem::offset_of!(Self, inv_cqe);
+}
+
+impl<O: FrwrOwner> Slot<O> {
+    /// A REG_MR or an unsignalled LOCAL_INV completed: only errors report.
+    fn failed(&self, wc: &Wc<'_>) {
         if !wc.ok() && !wc.flushed() {
             self.owner.mr_failed(wc.status());
         }
+    }
+}
+
+/// A REG_MR completed (unsignalled: it failed or was flushed).
+impl<O: FrwrOwner> CqHandler<REG_CQE> for Slot<O> {
+    fn done(&self, wc: &Wc<'_>) {
+        trace::xprtrdma_wc_mr(trace::MrWc::FastReg, wc, || self.mr_id);
+        self.failed(wc);
+    }
+}
+
+/// A LOCAL_INV before a Reply's last completed (unsignalled: it failed
+/// or was flushed).
+impl<O: FrwrOwner> CqHandler<INV_CQE> for Slot<O> {
+    fn done(&self, wc: &Wc<'_>) {
+        trace::xprtrdma_wc_mr(trace::MrWc::Li, wc, || self.mr_id);
+        self.failed(wc);
     }
 }
 
@@ -127,7 +158,7 @@ impl<O: FrwrOwner> FrwrPool<O> {
         let mut slots = KVec::with_capacity(count, GFP_KERNEL)?;
         for _ in 0..count {
             let mr = Mr::new(pd, dev, depth)?;
-            let rkey = mr.rkey();
+            let (rkey, mr_id) = (mr.rkey(), mr.id());
             slots.push(
                 // INVARIANT: free.
                 Slot {
@@ -135,8 +166,10 @@ impl<O: FrwrOwner> FrwrPool<O> {
                     reg_wr: UnsafeCell::new(sys::ib_reg_wr::default()),
                     inv_wr: UnsafeCell::new(sys::ib_send_wr::default()),
                     cqe: CqEntry::new(),
+                    inv_cqe: CqEntry::new(),
                     state: Atomic::new(FREE),
                     rkey: Atomic::new(rkey),
+                    mr_id,
                     owner: owner.clone(),
                     kept: UnsafeCell::new(None),
                 },
@@ -282,6 +315,19 @@ impl<O: FrwrOwner> FrwrPool<O> {
         self.slot(mr).map_or(0, |s| s.rkey.load(Relaxed))
     }
 
+    /// What `mr`'s registration gives the peer, for the trace events.
+    pub(crate) fn registered(&self, mr: &FrwrMr) -> Option<Registered> {
+        let slot = self.slot(mr)?;
+        // SAFETY: Whoever holds the handle owns the slot's MR (type
+        // invariant): nobody changes it while we read it.
+        unsafe { (*slot.mr.get()).registered() }
+    }
+
+    /// `mr`'s restrack id, for the trace events.
+    pub(crate) fn mr_id(&self, mr: &FrwrMr) -> u32 {
+        self.slot(mr).map_or(0, |s| s.mr_id)
+    }
+
     /// Posts the REG_MRs of `mrs`, registered and not yet posted.
     pub(crate) fn post_reg(&self, mrs: &[FrwrMr]) -> Result {
         let mut chain = SendChain::new();
@@ -329,7 +375,11 @@ impl<O: FrwrOwner> FrwrPool<O> {
                 continue;
             };
             let signalled = k + 1 == n;
-            let cqe = if signalled { last } else { slot.cqe.as_ptr() };
+            let cqe = if signalled {
+                last
+            } else {
+                slot.inv_cqe.as_ptr()
+            };
             // SAFETY: Holding the handle, we own the slot's MR and work
             // requests (type invariant); the slot lives as long as the
             // pool, which closes the gate before it goes.

@@ -9,6 +9,7 @@ use kernel::prelude::*;
 use kernel::sync::Arc;
 
 use super::{Device, DmaDir, Pd};
+use crate::sunrpc::trace;
 use crate::sys;
 
 /// One piece of memory to register: part of a single page.
@@ -53,7 +54,8 @@ pub(crate) struct Registered {
 /// `ptr` is a live `IB_MR_TYPE_MEM_REG` MR of `_pd` on `dev` with room for
 /// `sg.len()` pages; when `mapped` is non-zero, the first `nsg` entries of
 /// `sg` are DMA-mapped on `dev` in direction `dir` (`mapped` entries after
-/// coalescing). `dev` stays registered while the MR holds it.
+/// coalescing), and `reg` is what that mapping gave the peer. `dev` stays
+/// registered while the MR holds it.
 pub(crate) struct Mr {
     ptr: NonNull<sys::ib_mr>,
     _pd: Arc<Pd>,
@@ -62,6 +64,7 @@ pub(crate) struct Mr {
     nsg: i32,
     mapped: i32,
     dir: DmaDir,
+    reg: Option<Registered>,
 }
 
 // SAFETY: The MR and its scatterlist may be used from any thread; the owner
@@ -78,7 +81,8 @@ impl Mr {
         // SAFETY: `pd` is live.
         let ptr = from_err_ptr(unsafe {
             sys::ib_alloc_mr(pd.ptr.as_ptr(), sys::ib_mr_type_IB_MR_TYPE_MEM_REG, depth)
-        })?;
+        })
+        .inspect_err(|&e| trace::xprtrdma_frwr_alloc(e))?;
         Ok(Self {
             ptr: NonNull::new(ptr).ok_or(ENOMEM)?,
             _pd: pd.clone(),
@@ -87,7 +91,25 @@ impl Mr {
             nsg: 0,
             mapped: 0,
             dir: DmaDir::ToDevice,
+            reg: None,
         })
+    }
+
+    /// The MR's restrack id, as the trace events name it.
+    pub(super) fn id(&self) -> u32 {
+        // SAFETY: `ptr` is live.
+        unsafe { (*self.ptr.as_ptr()).res.id }
+    }
+
+    /// The DMA address of the scatterlist's first entry, for the trace
+    /// events.
+    fn first_dma_addr(&self) -> u64 {
+        self.sg.first().map_or(0, |sg| sg.dma_address)
+    }
+
+    /// What the current mapping gives the peer, if mapped.
+    pub(crate) fn registered(&self) -> Option<Registered> {
+        self.reg
     }
 
     /// The current R_key.
@@ -127,6 +149,7 @@ impl Mr {
             sys::rpcrdma_rs_dma_map_sg(self.dev.as_ptr(), sg, n, self.dir.raw())
         };
         if mapped <= 0 {
+            trace::xprtrdma_frwr_sgerr(self.id(), self.first_dma_addr(), self.dir.raw(), n);
             return Err(EIO);
         }
         self.nsg = n;
@@ -142,6 +165,7 @@ impl Mr {
             )
         };
         if done != mapped {
+            trace::xprtrdma_frwr_maperr(self.id(), self.first_dma_addr(), self.dir.raw(), done, n);
             self.unmap();
             return Err(EIO);
         }
@@ -154,14 +178,16 @@ impl Mr {
             let mr = self.ptr.as_ptr();
             ((*mr).length, (*mr).iova, (*mr).res.id)
         };
-        Ok(Registered {
+        let reg = Registered {
             rkey: self.rkey(),
             length: u32::try_from(length).map_err(|_| EIO)?,
             iova,
             mr_id,
             nents: mapped,
             dir: self.dir.raw(),
-        })
+        };
+        self.reg = Some(reg);
+        Ok(reg)
     }
 
     /// Fills `wr` with the REG_MR work request of the current mapping,
@@ -205,6 +231,7 @@ impl Mr {
         if self.mapped == 0 {
             return;
         }
+        trace::xprtrdma_mr_unmap(|| self.reg);
         // SAFETY: By the type invariant the first `nsg` entries are mapped
         // on the live `dev` in `dir`.
         unsafe {
@@ -217,13 +244,18 @@ impl Mr {
         };
         self.mapped = 0;
         self.nsg = 0;
+        self.reg = None;
     }
 }
 
 impl Drop for Mr {
     fn drop(&mut self) {
+        let (id, reg) = (self.id(), self.reg);
         self.unmap();
         // SAFETY: `ptr` is live and owned; its QP is destroyed.
-        unsafe { sys::rpcrdma_rs_dereg_mr(self.ptr.as_ptr()) };
+        let rc = unsafe { sys::rpcrdma_rs_dereg_mr(self.ptr.as_ptr()) };
+        if rc != 0 {
+            trace::xprtrdma_frwr_dereg(id, reg, rc);
+        }
     }
 }

@@ -157,22 +157,148 @@ pub(crate) fn xprtrdma_wc_receive(wc: &Wc<'_>, cid: u32) {
     }
 }
 
-/// `xprtrdma_mr_map`: pages of a Call are registered on an MR, `reg`,
-/// for a chunk.
+/// What happened to a Call's MR, as rpcrdma.ko's `xprtrdma_mr_class`
+/// events name it.
+#[derive(Clone, Copy)]
+pub(crate) enum MrEvent {
+    /// `xprtrdma_mr_map`: pages mapped on it for a chunk.
+    Map,
+    /// `xprtrdma_mr_fastreg`: its REG_MR goes out with the Call's Send.
+    FastReg,
+    /// `xprtrdma_mr_localinv`: a LOCAL_INV of it is posted.
+    LocalInv,
+    /// `xprtrdma_mr_reminv`: the server invalidated it (Send With
+    /// Invalidate).
+    RemInv,
+}
+
+/// `xprtrdma_mr_{map,fastreg,localinv,reminv}` of MR `reg` of the Call
+/// `task` gives, or of none (the Write chunk pad: task 0, client -1, as
+/// rpcrdma.ko reports an MR without a request).
 #[inline(always)]
-pub(crate) fn xprtrdma_mr_map(task: impl FnOnce() -> Task, reg: &crate::rdma::Registered) {
-    if on!(xprtrdma_mr_map) {
-        let t = task();
-        call!(xprtrdma_mr_map(
-            t.task_id,
-            t.client_id,
-            reg.mr_id,
-            reg.nents,
-            reg.rkey,
-            reg.length,
-            reg.iova,
-            reg.dir
+pub(crate) fn xprtrdma_mr(
+    what: MrEvent,
+    task: impl FnOnce() -> Option<Task>,
+    reg: impl FnOnce() -> Option<crate::rdma::Registered>,
+) {
+    let on = match what {
+        MrEvent::Map => on!(xprtrdma_mr_map),
+        MrEvent::FastReg => on!(xprtrdma_mr_fastreg),
+        MrEvent::LocalInv => on!(xprtrdma_mr_localinv),
+        MrEvent::RemInv => on!(xprtrdma_mr_reminv),
+    };
+    if !on {
+        return;
+    }
+    let Some(r) = reg() else {
+        return;
+    };
+    let (t, c) = task().map_or((0, u32::MAX), |t| (t.task_id, t.client_id));
+    let (id, n, h, l, o, d) = (r.mr_id, r.nents, r.rkey, r.length, r.iova, r.dir);
+    match what {
+        MrEvent::Map => call!(xprtrdma_mr_map(t, c, id, n, h, l, o, d)),
+        MrEvent::FastReg => call!(xprtrdma_mr_fastreg(t, c, id, n, h, l, o, d)),
+        MrEvent::LocalInv => call!(xprtrdma_mr_localinv(t, c, id, n, h, l, o, d)),
+        MrEvent::RemInv => call!(xprtrdma_mr_reminv(t, c, id, n, h, l, o, d)),
+    }
+}
+
+/// `xprtrdma_mr_unmap`: MR `reg`'s pages are DMA-unmapped as it goes back
+/// to its pool.
+#[inline(always)]
+pub(crate) fn xprtrdma_mr_unmap(reg: impl FnOnce() -> Option<crate::rdma::Registered>) {
+    if on!(xprtrdma_mr_unmap) {
+        if let Some(r) = reg() {
+            call!(xprtrdma_mr_unmap(
+                r.mr_id, r.nents, r.rkey, r.length, r.iova, r.dir
+            ));
+        }
+    }
+}
+
+/// `xprtrdma_frwr_alloc`: an MR could not be allocated (`err`); it has
+/// no id (0).
+#[inline(always)]
+pub(crate) fn xprtrdma_frwr_alloc(err: kernel::error::Error) {
+    if on!(xprtrdma_frwr_alloc) {
+        call!(xprtrdma_frwr_alloc(0, err.to_errno()));
+    }
+}
+
+/// `xprtrdma_frwr_dereg`: deregistering MR `mr_id`, last registered as
+/// `reg` if at all, failed with `rc`.
+#[inline(always)]
+pub(crate) fn xprtrdma_frwr_dereg(mr_id: u32, reg: Option<crate::rdma::Registered>, rc: i32) {
+    if on!(xprtrdma_frwr_dereg) {
+        let (n, h, l, o, d) = reg.map_or((0, 0, 0, 0, sys::dma_data_direction_DMA_NONE), |r| {
+            (r.nents, r.rkey, r.length, r.iova, r.dir)
+        });
+        call!(xprtrdma_frwr_dereg(mr_id, n, h, l, o, d, rc));
+    }
+}
+
+/// `xprtrdma_frwr_sgerr`: the `sg_nents` entries of MR `mr_id`'s
+/// scatterlist, the first at DMA address `addr`, could not be DMA-mapped
+/// in direction `dir`.
+#[inline(always)]
+pub(crate) fn xprtrdma_frwr_sgerr(mr_id: u32, addr: u64, dir: u32, sg_nents: i32) {
+    if on!(xprtrdma_frwr_sgerr) {
+        call!(xprtrdma_frwr_sgerr(mr_id, addr, dir, sg_nents));
+    }
+}
+
+/// `xprtrdma_frwr_maperr`: only `num_mapped` of the `nents` DMA-mapped
+/// entries of MR `mr_id` went into its page list.
+#[inline(always)]
+pub(crate) fn xprtrdma_frwr_maperr(mr_id: u32, addr: u64, dir: u32, num_mapped: i32, nents: i32) {
+    if on!(xprtrdma_frwr_maperr) {
+        call!(xprtrdma_frwr_maperr(mr_id, addr, dir, num_mapped, nents));
+    }
+}
+
+/// `xprtrdma_wc_send`: a signalled (or failed) Send completed, the
+/// `cid`th of its connection, as `xprtrdma_post_send` numbered it.
+#[inline(always)]
+pub(crate) fn xprtrdma_wc_send(wc: &Wc<'_>, cid: u64) {
+    if on!(xprtrdma_wc_send) {
+        call!(xprtrdma_wc_send(
+            wc.cq_id(false),
+            cid as i32,
+            wc.status().into(),
+            wc.vendor_err()
         ));
+    }
+}
+
+/// Which of rpcrdma.ko's MR completion events a completion is.
+#[derive(Clone, Copy)]
+pub(crate) enum MrWc {
+    /// `xprtrdma_wc_fastreg`: a REG_MR (unsignalled: failures only).
+    FastReg,
+    /// `xprtrdma_wc_li`: a LOCAL_INV before the last of a Reply's
+    /// (unsignalled: failures only).
+    Li,
+    /// `xprtrdma_wc_li_done`: the last LOCAL_INV of a Reply's, which
+    /// finishes it.
+    LiDone,
+}
+
+/// `xprtrdma_wc_{fastreg,li,li_done}` of MR `mr_id`.
+#[inline(always)]
+pub(crate) fn xprtrdma_wc_mr(what: MrWc, wc: &Wc<'_>, mr_id: impl FnOnce() -> u32) {
+    let on = match what {
+        MrWc::FastReg => on!(xprtrdma_wc_fastreg),
+        MrWc::Li => on!(xprtrdma_wc_li),
+        MrWc::LiDone => on!(xprtrdma_wc_li_done),
+    };
+    if !on {
+        return;
+    }
+    let (q, id, (s, v)) = (wc.cq_id(false), mr_id() as i32, failure(wc));
+    match what {
+        MrWc::FastReg => call!(xprtrdma_wc_fastreg(q, id, s, v)),
+        MrWc::Li => call!(xprtrdma_wc_li(q, id, s, v)),
+        MrWc::LiDone => call!(xprtrdma_wc_li_done(q, id, s, v)),
     }
 }
 
@@ -574,6 +700,19 @@ pub(crate) fn svcrdma_device_removal(name: &CStr, peer: &super::SockAddr) {
     if on!(svcrdma_device_removal) {
         call!(svcrdma_device_removal(
             name.as_char_ptr().cast(),
+            peer.as_ptr()
+        ));
+    }
+}
+
+/// `svcrdma_qp_error`: the QP of the connection to `peer` on device
+/// `dev` had asynchronous event `event` (`enum ib_event_type`).
+#[inline(always)]
+pub(crate) fn svcrdma_qp_error(event: u32, dev: &CStr, peer: &super::SockAddr) {
+    if on!(svcrdma_qp_error) {
+        call!(svcrdma_qp_error(
+            event,
+            dev.as_char_ptr().cast(),
             peer.as_ptr()
         ));
     }

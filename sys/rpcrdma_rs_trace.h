@@ -23,6 +23,7 @@
 #define _RPCRDMA_RS_TRACE_H
 
 #include <linux/tracepoint.h>
+#include <linux/inet.h>
 #include <rdma/ib_cm.h>
 #include <trace/misc/rdma.h>
 
@@ -208,7 +209,9 @@ TRACE_EVENT(xprtrdma_reply,
 				{ DMA_FROM_DEVICE, "FROM_DEVICE" },	\
 				{ DMA_NONE, "NONE" })
 
-TRACE_EVENT(xprtrdma_mr_map,
+/* rpcrdma.ko's xprtrdma_mr_class: an MR of a Call's chunk (task 0@-1 for
+ * none: the Write chunk pad). */
+DECLARE_EVENT_CLASS(xprtrdma_mr_class,
 	TP_PROTO(unsigned int task_id, unsigned int client_id, u32 mr_id,
 		 int nents, u32 handle, u32 length, u64 offset, u32 dir),
 	TP_ARGS(task_id, client_id, mr_id, nents, handle, length, offset, dir),
@@ -238,6 +241,191 @@ TRACE_EVENT(xprtrdma_mr_map,
 		(unsigned long long)__entry->offset, __entry->handle,
 		rpcrdma_rs_show_direction(__entry->dir))
 );
+
+#define DEFINE_MR_EVENT(name)						\
+		DEFINE_EVENT(xprtrdma_mr_class, xprtrdma_mr_##name,	\
+			TP_PROTO(unsigned int task_id,			\
+				 unsigned int client_id, u32 mr_id,	\
+				 int nents, u32 handle, u32 length,	\
+				 u64 offset, u32 dir),			\
+			TP_ARGS(task_id, client_id, mr_id, nents,	\
+				handle, length, offset, dir))
+
+DEFINE_MR_EVENT(fastreg);
+DEFINE_MR_EVENT(localinv);
+DEFINE_MR_EVENT(reminv);
+DEFINE_MR_EVENT(map);
+
+TRACE_EVENT(xprtrdma_mr_unmap,
+	TP_PROTO(u32 mr_id, int nents, u32 handle, u32 length, u64 offset,
+		 u32 dir),
+	TP_ARGS(mr_id, nents, handle, length, offset, dir),
+	TP_STRUCT__entry(
+		__field(u32, mr_id)
+		__field(int, nents)
+		__field(u32, handle)
+		__field(u32, length)
+		__field(u64, offset)
+		__field(u32, dir)
+	),
+	TP_fast_assign(
+		__entry->mr_id = mr_id;
+		__entry->nents = nents;
+		__entry->handle = handle;
+		__entry->length = length;
+		__entry->offset = offset;
+		__entry->dir = dir;
+	),
+	TP_printk("mr.id=%u nents=%d %u@0x%016llx:0x%08x (%s)",
+		__entry->mr_id, __entry->nents, __entry->length,
+		(unsigned long long)__entry->offset, __entry->handle,
+		rpcrdma_rs_show_direction(__entry->dir))
+);
+
+TRACE_EVENT(xprtrdma_frwr_alloc,
+	TP_PROTO(u32 mr_id, int rc),
+	TP_ARGS(mr_id, rc),
+	TP_STRUCT__entry(
+		__field(u32, mr_id)
+		__field(int, rc)
+	),
+	TP_fast_assign(
+		__entry->mr_id = mr_id;
+		__entry->rc = rc;
+	),
+	TP_printk("mr.id=%u: rc=%d", __entry->mr_id, __entry->rc)
+);
+
+TRACE_EVENT(xprtrdma_frwr_dereg,
+	TP_PROTO(u32 mr_id, int nents, u32 handle, u32 length, u64 offset,
+		 u32 dir, int rc),
+	TP_ARGS(mr_id, nents, handle, length, offset, dir, rc),
+	TP_STRUCT__entry(
+		__field(u32, mr_id)
+		__field(int, nents)
+		__field(u32, handle)
+		__field(u32, length)
+		__field(u64, offset)
+		__field(u32, dir)
+		__field(int, rc)
+	),
+	TP_fast_assign(
+		__entry->mr_id = mr_id;
+		__entry->nents = nents;
+		__entry->handle = handle;
+		__entry->length = length;
+		__entry->offset = offset;
+		__entry->dir = dir;
+		__entry->rc = rc;
+	),
+	TP_printk("mr.id=%u nents=%d %u@0x%016llx:0x%08x (%s): rc=%d",
+		__entry->mr_id, __entry->nents, __entry->length,
+		(unsigned long long)__entry->offset, __entry->handle,
+		rpcrdma_rs_show_direction(__entry->dir),
+		__entry->rc)
+);
+
+TRACE_EVENT(xprtrdma_frwr_sgerr,
+	TP_PROTO(u32 mr_id, u64 addr, u32 dir, int sg_nents),
+	TP_ARGS(mr_id, addr, dir, sg_nents),
+	TP_STRUCT__entry(
+		__field(u32, mr_id)
+		__field(u64, addr)
+		__field(u32, dir)
+		__field(int, nents)
+	),
+	TP_fast_assign(
+		__entry->mr_id = mr_id;
+		__entry->addr = addr;
+		__entry->dir = dir;
+		__entry->nents = sg_nents;
+	),
+	TP_printk("mr.id=%u DMA addr=0x%llx (%s) sg_nents=%d",
+		__entry->mr_id, __entry->addr,
+		rpcrdma_rs_show_direction(__entry->dir),
+		__entry->nents)
+);
+
+TRACE_EVENT(xprtrdma_frwr_maperr,
+	TP_PROTO(u32 mr_id, u64 addr, u32 dir, int num_mapped, int nents),
+	TP_ARGS(mr_id, addr, dir, num_mapped, nents),
+	TP_STRUCT__entry(
+		__field(u32, mr_id)
+		__field(u64, addr)
+		__field(u32, dir)
+		__field(int, num_mapped)
+		__field(int, nents)
+	),
+	TP_fast_assign(
+		__entry->mr_id = mr_id;
+		__entry->addr = addr;
+		__entry->dir = dir;
+		__entry->num_mapped = num_mapped;
+		__entry->nents = nents;
+	),
+	TP_printk("mr.id=%u DMA addr=0x%llx (%s) nents=%d of %d",
+		__entry->mr_id, __entry->addr,
+		rpcrdma_rs_show_direction(__entry->dir),
+		__entry->num_mapped, __entry->nents)
+);
+
+/* rpcrdma.ko's rpcrdma_completion_class: vendor_err only on failure. */
+TRACE_EVENT(xprtrdma_wc_send,
+	TP_PROTO(u32 cq_id, int completion_id, unsigned long status,
+		 unsigned int vendor_err),
+	TP_ARGS(cq_id, completion_id, status, vendor_err),
+	TP_STRUCT__entry(
+		__field(u32, cq_id)
+		__field(int, completion_id)
+		__field(unsigned long, status)
+		__field(unsigned int, vendor_err)
+	),
+	TP_fast_assign(
+		__entry->cq_id = cq_id;
+		__entry->completion_id = completion_id;
+		__entry->status = status;
+		__entry->vendor_err = status ? vendor_err : 0;
+	),
+	TP_printk("cq.id=%u cid=%d status=%s (%lu/0x%x)",
+		__entry->cq_id, __entry->completion_id,
+		rdma_show_wc_status(__entry->status),
+		__entry->status, __entry->vendor_err)
+);
+
+/* rpcrdma.ko's rpcrdma_mr_completion_class: completion_id is the MR's
+ * restrack id, printed as mr.id. */
+DECLARE_EVENT_CLASS(rpcrdma_mr_completion_class,
+	TP_PROTO(u32 cq_id, int completion_id, unsigned long status,
+		 unsigned int vendor_err),
+	TP_ARGS(cq_id, completion_id, status, vendor_err),
+	TP_STRUCT__entry(
+		__field(u32, cq_id)
+		__field(int, completion_id)
+		__field(unsigned long, status)
+		__field(unsigned int, vendor_err)
+	),
+	TP_fast_assign(
+		__entry->cq_id = cq_id;
+		__entry->completion_id = completion_id;
+		__entry->status = status;
+		__entry->vendor_err = status ? vendor_err : 0;
+	),
+	TP_printk("cq.id=%u mr.id=%d status=%s (%lu/0x%x)",
+		__entry->cq_id, __entry->completion_id,
+		rdma_show_wc_status(__entry->status),
+		__entry->status, __entry->vendor_err)
+);
+
+#define DEFINE_MR_COMPLETION_EVENT(name)				\
+		DEFINE_EVENT(rpcrdma_mr_completion_class, name,		\
+			TP_PROTO(u32 cq_id, int completion_id,		\
+				 unsigned long status,			\
+				 unsigned int vendor_err),		\
+			TP_ARGS(cq_id, completion_id, status, vendor_err))
+
+DEFINE_MR_COMPLETION_EVENT(xprtrdma_wc_fastreg);
+DEFINE_MR_COMPLETION_EVENT(xprtrdma_wc_li);
+DEFINE_MR_COMPLETION_EVENT(xprtrdma_wc_li_done);
 
 /**
  ** Server
@@ -574,6 +762,26 @@ DEFINE_EVENT(rpcrdma_simple_cid_class, svcrdma_wc_reply,
 	TP_ARGS(cq_id, completion_id));
 DEFINE_SEND_FLUSH_EVENT(svcrdma_wc_reply_flush);
 DEFINE_SEND_FLUSH_EVENT(svcrdma_wc_reply_err);
+
+TRACE_EVENT(svcrdma_qp_error,
+	TP_PROTO(unsigned int event, const char *device,
+		 const struct sockaddr *sap),
+	TP_ARGS(event, device, sap),
+	TP_STRUCT__entry(
+		__field(unsigned int, event)
+		__string(device, device)
+		__array(__u8, addr, INET6_ADDRSTRLEN + 10)
+	),
+	TP_fast_assign(
+		__entry->event = event;
+		__assign_str(device);
+		snprintf(__entry->addr, sizeof(__entry->addr) - 1,
+			 "%pISpc", sap);
+	),
+	TP_printk("addr=%s dev=%s event=%s (%u)",
+		__entry->addr, __get_str(device),
+		rdma_show_ib_event(__entry->event), __entry->event)
+);
 
 TRACE_EVENT(svcrdma_device_removal,
 	TP_PROTO(const char *name, const struct sockaddr *sap),

@@ -489,6 +489,90 @@ trace_check_client() {
     trace_sample xprtrdma_connect xprtrdma_marshal xprtrdma_post_send xprtrdma_wc_receive \
         xprtrdma_reply xprtrdma_mr_map xprtrdma_disconnect
     note "client trace: $m Calls, $(wc -l < /tmp/reply.xids) Reply XIDs, all marshalled"
+    trace_check_frwr
+}
+
+# trace_check_frwr: the client's MRs and Send completions. 1 MiB READs
+# and WRITEs take several MRs each (rxe: 32 pages an MR), which the
+# client invalidates with LOCAL_INV; a READDIR's Reply chunk takes one,
+# which the server invalidates with Send With Invalidate.
+trace_check_frwr() {
+    trace_fired xprtrdma_mr_fastreg xprtrdma_mr_localinv xprtrdma_mr_reminv xprtrdma_mr_unmap \
+        xprtrdma_wc_li_done xprtrdma_wc_send || return 1
+    # Every MR registered for a Call was mapped for it first, and is
+    # invalidated (locally or remotely) under the id and handle it was
+    # registered with, then unmapped; every LOCAL_INV chain's completion
+    # names an MR invalidated so. The Write chunk pad (task 0@-1) lives
+    # as long as its connection.
+    grep -E " xprtrdma_(mr_map|mr_fastreg|mr_localinv|mr_reminv|wc_li_done|mr_unmap): " $TRACE_OUT |
+    awk '{ ev = ""; task = ""; id = ""; h = ""; len = -1; nents = -1; st = ""
+           for (i = 1; i <= NF; i++) {
+               if (ev == "" && $i ~ /^xprtrdma_[a-z_]*:$/) ev = $i
+               else if ($i ~ /^task:/) task = $i
+               else if ($i ~ /^mr\.id=/) id = substr($i, 7)
+               else if ($i ~ /^nents=/) nents = substr($i, 7) + 0
+               else if ($i ~ /^status=/) st = substr($i, 8)
+               else if ($i ~ /^[0-9]+@0x[0-9a-f]+:0x[0-9a-f]+$/) {
+                   split($i, a, "@"); len = a[1] + 0; n = split($i, b, ":"); h = b[n] } }
+           key = id " " h }
+         ev == "" { next }
+         ev == "xprtrdma_mr_map:" { mapped[key] = 1 }
+         ev == "xprtrdma_mr_fastreg:" {
+             if (nents < 1 || len < 1 || len > 1048576 || $NF !~ /^\((TO|FROM)_DEVICE\)$/) {
+                 print "fastreg: " $0; exit 1 }
+             if (task == "task:00000000@ffffffff") { pad++; next }
+             if (!(key in mapped)) { print "fastreg of an MR never mapped: " key; exit 1 }
+             reg[key]++; nreg++ }
+         ev == "xprtrdma_mr_localinv:" || ev == "xprtrdma_mr_reminv:" {
+             if (reg[key] < 1) { print ev " of an MR not registered: " key; exit 1 }
+             reg[key]--; inv[key]++
+             if (ev == "xprtrdma_mr_localinv:") { li[id] = 1; nli++ } else nri++ }
+         ev == "xprtrdma_wc_li_done:" {
+             if (!(id in li)) { print "wc_li_done of mr.id=" id ", never LOCAL_INVed"; exit 1 }
+             if (st != "SUCCESS" && st != "WR_FLUSH_ERR") { print "wc_li_done: " $0; exit 1 }
+             nlid++ }
+         ev == "xprtrdma_mr_unmap:" && inv[key] > 0 { inv[key]--; nun++ }
+         END { for (k in reg) if (reg[k]) { print "MR " k " registered, never invalidated"; exit 1 }
+               for (k in inv) if (inv[k]) { print "MR " k " invalidated, never unmapped"; exit 1 }
+               printf "%d MRs registered for Calls, %d LOCAL_INV (%d chains), %d remotely invalidated, %d unmapped, %d Write pads\n",
+                   nreg, nli, nlid, nri, nun, pad }' > /tmp/frwr.check ||
+        { cat /tmp/frwr.check; return 1; }
+    # Sends complete in order, so a Send completion comes after those of
+    # every signalled Send posted before it on its connection: each of
+    # those completed, with its post's cq.id and cid, successfully or
+    # flushed as its connection went. Matched regardless of order in the
+    # trace: xprtrdma_post_send fires once the post returned, and the
+    # completion may be handled first. (A Reply may complete its RPC
+    # before its Call's Send completion is handled, so the last Sends'
+    # completions may come after tracing stopped.)
+    grep -E " xprtrdma_(post_send|wc_send): " $TRACE_OUT |
+    awk '{ ev = ""; q = ""; c = ""; st = ""
+           for (i = 1; i <= NF; i++) {
+               if (ev == "" && $i ~ /^xprtrdma_[a-z_]*:$/) ev = $i
+               else if ($i ~ /^cq\.id=/) q = substr($i, 7)
+               else if ($i ~ /^cid=/) c = substr($i, 5) + 0
+               else if ($i ~ /^status=/) st = substr($i, 8) } }
+         ev == "xprtrdma_post_send:" && $NF == "signaled" { sig[q " " c] = 1; ns++ }
+         ev == "xprtrdma_wc_send:" {
+             if (st != "SUCCESS" && st != "WR_FLUSH_ERR") { print "wc_send: " $0; exit 1 }
+             if (c > done[q]) done[q] = c
+             comp[q " " c] = 1; nw++ }
+         END { for (k in sig) { if (k in comp) continue
+                   split(k, a, " ")
+                   if (a[2] + 0 < done[a[1]]) { print "signalled Send cq.id=" a[1] " cid=" a[2] " never completed, cid=" done[a[1]] " did"; exit 1 }
+                   pend++ }
+               printf "%d signalled Sends, %d Send completions, %d still to come as tracing stopped\n", ns, nw, pend }' > /tmp/send.check ||
+        { cat /tmp/send.check; return 1; }
+    # Nothing failed: the events of failures fired not at all, or for
+    # work flushed as a connection went.
+    for e in xprtrdma_frwr_alloc xprtrdma_frwr_dereg xprtrdma_frwr_sgerr xprtrdma_frwr_maperr; do
+        [ "$(trace_count $e)" -eq 0 ] || { echo "$(grep -m1 " $e: " $TRACE_OUT)"; return 1; }
+    done
+    ! grep -E " xprtrdma_wc_(fastreg|li): " $TRACE_OUT | grep -v -m1 "status=WR_FLUSH_ERR " ||
+        { echo "a failed REG_MR or LOCAL_INV"; return 1; }
+    trace_sample xprtrdma_mr_fastreg xprtrdma_mr_localinv xprtrdma_wc_li_done xprtrdma_mr_reminv \
+        xprtrdma_mr_unmap xprtrdma_wc_send
+    note "client FRWR: $(cat /tmp/frwr.check); $(cat /tmp/send.check)"
 }
 
 # trace_pairs MODE A B: A and B lines (B an event or several, "e1|e2")

@@ -54,7 +54,12 @@ check client_transport load_transport "${RR_MOD:-c}"
 [ -z "${RR_TRACE:-}" ] || check client_trace_start trace_start \
     'xprtrdma_marshal=xid != 0' 'xprtrdma_reply=xid != 0' \
     'xprtrdma_post_send=num_sge > 0' 'xprtrdma_wc_receive=status == 0' \
-    'xprtrdma_mr_map=length > 0'
+    'xprtrdma_mr_map=length > 0' 'xprtrdma_mr_fastreg=nents > 0' \
+    'xprtrdma_mr_localinv=handle != 0' 'xprtrdma_mr_reminv=handle != 0' \
+    'xprtrdma_mr_unmap=length > 0' 'xprtrdma_wc_li_done=completion_id >= 0' \
+    'xprtrdma_wc_send=completion_id > 0' 'xprtrdma_wc_fastreg=vendor_err >= 0' \
+    'xprtrdma_wc_li=cq_id >= 0' 'xprtrdma_frwr_alloc=rc < 0' 'xprtrdma_frwr_dereg=rc != 0' \
+    'xprtrdma_frwr_sgerr=nents >= 0' 'xprtrdma_frwr_maperr=num_mapped >= 0'
 if check mount nfs_mount; then
     check transport_in_use transport_in_use
     check write_${size}MiB write_file

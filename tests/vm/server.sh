@@ -558,6 +558,24 @@ swap_to_c() {
         nfsd_listen && serving rpcrdma
 }
 
+# qp_error_trace start | stop FAULT: svcrdma_qp_error recorded through a
+# fault. rxe raises no QP event on link loss or device removal (a port
+# event; rdma_cm's DEVICE_REMOVAL), so none may fire; each that does must
+# name the device and the client's address.
+qp_error_trace() {
+    t=/sys/kernel/tracing
+    if [ "$1" = start ]; then
+        [ -d $t/events ] || mount -t tracefs nodev $t || return 1
+        echo > $t/trace && echo 1 > $t/events/rpcrdma/svcrdma_qp_error/enable &&
+            echo 1 > $t/tracing_on
+        return
+    fi
+    echo 0 > $t/events/rpcrdma/svcrdma_qp_error/enable && grep " svcrdma_qp_error: " $t/trace > /tmp/qp_error.trace
+    n=$(wc -l < /tmp/qp_error.trace)
+    note "svcrdma_qp_error through fault $2: $n$(head -1 /tmp/qp_error.trace | sed 's/.* svcrdma_qp_error: /, /')"
+    ! grep -v -m1 -E "addr=(192\.0\.2\.[0-9]+|\[2001:db8::[0-9a-f]+\]):[0-9]+ dev=[a-z]+[0-9]+ event=[A-Z_]+ \([0-9]+\)$" /tmp/qp_error.trace
+}
+
 # Faults on request: the client drops a trigger file into the export, so the
 # fault lands while it has I/O going. Writing 0 threads destroys the
 # listeners, so nfsd_listen re-creates them.
@@ -616,6 +634,7 @@ fault_watch() {
         for f in nfsd link devdel threads cmloss; do
             [ -e /export/.fault-$f ] || continue
             rm -f /export/.fault-$f
+            [ "${RR_MOD:-c}" != rs ] || qp_error_trace start
             case $f in
             nfsd) check server_fault_nfsd_restart nfsd_restart ;;
             link) check server_fault_link_loss link_loss 20 ;;
@@ -623,7 +642,9 @@ fault_watch() {
             threads) check server_fault_thread_churn thread_churn 2 16 8 ;;
             cmloss) check server_fault_cm_message_lost cm_send_lost ;;
             esac
-            echo "done $?" > /export/.fault-$f.done
+            rc=$?
+            [ "${RR_MOD:-c}" != rs ] || check server_fault_${f}_qp_events qp_error_trace stop $f
+            echo "done $rc" > /export/.fault-$f.done
         done
         sleep 1
     done

@@ -32,7 +32,7 @@ use crate::rdma::{
     CmEvent, CmHandler, CmId, ConnParam, Cq, ExclusiveCell, FrwrMr, FrwrOwner, FrwrPool, InvList,
     ParkedRecv, Pd, QpCaps, RecvRing, Registered, SendRing, MAX_MAPPED_PAGES,
 };
-use crate::sunrpc::{PageList, PinnedRqst, XprtLocked, XprtRef};
+use crate::sunrpc::{trace, PageList, PinnedRqst, XprtLocked, XprtRef};
 
 /// Receive buffers: one per credit we ask for, one per backchannel slot
 /// (RFC 8167 §2.2.1: a backward Call must always find one), a quarter
@@ -432,6 +432,8 @@ impl Ep {
         let pool = self.pool.as_deref().ok_or(ENOTCONN)?;
         // The pool keeps the buffer as long as the MR may be used.
         let (mr, reg) = pool.register_owned(KVec::from_elem(0u8, 64, GFP_KERNEL)?, 4, true)?;
+        // As rpcrdma.ko's frwr_wp_create: an MR of no request.
+        trace::xprtrdma_mr(trace::MrEvent::FastReg, || None, || Some(reg));
         let res = pool.post_reg(core::slice::from_ref(&mr));
         self.write_pad = Some((mr, reg));
         res

@@ -308,7 +308,11 @@ fn register_pages(
         let (now, later) = rest.split_at(take);
         let slot = out.get_mut(n).ok_or(EMSGSIZE)?;
         let (mr, reg) = pool.register_held(now, writing)?;
-        trace::xprtrdma_mr_map(|| rqst.trace_task(), &reg);
+        trace::xprtrdma_mr(
+            trace::MrEvent::Map,
+            || Some(rqst.trace_task()),
+            || Some(reg),
+        );
         if let Err(mr) = held.push(mr) {
             pool.release(mr, false);
             return Err(EMSGSIZE);

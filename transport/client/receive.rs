@@ -59,6 +59,11 @@ impl RdmaXprt {
                 Some(pos) => {
                     // The server invalidated it: nothing can reach it now.
                     if let Some(mr) = mrs.remove(pos) {
+                        trace::xprtrdma_mr(
+                            trace::MrEvent::RemInv,
+                            || Some(pending.rqst.trace_task()),
+                            || pool.registered(&mr),
+                        );
                         pool.release(mr, false);
                     }
                 }
@@ -205,6 +210,9 @@ impl RecvOwner for Receiver {
     /// The last (signalled) LOCAL_INV of a Reply's RPC completed.
     fn invalidated(&self, _ring: &RecvRing<Self>, buf: RecvBuf<'_>, mrs: RpcMrs, wc: &Wc<'_>) {
         let shared = &*self.shared;
+        trace::xprtrdma_wc_mr(trace::MrWc::LiDone, wc, || {
+            mrs.as_slice().last().map_or(0, |mr| self.pool.mr_id(mr))
+        });
         // The Receive completion handed the pending Reply to us.
         let pending = buf.state().pending.take();
         if !wc.ok() && !wc.flushed() {
@@ -238,6 +246,13 @@ fn invalidate<'a>(
     if params::injected(params::FAULT_LOCAL_INV) {
         rdebug!("fault injection: failing LOCAL_INV post\n");
         return Err((buf, mrs));
+    }
+    for mr in mrs.as_slice() {
+        trace::xprtrdma_mr(
+            trace::MrEvent::LocalInv,
+            || Some(pending.rqst.trace_task()),
+            || rcv.pool.registered(mr),
+        );
     }
     let state = buf.state();
     // Handed to the LOCAL_INV completion.

@@ -15,6 +15,7 @@ pub(crate) use crate::rdma::SendError;
 /// A signalled Send completed, or any Send failed.
 impl SendOwner for Sender {
     fn sent(&self, seq: u64, wc: &Wc<'_>) {
+        trace::xprtrdma_wc_send(wc, seq);
         if !wc.ok() && !wc.flushed() {
             rwarn!("send failed, status {}\n", wc.status());
             self.shared.xprt().force_disconnect();
@@ -55,6 +56,13 @@ impl Ep {
         fill: impl FnOnce(&mut [u8]) -> Option<(usize, usize)>,
     ) -> Result<(), SendError> {
         let chained = mrs.len() as u32;
+        for mr in mrs.as_slice() {
+            trace::xprtrdma_mr(
+                trace::MrEvent::FastReg,
+                || Some(rqst.trace_task()),
+                || pool.registered(mr),
+            );
+        }
         self.post_send(
             Some(pool),
             mrs,

@@ -12,7 +12,7 @@
 //! mark the transport for closing, which an nfsd thread carries out.
 
 use kernel::prelude::*;
-use kernel::str::CString;
+use kernel::str::{CStr, CString};
 use kernel::sync::atomic::{Atomic, Relaxed};
 use kernel::sync::{new_condvar, new_spinlock, Arc, CondVar, SetOnce, SpinLock};
 
@@ -24,7 +24,7 @@ use crate::rdma::{
     read_wrs, CmEvent, CmHandler, ConnParam, Device, Endpoint, EpOwner, EpSizes, Parked,
     PendingConn, PostError, RecvBuf, RecvKind, Retired, SendBuf, SendKind, Wc, MAX_SENDS,
 };
-use crate::sunrpc::{new_object, trace, CounterDir, Net, Serv, SvcStat, SvcXprt};
+use crate::sunrpc::{new_object, trace, CounterDir, Net, Serv, SockAddr, SvcStat, SvcXprt};
 
 /// Per-connection counters, summed into [`TOTALS`] as they count.
 pub(crate) struct ConnStats {
@@ -280,6 +280,10 @@ impl CmHandler for SvcConn {
             CmEvent::Other(_) | CmEvent::AddrChange => {}
             _ => self.close(),
         }
+    }
+
+    fn qp_event(event: u32, dev: &CStr, peer: &SockAddr) {
+        trace::svcrdma_qp_error(event, dev, peer);
     }
 }
 
