@@ -98,11 +98,13 @@ impl RdmaXprt {
         if was != now {
             if let Some(version) = now {
                 remember(self.peer(), version);
-                rinfo!(
-                    "{} speaks RPC-over-RDMA version {}\n",
-                    self.peer(),
-                    version.number()
-                );
+                // Once per server address, which is remembered: not rate
+                // limited, so that a test can count it.
+                if version == Version::V1 {
+                    kernel::pr_info!("{} speaks RPC-over-RDMA version 1\n", self.peer());
+                } else {
+                    rdebug!("{} speaks RPC-over-RDMA version 2\n", self.peer());
+                }
             }
             self.show_version(now);
         }
