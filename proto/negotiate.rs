@@ -74,7 +74,9 @@ impl Answer {
         match header {
             Header::V1(h) => match h.body {
                 v1::Body::Error(v1::RdmaError::Vers { low, high }) => Self::ErrVers { low, high },
-                v1::Body::Error(v1::RdmaError::Chunk) => Self::OtherError,
+                // Whatever else a version 1 header says, its sender
+                // speaks version 1.
+                v1::Body::Error(v1::RdmaError::Chunk) => Self::Reply { vers: v1::VERSION },
                 v1::Body::Msg(_) | v1::Body::Nomsg(_) => Self::Reply { vers: v1::VERSION },
             },
             Header::V2(h) => match h.body {

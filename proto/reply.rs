@@ -102,7 +102,16 @@ pub fn classify(msg: &[u8], max_credits: u32) -> Inbound<'_> {
     };
     let header = match super::header::decode(msg, &Limits::DEFAULT) {
         Ok(header) => header,
-        Err(err) => return reply(Err(BadReply::Header(err)), Answer::OtherError),
+        Err(err) => {
+            // A version 1 header, even a bad one, comes from a version 1
+            // speaker; a bad version 2 one got our version 2 through.
+            let answer = if fixed.vers == v1::VERSION {
+                Answer::Reply { vers: v1::VERSION }
+            } else {
+                Answer::OtherError
+            };
+            return reply(Err(BadReply::Header(err)), answer);
+        }
     };
     let answer = Answer::of(&header);
     match (backchannel::classify(Role::Client, &header), header) {

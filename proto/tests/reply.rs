@@ -256,6 +256,16 @@ fn v1_server_err_vers_resends_as_v1() {
     // Never probed again, on any later connection.
     n.on_connect();
     assert_eq!(n.send(XID + 2), SendAs::Version(Version::V1));
+    // ERR_CHUNK in a version 1 header: the server speaks version 1 (the
+    // RPC fails, not resent).
+    let chunk = words(&[XID, 1, 32, 4, 2]);
+    let Inbound::Reply { answer, .. } = classify(&chunk, 128) else {
+        panic!()
+    };
+    let mut m = Negotiator::new();
+    m.send(XID);
+    assert_eq!(m.on_answer(XID, answer), Action::None);
+    assert_eq!(m.version(), Some(Version::V1));
     // The same refusal in a version 1 header.
     let v1 = words(&[XID, 1, 32, 4, 1, 1, 1]);
     assert!(matches!(
