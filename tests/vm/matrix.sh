@@ -155,6 +155,15 @@ server_counters() {
         [ "$(sfield "$answer" write)" -gt "$r_write" ]
 }
 
+# Issue 29: our server counts the version 2 Calls our client sends, and
+# answers each in version 2.
+server_v2_calls() {
+    sysctl_ask stats || return 1
+    calls=$(sfield "$answer" calls_v2) replies=$(sfield "$answer" replies_v2)
+    note "server: ${calls:-no} version 2 Calls, ${replies:-no} version 2 Replies"
+    [ "${calls:-0}" -gt 0 ] && [ "${replies:-0}" -gt 0 ]
+}
+
 # rr.wire=1: the RoCEv2 packets of one whole connection (CM handshake,
 # mount, 64 KiB written and read back, unmount) captured by tcpdump and
 # sent to the host, where tools/rdma-wire decodes them and asserts Calls
@@ -197,6 +206,7 @@ if check sysctl_mount nfs_mount; then
     check server_sysctl_tables_asked sysctl_ask tables
     check server_sysctl_max_requests_credits server_credits
     check server_sysctl_counters server_counters
+    [ "${RR_SRV:-}" != rs ] || check server_version_2_calls server_v2_calls
     check sysctl_umount umount /mnt
 fi
 for m in 4.2:rdma 4.1:rdma 3:rdma 4.2:rdma6 4.1:rdma6 3:rdma6; do
