@@ -481,6 +481,87 @@ static unsigned int b_vers(uint8_t *p, uint32_t xid, uint32_t vers)
 	return o;
 }
 
+/*
+ * RPC-over-RDMA version 2 (draft-cel-nfsv4-rpcrdma-version-two-02): the
+ * fixed words, then rdma_direction and rdma_inv_handle, then for MSG and
+ * NOMSG version 1's chunk lists.
+ */
+static void hdr2(uint8_t *p, unsigned int *o, uint32_t xid, uint32_t proc, uint32_t dir)
+{
+	hdr(p, o, xid, 2, proc);
+	put32(p, o, dir);
+	put32(p, o, 0);			/* rdma_inv_handle: none */
+}
+
+/* A version 2 NFS NULL Call, inline. */
+static unsigned int b_v2_null(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	unsigned int o = 0;
+
+	(void)c;
+	hdr2(p, &o, xid, RDMA_MSG, 0);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	rpc_msg(p, &o, xid, 0);
+	return o;
+}
+
+/* Version 2, rdma_proc 7: RDMA2_ERR_INVAL_PROC. */
+static unsigned int b_v2_proc7(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	unsigned int o = 0;
+
+	(void)c;
+	hdr(p, &o, xid, 2, 7);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	return o;
+}
+
+/* Version 2 RDMA2_OPTIONAL (5) of type 99, 4 bytes of optinfo: RDMA2_ERR_INVAL_OPTION. */
+static unsigned int b_v2_option(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	unsigned int o = 0;
+
+	(void)c;
+	hdr(p, &o, xid, 2, 5);
+	put32(p, &o, 0);		/* rdma_optdir CALL */
+	put32(p, &o, 99);		/* rdma_opttype */
+	put32(p, &o, 4);
+	put32(p, &o, 0xdeadbeef);
+	return o;
+}
+
+/* A version 2 NULL Call whose rdma_direction says REPLY: never answered. */
+static unsigned int b_v2_direction(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	unsigned int o = 0;
+
+	(void)c;
+	hdr2(p, &o, xid, RDMA_MSG, 1);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	rpc_msg(p, &o, xid, 0);
+	return o;
+}
+
+/* A version 2 NULL Call whose Write list discriminator is 5: RDMA2_ERR_BAD_XDR. */
+static unsigned int b_v2_bad_xdr(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	unsigned int o = 0;
+
+	(void)c;
+	hdr2(p, &o, xid, RDMA_MSG, 0);
+	put32(p, &o, 0);
+	put32(p, &o, 5);
+	put32(p, &o, 0);
+	rpc_msg(p, &o, xid, 0);
+	return o;
+}
+
 static unsigned int b_vers2(struct cconn *c, uint8_t *p, uint32_t xid)
 {
 	(void)c;
@@ -1369,6 +1450,11 @@ static const struct ccase cases[] = {
 	{ "good-reply-chunk", "NFS NULL Call offering a 1 KiB Reply chunk", b_good_reply_chunk, C_ONE, 0, 0 },
 	{ "vers-2", "rdma_vers 2", b_vers2, C_ONE, 0, 0 },
 	{ "vers-7", "rdma_vers 7", b_vers7, C_ONE, 0, 0 },
+	{ "v2-null", "version 2 NFS NULL Call, inline RDMA2_MSG", b_v2_null, C_ONE, 0, 0 },
+	{ "v2-proc-unknown", "version 2, rdma_proc 7", b_v2_proc7, C_ONE, 0, 0 },
+	{ "v2-option", "version 2 RDMA2_OPTIONAL of an unknown rdma_opttype", b_v2_option, C_ONE, 0, 0 },
+	{ "v2-direction", "version 2 NULL Call whose rdma_direction is REPLY", b_v2_direction, C_ONE, 0, 0 },
+	{ "v2-bad-xdr", "version 2 NULL Call, Write list discriminator 5", b_v2_bad_xdr, C_ONE, 0, 0 },
 	{ "proc-unknown", "rdma_proc 7", b_proc7, C_ONE, 0, 0 },
 	{ "msgp", "RDMA_MSGP (obsolete in v1)", b_msgp, C_ONE, 0, 0 },
 	{ "done", "RDMA_DONE (obsolete in v1)", b_done, C_ONE, 0, 0 },
@@ -1477,6 +1563,12 @@ static void parse_answer(struct cconn *c, const uint8_t *p, unsigned int len, ui
 		return;
 	}
 	a->kind = A_REPLY;
+	/* Version 2: rdma_direction (REPLY) and rdma_inv_handle first. */
+	if (a->vers == 2 && (get32(p, len, &o, &d) || d != 1 || get32(p, len, &o, &d))) {
+		snprintf(a->why, sizeof(a->why), "version 2 reply not in the REPLY direction");
+		a->kind = A_BAD;
+		return;
+	}
 	/* A Reply carries no Read list; Write chunks are counted segments. */
 	if (get32(p, len, &o, &d) || d) {
 		snprintf(a->why, sizeof(a->why), "read list in a reply");
