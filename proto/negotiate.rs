@@ -219,6 +219,15 @@ impl Negotiator {
         }
     }
 
+    /// The Call with `xid` could not be sent at all (its RPC fails before
+    /// reaching the wire): if it was the probe, the next Call probes
+    /// instead. Nothing was learned of the peer.
+    pub fn on_unsent(&mut self, xid: u32) {
+        if self.state == (State::Probing { xid }) {
+            self.state = State::Unprobed;
+        }
+    }
+
     /// The connection was lost or the probe timed out: assume the peer
     /// dropped a version 2 message it did not understand.
     pub fn on_probe_lost(&mut self) -> Action {

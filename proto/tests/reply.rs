@@ -362,3 +362,17 @@ fn inv_handle_picks_one_of_the_calls_handles() {
     };
     assert_eq!(inv_handle(&reads_only), 7);
 }
+
+/// A probe that never reached the wire (its RPC failed to marshal) taught
+/// nothing: the next Call probes, and the peer is not taken for version 1.
+#[test]
+fn an_unsent_probe_is_forgotten() {
+    let mut n = Negotiator::new();
+    assert!(matches!(n.send(XID), SendAs::Probe { .. }));
+    assert_eq!(n.send(XID + 1), SendAs::Wait);
+    n.on_unsent(XID + 1);
+    assert_eq!(n.send(XID + 1), SendAs::Wait);
+    n.on_unsent(XID);
+    assert!(matches!(n.send(XID + 1), SendAs::Probe { .. }));
+    assert_eq!(n.on_probe_lost(), Action::ResendAsV1 { xid: XID + 1 });
+}

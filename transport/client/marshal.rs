@@ -82,6 +82,7 @@ pub(super) fn send_request(
     let stats = &rx.stats;
     // The sender's, under XPRT_LOCKED.
     let Some(mut page_guard) = ep.page_list.try_borrow_mut() else {
+        rx.version_unsent(xid);
         return EIO.to_errno();
     };
     let page_list: &mut PageList = &mut page_guard;
@@ -139,6 +140,7 @@ pub(super) fn send_request(
         }
         rx.stats.failed_marshal_count.add(1);
         trace::xprtrdma_marshal_failed(|| rqst.trace_task(), EIO.to_errno());
+        rx.version_unsent(xid);
         return EIO.to_errno();
     }
     let write_list: [&[Segment]; 1] = [writes.get(..nwrites).unwrap_or(&[])];
@@ -236,6 +238,7 @@ pub(super) fn send_request(
         Err(SendError::TooBig) => {
             rx.stats.failed_marshal_count.add(1);
             rwarn!("call of {} bytes exceeds the inline threshold\n", snd_len);
+            rx.version_unsent(xid);
             return EMSGSIZE.to_errno();
         }
         Err(SendError::Post) => {

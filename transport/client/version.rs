@@ -86,6 +86,12 @@ impl RdmaXprt {
         self.neg.lock().send(u32::from_be(xid))
     }
 
+    /// The Call with `xid` (as in `rq_xid`) fails before it reaches the
+    /// wire: if it was the probe, the next Call probes.
+    pub(super) fn version_unsent(&self, xid: u32) {
+        self.neg.lock().on_unsent(u32::from_be(xid));
+    }
+
     /// Feeds the answer to the Call with `xid` (as on the wire) to the
     /// negotiation; what the Reply's RPC must do.
     pub(super) fn version_answer(&self, xid: u32, answer: Answer) -> Action {
