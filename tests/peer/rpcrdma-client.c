@@ -110,6 +110,7 @@ static const char *const kind_names[] = {
 struct answer {
 	enum kind kind;
 	uint32_t xid, vers, credits, proc, err, low, high;
+	uint32_t cant[3];		/* RDMA2_ERR_CANT_REPLY: processed, segment, length needed */
 	int rpc_ok, via_chunk;
 	uint32_t wchunks, wbytes;	/* Write chunks echoed, bytes they say were written */
 	int rchunk;			/* a Reply chunk echoed */
@@ -1250,6 +1251,27 @@ static unsigned int b_write_many_segs(struct cconn *c, uint8_t *p, uint32_t xid)
 	return o;
 }
 
+/*
+ * Version 2: the READ of write-many-segs into a Write chunk of two
+ * MANY_WSEG segments, far too small: RDMA2_ERR_CANT_REPLY, naming segment
+ * 2 and the bytes it would need, READ_SEGS x MANY_WSEG - MANY_WSEG.
+ */
+static unsigned int b_v2_cant_reply(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	unsigned int o = 0, k;
+
+	hdr2(p, &o, xid, RDMA_MSG, 0);
+	put32(p, &o, 0);
+	put32(p, &o, 1);
+	put32(p, &o, 2);
+	for (k = 0; k < 2; k++)
+		seg(p, &o, c->cmr->rkey, MANY_WSEG, (uintptr_t)c->chunk + CH_MANY + k * MANY_WSEG);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	nfs4_read_call(p, &o, xid, READ_SEGS * MANY_WSEG);
+	return o;
+}
+
 /* No Write chunk, a Reply chunk of READ_SEGS x MANY_RSEG bytes; READ it all. */
 static unsigned int b_reply_many_segs(struct cconn *c, uint8_t *p, uint32_t xid)
 {
@@ -1503,6 +1525,8 @@ static const struct ccase cases[] = {
 	  b_write_many_segs, C_ONE, MANYCHUNKSZ, 0 },
 	{ "reply-many-segs", "NFSv4 READ of 64 KiB, its Reply in a Reply chunk of 240 segments",
 	  b_reply_many_segs, C_ONE, MANYCHUNKSZ, 0 },
+	{ "v2-cant-reply", "version 2 NFSv4 READ of 60 KiB into a Write chunk of 512 bytes",
+	  b_v2_cant_reply, C_ONE, MANYCHUNKSZ, 0 },
 };
 #define NCASES (sizeof(cases) / sizeof(cases[0]))
 
@@ -1554,6 +1578,13 @@ static void parse_answer(struct cconn *c, const uint8_t *p, unsigned int len, ui
 		    (get32(p, len, &o, &a->low) || get32(p, len, &o, &a->high))) {
 			a->kind = A_BAD;
 			snprintf(a->why, sizeof(a->why), "ERR_VERS without low and high");
+		}
+		/* Version 2's RDMA2_ERR_CANT_REPLY (3) has three words. */
+		if (a->vers == 2 && a->err == 3 &&
+		    (get32(p, len, &o, &a->cant[0]) || get32(p, len, &o, &a->cant[1]) ||
+		     get32(p, len, &o, &a->cant[2]))) {
+			a->kind = A_BAD;
+			snprintf(a->why, sizeof(a->why), "RDMA2_ERR_CANT_REPLY cut short");
 		}
 		return;
 	}
@@ -1737,6 +1768,8 @@ static void print_answer(const char *label, const struct answer *a, uint32_t xid
 		printf(" %shvers=%u", pre, a->vers);
 	if (a->kind == A_ERR_OTHER)
 		printf(" %serr=%u", pre, a->err);
+	if (a->kind == A_ERR_OTHER && a->vers == 2 && a->err == 3)
+		printf(" %scant=%u,%u,%u", pre, a->cant[0], a->cant[1], a->cant[2]);
 	if (a->kind == A_REPLY) {
 		printf(" %srpc=%s %svia=%s %swchunks=%u %swbytes=%u %srchunk=", pre,
 		       a->rpc_ok ? "ok" : "bad", pre, a->via_chunk ? "reply-chunk" : "inline",

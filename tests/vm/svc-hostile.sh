@@ -33,8 +33,11 @@
 #                     RDMA2_ERR_BAD_XDR (vers-2, a version 1 header under
 #                     rdma_vers 2, does not parse as version 2), all with
 #                     rdma_vers 2; a Call whose rdma_direction is REPLY is
-#                     dropped, as every malformed Reply. Its ERR_VERS
-#                     reports versions 1 to 2
+#                     dropped, as every malformed Reply; an NFSv4 READ of
+#                     60 KiB into a 512-byte Write chunk gets
+#                     RDMA2_ERR_CANT_REPLY, processed, naming the short
+#                     segment and the bytes it needs. Its ERR_VERS reports
+#                     versions 1 to 2
 #   done, client-error  rpcrdma.ko drops them (svc_rdma_xdr_decode_req
 #                     out_drop) *; the connection must stay and serve
 #   short-27, short-24, short-12  shorter than the fixed header (28
@@ -176,6 +179,7 @@ pzrc-zero-bytes     disconnect            err-chunk|nothing
 abandon-connect     reply                 reply
 write-many-segs     reply                 reply
 reply-many-segs     reply                 reply
+v2-cant-reply       err-vers              err-other
 '
 # Cases without an XID to echo.
 NO_XID="short-2 empty"
@@ -277,6 +281,10 @@ v2_ok() {
     case $1 in
     v2-proc-unknown) [ "$(field "$2" err)" = 4 ] || { echo "$1: error $(field "$2" err), want 4 (RDMA2_ERR_INVAL_PROC)"; return 1; } ;;
     v2-option) [ "$(field "$2" err)" = 5 ] || { echo "$1: error $(field "$2" err), want 5 (RDMA2_ERR_INVAL_OPTION)"; return 1; } ;;
+    # Processed; the second segment of the Write chunk is short: it needs
+    # the 61440-byte READ less the first segment's 256 bytes.
+    v2-cant-reply) [ "$(field "$2" err)" = 3 ] && [ "$(field "$2" cant)" = 1,2,61184 ] ||
+        { echo "$1: error $(field "$2" err) $(field "$2" cant), want 3 (RDMA2_ERR_CANT_REPLY) 1,2,61184"; return 1; } ;;
     esac
 }
 
