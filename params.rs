@@ -24,6 +24,13 @@ pub(crate) fn server() -> (u32, u32) {
     (requests, inline)
 }
 
+/// `max_version`: the highest RPC-over-RDMA version the client offers
+/// on a new connection (1 or 2), read at each connect.
+pub(crate) fn max_version() -> u32 {
+    // SAFETY: Reads a module parameter; no preconditions.
+    unsafe { sys::rpcrdma_rs_max_version() }
+}
+
 /// `fault_inject` bit: fail the MR pool allocation at connect, after the
 /// QP exists.
 pub(crate) const FAULT_MR_POOL: u32 = 1;

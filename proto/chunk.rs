@@ -360,6 +360,16 @@ impl<'a> ChunkLists<'a> {
         sole
     }
 
+    /// Whether `handle` is one of the lists' segment handles.
+    pub fn has_handle(&self, handle: u32) -> bool {
+        self.reads.segments().any(|s| s.segment.handle == handle)
+            || self
+                .writes
+                .chunks()
+                .chain(self.reply)
+                .any(|c| c.segments().any(|s| s.handle == handle))
+    }
+
     /// Decodes the three lists, enforcing `limits` (the byte limit over
     /// the Read list alone).
     pub(crate) fn decode(r: &mut Reader<'a>, limits: &Limits) -> Result<Self, DecodeError> {

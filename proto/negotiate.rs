@@ -10,7 +10,9 @@
 //! A lost probe (connection loss or timeout) also means version 1. The
 //! outcome survives reconnects, so a version 1 peer is never probed twice.
 
+use super::chunk::ChunkSlices;
 use super::header::Header;
+use super::pvt::InlineThresholds;
 use super::{v1, v2};
 
 /// An RPC-over-RDMA protocol version.
@@ -72,7 +74,9 @@ impl Answer {
         match header {
             Header::V1(h) => match h.body {
                 v1::Body::Error(v1::RdmaError::Vers { low, high }) => Self::ErrVers { low, high },
-                v1::Body::Error(v1::RdmaError::Chunk) => Self::OtherError,
+                // Whatever else a version 1 header says, its sender
+                // speaks version 1.
+                v1::Body::Error(v1::RdmaError::Chunk) => Self::Reply { vers: v1::VERSION },
                 v1::Body::Msg(_) | v1::Body::Nomsg(_) => Self::Reply { vers: v1::VERSION },
             },
             Header::V2(h) => match h.body {
@@ -215,6 +219,15 @@ impl Negotiator {
         }
     }
 
+    /// The Call with `xid` could not be sent at all (its RPC fails before
+    /// reaching the wire): if it was the probe, the next Call probes
+    /// instead. Nothing was learned of the peer.
+    pub fn on_unsent(&mut self, xid: u32) {
+        if self.state == (State::Probing { xid }) {
+            self.state = State::Unprobed;
+        }
+    }
+
     /// The connection was lost or the probe timed out: assume the peer
     /// dropped a version 2 message it did not understand.
     pub fn on_probe_lost(&mut self) -> Action {
@@ -236,4 +249,46 @@ impl Negotiator {
         self.state = State::Failed;
         Action::Incompatible
     }
+}
+
+/// Bytes a version 2 Call or Reply header has beyond version 1's:
+/// `rdma_direction` and `rdma_inv_handle`.
+pub const V2_EXTRA: u32 = 8;
+
+/// The version a Call goes in, for [`Negotiator::send`]'s verdict, and
+/// the inline thresholds to plan it with; `None` to hold it. A version 2
+/// Call and its Reply have [`V2_EXTRA`] bytes more of header; the probe
+/// is also no larger than `max_inline` ("Protocol Version
+/// Negotiation": version 1's 1024 bytes).
+pub fn call_thresholds(
+    send_as: SendAs,
+    inline: InlineThresholds,
+) -> Option<(Version, InlineThresholds)> {
+    let v2 = |send: u32| InlineThresholds {
+        send: send.saturating_sub(V2_EXTRA),
+        recv: inline.recv.saturating_sub(V2_EXTRA),
+    };
+    match send_as {
+        SendAs::Wait => None,
+        SendAs::Version(Version::V1) => Some((Version::V1, inline)),
+        SendAs::Version(Version::V2) => Some((Version::V2, v2(inline.send))),
+        SendAs::Probe { max_inline } => Some((Version::V2, v2(inline.send.min(max_inline)))),
+    }
+}
+
+/// The `rdma_inv_handle` of a version 2 Call with `chunks`: the first
+/// handle of its Write list, Reply chunk or Read list, in that order,
+/// where the Reply lands; zero when it has none. Every handle of ours is
+/// an FRWR registration of this one RPC, so any may be invalidated
+/// remotely (draft "Remote Invalidation").
+pub fn inv_handle(chunks: &ChunkSlices<'_>) -> u32 {
+    let writes = chunks.writes.iter().flat_map(|c| c.iter());
+    let reply = chunks.reply.into_iter().flatten();
+    let reads = chunks.reads.iter().map(|r| &r.segment);
+    writes
+        .chain(reply)
+        .chain(reads)
+        .map(|s| s.handle)
+        .next()
+        .unwrap_or(0)
 }

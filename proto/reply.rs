@@ -17,15 +17,17 @@ use super::credits;
 use super::error::DecodeError;
 use super::header::{FixedHeader, Header};
 use super::limits::Limits;
-use super::v1;
+use super::negotiate::Answer;
 use super::xdr::Reader;
+use super::{v1, v2};
 
 /// Why a received message was dropped without touching any RPC.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Dropped {
     /// Shorter than the four fixed words: no XID to match.
     Short,
-    /// A version other than 1, which is all we send.
+    /// A version we never send (neither 1 nor 2), or a version 2
+    /// backward-direction message: our backchannel speaks version 1.
     Version {
         /// The received `rdma_vers`.
         vers: u32,
@@ -41,6 +43,8 @@ pub enum BadReply {
     Header(DecodeError),
     /// The server answered RDMA_ERROR.
     Error(v1::RdmaError),
+    /// The server answered RDMA2_ERROR.
+    Error2(v2::RdmaError),
 }
 
 /// A forward Reply's transport body.
@@ -70,34 +74,79 @@ pub enum Inbound<'a> {
         credits: u32,
         /// The body, or why the RPC fails.
         body: Result<ReplyBody<'a>, BadReply>,
+        /// What it tells the version negotiation
+        /// ([`super::negotiate::Negotiator::on_answer`]).
+        answer: Answer,
     },
 }
 
 /// Classifies `msg`, received by a Requester that asked for at most
 /// `max_credits`.
+///
+/// Version 2 messages are Replies as version 1's (the answer to a
+/// version 2 Call, draft-cel-nfsv4-rpcrdma-version-two-02); a version 2
+/// ERR_VERS is how a version 1 server refuses the probe, with
+/// `rdma_vers` 2 echoed.
 pub fn classify(msg: &[u8], max_credits: u32) -> Inbound<'_> {
     let Ok((fixed, _proc)) = FixedHeader::decode(&mut Reader::new(msg)) else {
         return Inbound::Dropped(Dropped::Short);
     };
-    if fixed.vers != v1::VERSION {
+    if fixed.vers != v1::VERSION && fixed.vers != v2::VERSION {
         return Inbound::Dropped(Dropped::Version { vers: fixed.vers });
     }
-    let reply = |body| Inbound::Reply {
+    let reply = |body, answer| Inbound::Reply {
         xid: fixed.xid,
         credits: credits::sanitize(fixed.credits, max_credits),
         body,
+        answer,
     };
-    let header = match v1::decode(msg, &Limits::DEFAULT) {
+    let header = match super::header::decode(msg, &Limits::DEFAULT) {
         Ok(header) => header,
-        Err(err) => return reply(Err(BadReply::Header(err))),
+        Err(err) => {
+            // A version 1 header, even a bad one, comes from a version 1
+            // speaker; a bad version 2 one got our version 2 through.
+            let answer = if fixed.vers == v1::VERSION {
+                Answer::Reply { vers: v1::VERSION }
+            } else {
+                Answer::OtherError
+            };
+            return reply(Err(BadReply::Header(err)), answer);
+        }
     };
-    match backchannel::classify(Role::Client, &Header::V1(header)) {
-        Ok(Direction::BackwardCall) => Inbound::BackwardCall(header),
-        Err(ClassifyError::BackwardWithChunks) => Inbound::Dropped(Dropped::BackwardWithChunks),
+    let answer = Answer::of(&header);
+    match (backchannel::classify(Role::Client, &header), header) {
+        (Ok(Direction::BackwardCall), Header::V1(h)) => Inbound::BackwardCall(h),
+        (Ok(Direction::BackwardCall), Header::V2(_)) => {
+            Inbound::Dropped(Dropped::Version { vers: fixed.vers })
+        }
+        (Err(ClassifyError::BackwardWithChunks), _) => {
+            Inbound::Dropped(Dropped::BackwardWithChunks)
+        }
         // An RDMA_MSG whose RPC header is unreadable still names its RPC.
-        Err(ClassifyError::Rpc(err)) => reply(Err(BadReply::Header(err))),
+        (Err(ClassifyError::Rpc(err)), _) => reply(Err(BadReply::Header(err)), answer),
         // A client receives nothing else.
-        Ok(_) => reply(body(&header)),
+        (Ok(_), Header::V1(h)) => reply(body(&h), answer),
+        (Ok(_), Header::V2(h)) => reply(body2(&h), answer),
+    }
+}
+
+fn body2<'a>(header: &v2::Header<'a>) -> Result<ReplyBody<'a>, BadReply> {
+    match header.body {
+        v2::Body::Msg(chunks) => Ok(ReplyBody {
+            nomsg: false,
+            lists: chunks.lists,
+            payload: header.payload,
+        }),
+        v2::Body::Nomsg(chunks) => Ok(ReplyBody {
+            nomsg: true,
+            lists: chunks.lists,
+            payload: &[],
+        }),
+        v2::Body::Error(err) => Err(BadReply::Error2(err)),
+        // We offer no extension: no OPTIONAL answers a Call of ours.
+        v2::Body::Optional(_) => Err(BadReply::Header(DecodeError::UnknownProc {
+            proc: v2::proc::OPTIONAL,
+        })),
     }
 }
 

@@ -40,6 +40,7 @@ use super::error::{DecodeError, EncodeError};
 use super::header::{FixedHeader, MsgType, RpcPrefix};
 use super::limits::Limits;
 use super::v1::{self, RdmaError};
+use super::v2;
 use super::xdr::{self, Reader, Writer};
 
 /// What a Responder does with one received message.
@@ -65,6 +66,12 @@ pub enum Received<'a> {
 pub struct Call<'a> {
     /// `rdma_xid`, echoed in the Reply's transport header.
     pub xid: u32,
+    /// `rdma_vers`, 1 or 2: the Reply goes in the Call's version (draft
+    /// "Requester Does Not Support RPC-over-RDMA Version Two").
+    pub vers: u32,
+    /// Version 2's `rdma_inv_handle`: the one handle the Reply may
+    /// invalidate, one of the Call's own; zero for none and in version 1.
+    pub inv_handle: u32,
     /// `rdma_credit`: the raw credit request.
     pub credits: u32,
     /// RDMA_NOMSG: the Call is the Position Zero Read chunk (Long Call).
@@ -90,6 +97,8 @@ impl<'a> Call<'a> {
     pub fn locate(&self, msg: &[u8]) -> Option<CallAt> {
         Some(CallAt {
             xid: self.xid,
+            vers: self.vers,
+            inv_handle: self.inv_handle,
             credits: self.credits,
             nomsg: self.nomsg,
             msg_len: u32::try_from(msg.len()).ok()?,
@@ -106,6 +115,8 @@ impl<'a> Call<'a> {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CallAt {
     xid: u32,
+    vers: u32,
+    inv_handle: u32,
     credits: u32,
     nomsg: bool,
     msg_len: u32,
@@ -119,6 +130,11 @@ impl CallAt {
         self.xid
     }
 
+    /// `rdma_vers` of the Call: the version of every answer to it.
+    pub fn vers(&self) -> u32 {
+        self.vers
+    }
+
     /// The Call [`Call::locate`] found, over `msg`, which must be its
     /// message, unchanged: nothing is checked again. `None` if `msg` is
     /// not as long as that message was; other bytes of the same length
@@ -129,6 +145,8 @@ impl CallAt {
         }
         Some(Call {
             xid: self.xid,
+            vers: self.vers,
+            inv_handle: self.inv_handle,
             credits: self.credits,
             nomsg: self.nomsg,
             chunks: self.chunks.lists(msg)?,
@@ -145,10 +163,10 @@ pub enum Refusal {
         /// `rdma_xid` to answer to.
         xid: u32,
         /// `rdma_vers` to put in the answer: the received one, as
-        /// rpcrdma.ko echoes it.
+        /// rpcrdma.ko echoes it and the version 2 draft asks.
         vers: u32,
-        /// ERR_VERS 1..1 or ERR_CHUNK.
-        error: RdmaError,
+        /// The answer: [`Cause::answer`] of `cause`.
+        error: ErrorBody,
         /// The check that failed, for counters and logs.
         cause: Cause,
     },
@@ -178,25 +196,104 @@ pub enum Cause {
     /// sent wrong.
     BadPayload,
     /// A result payload is longer than its Write chunk.
-    PayloadTooLong,
+    PayloadTooLong {
+        /// The first segment too short, counted from 1 over the Write
+        /// list then the Reply chunk (RDMA2_ERR_CANT_REPLY's index).
+        segment: u32,
+        /// Bytes that segment would need.
+        needed: u32,
+    },
     /// The Reply does not fit inline, and no Reply chunk was offered.
     ReplyTooLong,
     /// The Reply's body is longer than the Reply chunk.
-    ReplyChunkTooSmall,
+    ReplyChunkTooSmall {
+        /// The Reply chunk's last segment, counted as for
+        /// [`Cause::PayloadTooLong`].
+        segment: u32,
+        /// Bytes that segment would need.
+        needed: u32,
+    },
     /// The Reply's transport header, echoing every offered chunk, does
     /// not fit the Send.
     HeaderTooLong,
+    /// Version 2: an RDMA2_OPTIONAL of a type we do not know (none yet).
+    UnknownOption {
+        /// The received `rdma_opttype`.
+        opttype: u32,
+    },
+    /// Version 2: `rdma_inv_handle` is none of the Call's handles, which
+    /// the draft forbids ("Remote Invalidation").
+    ForeignInvHandle,
 }
 
 impl From<Cause> for RdmaError {
     fn from(cause: Cause) -> Self {
         match cause {
-            Cause::Header(DecodeError::BadVersion { .. }) => Self::Vers {
-                low: v1::VERSION,
-                high: v1::VERSION,
-            },
+            Cause::Header(DecodeError::BadVersion { .. }) => VERS,
             _ => Self::Chunk,
         }
+    }
+}
+
+/// ERR_VERS with the versions we speak.
+const VERS: RdmaError = RdmaError::Vers {
+    low: v1::VERSION,
+    high: v2::VERSION,
+};
+
+/// The body of an RDMA_ERROR answer, in the answered message's version.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorBody {
+    /// RFC 8166's ERR_VERS or ERR_CHUNK: to a version 1 message, or to
+    /// one of a version we do not speak.
+    V1(RdmaError),
+    /// RDMA2_ERROR's body: to a version 2 message.
+    V2(v2::RdmaError),
+}
+
+impl ErrorBody {
+    /// Whether this is ERR_VERS (RDMA2_ERR_VERS), for the trace events.
+    pub fn is_vers(&self) -> bool {
+        matches!(
+            self,
+            Self::V1(RdmaError::Vers { .. }) | Self::V2(v2::RdmaError::Vers { .. })
+        )
+    }
+}
+
+impl Cause {
+    /// What to answer a message of version `vers` refused for this
+    /// cause. Version 1 and unknown versions: ERR_VERS 1..2 or ERR_CHUNK,
+    /// as [`RdmaError::from`]. Version 2 ("Transport Errors"):
+    /// RDMA2_ERR_INVAL_PROC for an unknown `rdma_proc`,
+    /// RDMA2_ERR_INVAL_OPTION for an unknown `rdma_opttype`,
+    /// RDMA2_ERR_CANT_REPLY when the Reply does not fit what the Call
+    /// offered (found after nfsd processed it: `rdma_processed` true),
+    /// with the first segment too short and the bytes it needs where
+    /// known, else zeros; RDMA2_ERR_BAD_XDR for the rest.
+    pub fn answer(self, vers: u32) -> ErrorBody {
+        if vers != v2::VERSION {
+            return ErrorBody::V1(self.into());
+        }
+        let cant_reply = |segment_index, length_needed| v2::RdmaError::CantReply {
+            processed: true,
+            segment_index,
+            length_needed,
+        };
+        ErrorBody::V2(match self {
+            Cause::Header(DecodeError::UnknownProc { .. } | DecodeError::MsgpNotSupported) => {
+                v2::RdmaError::InvalProc
+            }
+            Cause::UnknownOption { .. } => v2::RdmaError::InvalOption,
+            Cause::PayloadTooLong { segment, needed }
+            | Cause::ReplyChunkTooSmall { segment, needed } => cant_reply(segment, needed),
+            Cause::ReplyTooLong | Cause::HeaderTooLong => cant_reply(0, 0),
+            Cause::Header(DecodeError::BadVersion { .. }) => v2::RdmaError::Vers {
+                low: v1::VERSION,
+                high: v2::VERSION,
+            },
+            _ => v2::RdmaError::BadXdr,
+        })
     }
 }
 
@@ -229,6 +326,12 @@ pub enum DropReason {
     ShortReply {
         /// Bytes of the RPC message.
         len: u32,
+    },
+    /// Version 2: a REPLY-direction RDMA2_OPTIONAL, of a type we do not
+    /// know: a Reply is never answered.
+    BackwardOption {
+        /// The received `rdma_opttype`.
+        opttype: u32,
     },
 }
 
@@ -272,7 +375,9 @@ fn min_reply_len(rpc: &[u8]) -> usize {
 }
 
 /// Decodes and checks a received message; see the module documentation
-/// for the rules.
+/// for the rules. Version 2 messages follow the same rules, in version 2
+/// terms (draft-cel-nfsv4-rpcrdma-version-two-02): see [`Cause::answer`]
+/// for the errors, and [`receive_v2`] for what else it checks.
 pub fn receive<'a>(buf: &'a [u8], limits: &Limits) -> Result<Received<'a>, Refusal> {
     // Its XID cannot be trusted: nothing is parsed (RFC 8166 §4.5).
     if buf.len() < MIN_HEADER {
@@ -281,22 +386,20 @@ pub fn receive<'a>(buf: &'a [u8], limits: &Limits) -> Result<Received<'a>, Refus
     let mut r = Reader::new(buf);
     let (fixed, proc) =
         FixedHeader::decode(&mut r).map_err(|_| Refusal::Drop(DropReason::Short))?;
-    let error = |error, cause| Refusal::Error {
+    let refuse = |cause: Cause| Refusal::Error {
         xid: fixed.xid,
         vers: fixed.vers,
-        error,
+        error: cause.answer(fixed.vers),
         cause,
     };
-    let chunk = |cause| error(RdmaError::Chunk, cause);
+    if fixed.vers == v2::VERSION {
+        let (nomsg, chunks, payload, inv_handle) = receive_v2(buf, fixed, proc, limits)?;
+        return call_or_reply(fixed, nomsg, chunks, payload, inv_handle);
+    }
     if fixed.vers != v1::VERSION {
-        let vers = RdmaError::Vers {
-            low: v1::VERSION,
-            high: v1::VERSION,
-        };
-        return Err(error(
-            vers,
-            Cause::Header(DecodeError::BadVersion { vers: fixed.vers }),
-        ));
+        return Err(refuse(Cause::Header(DecodeError::BadVersion {
+            vers: fixed.vers,
+        })));
     }
     match proc {
         v1::proc::DONE => return Err(Refusal::Drop(DropReason::Done)),
@@ -310,7 +413,7 @@ pub fn receive<'a>(buf: &'a [u8], limits: &Limits) -> Result<Received<'a>, Refus
         e if proc == v1::proc::MSG && is_reply(lists.clone()) => {
             Refusal::Drop(DropReason::BadReply(e))
         }
-        e => chunk(Cause::Header(e)),
+        e => refuse(Cause::Header(e)),
     })?;
     let (nomsg, chunks) = match header.body {
         v1::Body::Msg(chunks) => (false, chunks),
@@ -318,55 +421,137 @@ pub fn receive<'a>(buf: &'a [u8], limits: &Limits) -> Result<Received<'a>, Refus
         // Filtered above; refuse rather than trust it.
         v1::Body::Error(_) => return Err(Refusal::Drop(DropReason::Error)),
     };
+    call_or_reply(fixed, nomsg, chunks, header.payload, 0)
+}
+
+/// Decodes a version 2 message: RDMA2_MSG or RDMA2_NOMSG with its chunk
+/// lists, payload and `rdma_inv_handle`, whose direction is CALL.
+///
+/// - RDMA2_ERROR: dropped, as in version 1. Unknown `rdma_proc`:
+///   RDMA2_ERR_INVAL_PROC. RDMA2_OPTIONAL: we know no `rdma_opttype`, so
+///   RDMA2_ERR_INVAL_OPTION to a CALL-direction one ("Optional
+///   Features"), a REPLY-direction one dropped (a Reply is never
+///   answered).
+/// - A header that does not parse, an `rdma_direction` other than the RPC
+///   message's msg_type, or an `rdma_inv_handle` that is none of the
+///   Call's handles: RDMA2_ERR_BAD_XDR; a REPLY-direction one dropped.
+fn receive_v2<'a>(
+    buf: &'a [u8],
+    fixed: FixedHeader,
+    proc: u32,
+    limits: &Limits,
+) -> Result<(bool, ChunkLists<'a>, &'a [u8], u32), Refusal> {
+    let refuse = |cause: Cause| Refusal::Error {
+        xid: fixed.xid,
+        vers: fixed.vers,
+        error: cause.answer(fixed.vers),
+        cause,
+    };
+    if proc == v2::proc::ERROR {
+        return Err(Refusal::Drop(DropReason::Error));
+    }
+    // The word after `rdma_proc`: `rdma_direction` or `rdma_optdir`.
+    let reply_dir = xdr::u32_at(buf, 4 * xdr::UNIT) == Some(MsgType::Reply.to_u32());
+    let header = v2::decode(buf, limits).map_err(|e| match e {
+        DecodeError::ShortPayload => Refusal::Drop(DropReason::ShortRpc),
+        DecodeError::BadMsgType { value } => Refusal::Drop(DropReason::BadDirection { value }),
+        DecodeError::UnknownProc { .. } => refuse(Cause::Header(e)),
+        e if reply_dir => Refusal::Drop(DropReason::BadReply(e)),
+        e => refuse(Cause::Header(e)),
+    })?;
+    let (nomsg, chunks) = match header.body {
+        v2::Body::Msg(c) => (false, c),
+        v2::Body::Nomsg(c) => (true, c),
+        v2::Body::Error(_) => return Err(Refusal::Drop(DropReason::Error)),
+        v2::Body::Optional(o) if o.direction == MsgType::Reply => {
+            return Err(Refusal::Drop(DropReason::BackwardOption {
+                opttype: o.opttype,
+            }))
+        }
+        v2::Body::Optional(o) => return Err(refuse(Cause::UnknownOption { opttype: o.opttype })),
+    };
+    // RDMA2_MSG's direction was checked against its RPC message.
+    if nomsg && chunks.direction == MsgType::Reply {
+        return Err(Refusal::Drop(DropReason::BackwardWithChunks));
+    }
+    if chunks.inv_handle != 0 && !chunks.lists.has_handle(chunks.inv_handle) {
+        if chunks.direction == MsgType::Reply {
+            return Err(Refusal::Drop(DropReason::BackwardWithChunks));
+        }
+        return Err(refuse(Cause::ForeignInvHandle));
+    }
+    Ok((nomsg, chunks.lists, header.payload, chunks.inv_handle))
+}
+
+/// The checks both versions share once the header is decoded: a Call,
+/// or a backchannel Reply; see the module documentation.
+fn call_or_reply<'a>(
+    fixed: FixedHeader,
+    nomsg: bool,
+    chunks: ChunkLists<'a>,
+    payload: &'a [u8],
+    inv_handle: u32,
+) -> Result<Received<'a>, Refusal> {
+    let refuse = |cause: Cause| Refusal::Error {
+        xid: fixed.xid,
+        vers: fixed.vers,
+        error: cause.answer(fixed.vers),
+        cause,
+    };
     let pzrc = chunks.reads.position_zero().is_some();
     if nomsg {
         if !pzrc {
-            return Err(chunk(Cause::NomsgWithoutCall));
+            return Err(refuse(Cause::NomsgWithoutCall));
         }
-        if !header.payload.is_empty() {
-            return Err(chunk(Cause::NomsgWithInline));
+        if !payload.is_empty() {
+            return Err(refuse(Cause::NomsgWithInline));
         }
     } else {
         if pzrc {
-            return Err(chunk(Cause::MsgWithPositionZero));
+            return Err(refuse(Cause::MsgWithPositionZero));
         }
-        // v1::decode has parsed it already; this cannot fail.
-        let rpc =
-            RpcPrefix::parse(header.payload, fixed.xid).map_err(|e| chunk(Cause::Header(e)))?;
+        // The header's decoder has parsed it already; this cannot fail.
+        let rpc = RpcPrefix::parse(payload, fixed.xid).map_err(|e| refuse(Cause::Header(e)))?;
         if rpc.msg_type == MsgType::Reply {
             if !chunks.is_empty() {
                 return Err(Refusal::Drop(DropReason::BackwardWithChunks));
             }
-            if header.payload.len() < min_reply_len(header.payload) {
-                let len = u32::try_from(header.payload.len()).unwrap_or(u32::MAX);
+            if payload.len() < min_reply_len(payload) {
+                let len = u32::try_from(payload.len()).unwrap_or(u32::MAX);
                 return Err(Refusal::Drop(DropReason::ShortReply { len }));
             }
             return Ok(Received::BackchannelReply {
                 xid: fixed.xid,
                 credits: fixed.credits,
-                payload: header.payload,
+                payload,
             });
         }
     }
     Ok(Received::Call(Call {
         xid: fixed.xid,
+        vers: fixed.vers,
+        inv_handle,
         credits: fixed.credits,
         nomsg,
         chunks,
-        inline: if nomsg { &[] } else { header.payload },
+        inline: if nomsg { &[] } else { payload },
     }))
 }
 
-/// Encodes an RDMA_ERROR answer (RFC 8166 §4.5) and returns its length.
+/// Encodes an RDMA_ERROR answer (RFC 8166 §4.5; RDMA2_ERROR for
+/// [`ErrorBody::V2`]) with `rdma_vers` `vers`, and returns its length.
 pub fn encode_error(
     buf: &mut [u8],
     xid: u32,
     vers: u32,
     credits: u32,
-    error: RdmaError,
+    error: ErrorBody,
 ) -> Result<usize, EncodeError> {
     let fixed = FixedHeader { xid, vers, credits };
-    v1::encode(buf, &fixed, &v1::Message::Error(error))
+    match error {
+        ErrorBody::V1(e) => v1::encode(buf, &fixed, &v1::Message::Error(e)),
+        ErrorBody::V2(e) => v2::encode(buf, &fixed, &v2::Message::Error(e)),
+    }
 }
 
 /// Whether the server's Replies on a connection may use Send With
@@ -392,6 +577,17 @@ pub fn invalidate_handle(chunks: &ChunkLists<'_>, allowed: bool) -> Option<u32> 
         return None;
     }
     chunks.sole_handle().filter(|&h| h != 0)
+}
+
+/// The handle to invalidate with the Reply to `call`, if `allowed`: in
+/// version 1 [`invalidate_handle`]; in version 2 the Call's
+/// `rdma_inv_handle` and never another, none if it is zero (draft
+/// "Remote Invalidation"; [`receive`] made sure it is one of the Call's).
+pub fn call_invalidate_handle(call: &Call<'_>, allowed: bool) -> Option<u32> {
+    if call.vers != v2::VERSION {
+        return invalidate_handle(&call.chunks, allowed);
+    }
+    Some(call.inv_handle).filter(|&h| allowed && h != 0)
 }
 
 // ---------------------------------------------------------------------
@@ -747,12 +943,16 @@ pub struct ReplyPlan<'a> {
     body: [(u32, u32); MAX_PAYLOADS + 1],
     nomsg: bool,
     header_len: u32,
+    /// Version 2: the header is RDMA2_MSG or RDMA2_NOMSG, with this
+    /// `rdma_inv_handle`; `None`: version 1.
+    v2_inv_handle: Option<u32>,
 }
 
-/// Bytes of a version 1 Reply header echoing `writes` and, if `reply` is
-/// given, a Reply chunk of that many segments.
-fn header_len(writes: &WriteList<'_>, reply: Option<usize>) -> Option<u32> {
-    const FIXED_AND_READS: usize = 5 * xdr::UNIT;
+/// Bytes of a Reply header echoing `writes` and, if `reply` is given, a
+/// Reply chunk of that many segments: version 1's, or with `v2` version
+/// 2's, whose direction and `rdma_inv_handle` take two words more.
+fn header_len(writes: &WriteList<'_>, reply: Option<usize>, v2: bool) -> Option<u32> {
+    let fixed_and_reads = if v2 { 7 * xdr::UNIT } else { 5 * xdr::UNIT };
     const SEG: usize = 16;
     let list = writes.chunks().try_fold(xdr::UNIT, |acc, c| {
         c.len()
@@ -764,7 +964,7 @@ fn header_len(writes: &WriteList<'_>, reply: Option<usize>) -> Option<u32> {
         None => xdr::UNIT,
         Some(n) => n.checked_mul(SEG)?.checked_add(2 * xdr::UNIT)?,
     };
-    u32::try_from(FIXED_AND_READS.checked_add(list)?.checked_add(reply)?).ok()
+    u32::try_from(fixed_and_reads.checked_add(list)?.checked_add(reply)?).ok()
 }
 
 /// Plans the Reply to a Call that offered `call_chunks`, for a Send of at
@@ -795,6 +995,47 @@ pub fn plan_reply<'a>(
     shape: ReplyShape,
     inline_max: u32,
 ) -> Result<ReplyPlan<'a>, Cause> {
+    plan(call_chunks, shape, inline_max, None)
+}
+
+/// [`plan_reply`] for `call`, in its version: a version 2 Call is
+/// answered with RDMA2_MSG or RDMA2_NOMSG echoing its `rdma_inv_handle`,
+/// and a shortfall of its Write or Reply chunks says which segment is
+/// short and by how much (RDMA2_ERR_CANT_REPLY, [`Cause::answer`]).
+pub fn plan_call_reply<'a>(
+    call: &Call<'a>,
+    shape: ReplyShape,
+    inline_max: u32,
+) -> Result<ReplyPlan<'a>, Cause> {
+    let v2 = (call.vers == v2::VERSION).then_some(call.inv_handle);
+    plan(&call.chunks, shape, inline_max, v2)
+}
+
+/// The segment a payload or body of `len` bytes overruns in `chunk`,
+/// whose first segment is number `first` (RDMA2_ERR_CANT_REPLY's
+/// counting): its last, and the bytes it would need.
+fn shortfall(chunk: &WriteChunk<'_>, first: u32, len: u32) -> (u32, u32) {
+    let count = u32::try_from(chunk.len()).unwrap_or(u32::MAX);
+    if count == 0 {
+        // No segment to point at: "not possible to determine".
+        return (0, len);
+    }
+    let last = chunk.segments().last().map_or(0, |s| s.length);
+    let short = u64::from(len).saturating_sub(chunk.total_length());
+    let needed = u64::from(last).saturating_add(short);
+    (
+        first.saturating_add(count.saturating_sub(1)),
+        u32::try_from(needed).unwrap_or(u32::MAX),
+    )
+}
+
+fn plan<'a>(
+    call_chunks: &ChunkLists<'a>,
+    shape: ReplyShape,
+    inline_max: u32,
+    v2_inv_handle: Option<u32>,
+) -> Result<ReplyPlan<'a>, Cause> {
+    let v2 = v2_inv_handle.is_some();
     let mut payloads = [None; MAX_PAYLOADS];
     let mut body = [(shape.len, shape.len); MAX_PAYLOADS + 1];
     {
@@ -803,6 +1044,8 @@ pub fn plan_reply<'a>(
         // Where the body resumes after the last placed payload.
         let mut resume = 0u32;
         let mut chunks = call_chunks.writes.chunks();
+        // Segment number of the next chunk's first, counted from 1.
+        let mut first = 1u32;
         for &(off, len) in shape.payloads.iter().flatten() {
             let end = off.checked_add(len).filter(|&e| e <= shape.len);
             if end.is_none() || off < resume {
@@ -815,8 +1058,10 @@ pub fn plan_reply<'a>(
             // stays in the body, as if there were no chunk.
             let len = if chunk.is_empty() { 0 } else { len };
             if u64::from(len) > chunk.total_length() {
-                return Err(Cause::PayloadTooLong);
+                let (segment, needed) = shortfall(&chunk, first, len);
+                return Err(Cause::PayloadTooLong { segment, needed });
             }
+            first = first.saturating_add(u32::try_from(chunk.len()).unwrap_or(u32::MAX));
             let Some(slot) = placed.next() else {
                 break;
             };
@@ -846,7 +1091,7 @@ pub fn plan_reply<'a>(
     let writes = call_chunks.writes;
     let reply = call_chunks.reply;
     // The same for RDMA_MSG and RDMA_NOMSG: both echo every chunk.
-    let echoed = header_len(&writes, reply.map(|r| r.len())).ok_or(Cause::HeaderTooLong)?;
+    let echoed = header_len(&writes, reply.map(|r| r.len()), v2).ok_or(Cause::HeaderTooLong)?;
     let fits = |header: u32| u64::from(header).saturating_add(body_len) <= u64::from(inline_max);
     let mut plan = ReplyPlan {
         writes,
@@ -855,6 +1100,7 @@ pub fn plan_reply<'a>(
         body,
         nomsg: false,
         header_len: echoed,
+        v2_inv_handle,
     };
     if fits(echoed) {
         return Ok(plan);
@@ -870,16 +1116,27 @@ pub fn plan_reply<'a>(
     // the echo (rpcrdma.ko's client accepts both forms). A client
     // registering its Reply chunk page by page meets this with every
     // small Reply.
-    let bare = header_len(&writes, None).ok_or(Cause::HeaderTooLong)?;
+    let bare = header_len(&writes, None, v2).ok_or(Cause::HeaderTooLong)?;
     if reply.is_some() && fits(bare) {
         plan.reply = None;
         plan.header_len = bare;
         return Ok(plan);
     }
-    match usable {
+    match reply {
         None => Err(Cause::ReplyTooLong),
         Some(_) if echoed > inline_max => Err(Cause::HeaderTooLong),
-        Some(_) => Err(Cause::ReplyChunkTooSmall),
+        Some(chunk) => {
+            // The Reply chunk's segments come after every Write chunk's.
+            let first = writes
+                .chunks()
+                .try_fold(1u32, |n, c| n.checked_add(u32::try_from(c.len()).ok()?))
+                .unwrap_or(0);
+            let body = u32::try_from(body_len).unwrap_or(u32::MAX);
+            let (segment, needed) = shortfall(&chunk, first, body);
+            // An index we cannot count is reported as unknown.
+            let segment = if first == 0 { 0 } else { segment };
+            Err(Cause::ReplyChunkTooSmall { segment, needed })
+        }
     }
 }
 
@@ -971,7 +1228,9 @@ impl<'a> ReplyPlan<'a> {
     }
 
     /// Encodes the Reply's transport header into `buf` and returns its
-    /// length: `{xid, 1, credits, MSG or NOMSG}`, no Read list, every
+    /// length: `{xid, 1, credits, MSG or NOMSG}` (version 2: `{xid, 2,
+    /// credits, MSG or NOMSG, REPLY, the Call's rdma_inv_handle}`), no
+    /// Read list, every
     /// offered Write chunk echoed with the lengths written (zero for
     /// unused segments and chunks, as `svc_rdma_encode_write_list`), and
     /// an offered Reply chunk with the lengths written: the body's for
@@ -983,18 +1242,23 @@ impl<'a> ReplyPlan<'a> {
         xid: u32,
         credits: u32,
     ) -> Result<usize, EncodeError> {
-        let fixed = FixedHeader {
-            xid,
-            vers: v1::VERSION,
-            credits,
+        let vers = match self.v2_inv_handle {
+            Some(_) => v2::VERSION,
+            None => v1::VERSION,
         };
+        let fixed = FixedHeader { xid, vers, credits };
         let mut w = Writer::new(buf);
+        // RDMA2_MSG and RDMA2_NOMSG have version 1's numbers.
         let proc = if self.nomsg {
             v1::proc::NOMSG
         } else {
             v1::proc::MSG
         };
         fixed.encode(&mut w, proc)?;
+        if let Some(inv_handle) = self.v2_inv_handle {
+            w.u32(MsgType::Reply.to_u32())?;
+            w.u32(inv_handle)?;
+        }
         w.bool(false)?;
         let mut payloads = self.payloads.iter();
         for chunk in self.writes.chunks() {

@@ -1345,7 +1345,7 @@ pub fn responder_receive_rules() -> Outcome {
         Some(Refusal::Error {
             xid: XID,
             vers: 1,
-            error: v1::RdmaError::Chunk,
+            error: responder::ErrorBody::V1(v1::RdmaError::Chunk),
             cause,
         })
     };
@@ -1361,14 +1361,14 @@ pub fn responder_receive_rules() -> Outcome {
         "responder: shorter than the minimal header is dropped, not answered",
     )?;
     check(
-        refusal(&[&[XID, 2, CREDITS, 0, 0, 0, 0]])?
+        refusal(&[&[XID, 3, CREDITS, 0, 0, 0, 0]])?
             == Some(Refusal::Error {
                 xid: XID,
-                vers: 2,
-                error: v1::RdmaError::Vers { low: 1, high: 1 },
-                cause: Cause::Header(DecodeError::BadVersion { vers: 2 }),
+                vers: 3,
+                error: responder::ErrorBody::V1(v1::RdmaError::Vers { low: 1, high: 2 }),
+                cause: Cause::Header(DecodeError::BadVersion { vers: 3 }),
             }),
-        "responder: ERR_VERS 1..1 echoing the version",
+        "responder: ERR_VERS 1..2 echoing the version",
     )?;
     check(
         refusal(&[&[XID, 1, CREDITS, v1::proc::DONE, 0, 0, 0]])?
@@ -1649,7 +1649,11 @@ fn one_write_chunk_reply_rules() -> Outcome {
         "reply: the header echoes the Write chunk with lengths written, the unused Reply chunk with none",
     )?;
     check(
-        plan(20000, Some((0, 12289)), 1024) == Err(responder::Cause::PayloadTooLong),
+        plan(20000, Some((0, 12289)), 1024)
+            == Err(responder::Cause::PayloadTooLong {
+                segment: 2,
+                needed: 4097,
+            }),
         "reply: a payload larger than the Write chunk refused",
     )?;
     // Header 20 + 44 + 24 = 88: 936 bytes of body fit 1024 exactly.
@@ -1699,7 +1703,7 @@ fn one_write_chunk_reply_rules() -> Outcome {
         XID,
         2,
         CREDITS,
-        v1::RdmaError::Vers { low: 1, high: 1 },
+        responder::ErrorBody::V1(v1::RdmaError::Vers { low: 1, high: 1 }),
     )
     .map_err(|_| SelftestFailure("encode error"))?;
     let want = Wire::new(&[&[XID, 2, CREDITS, v1::proc::ERROR, 1, 1, 1]])?;

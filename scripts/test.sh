@@ -262,9 +262,9 @@ done
 # the last Receive, woke a second thread for nothing: about 2.9 here).
 matrix="rr.script=matrix"
 scenario matrix-c-c 900 c "C client, C server: v4.2, v4.1, v3 over IPv4 and IPv6" "$matrix rr.mod=c"
-scenario matrix-rs-c 900 c "Rust client, C server: v4.2, v4.1, v3 over IPv4 and IPv6" "$matrix rr.mod=rs"
+scenario matrix-rs-c 900 c "Rust client, C server: v4.2, v4.1, v3 over IPv4 and IPv6; RPC-over-RDMA version 1 after one refused version 2 probe per address, no reconnect" "$matrix rr.mod=rs rr.srv=c"
 scenario matrix-c-rs 900 rs "C client, Rust server: v4.2, v4.1, v3 over IPv4 and IPv6; clean unload" "$matrix rr.mod=c" "rr.wakeups=1.5 ${SRV_WORDS:-}"
-scenario matrix-rs-rs 900 rs "Rust client, Rust server: v4.2, v4.1, v3 over IPv4 and IPv6; clean unload; the server's rpcrdma trace events; one connection's packets decoded by tools/rdma-wire" "$matrix rr.mod=rs rr.wire=1" "rr.wakeups=1.5 rr.trace=1 ${SRV_WORDS:-}"
+scenario matrix-rs-rs 900 rs "Rust client, Rust server: v4.2, v4.1, v3 over IPv4 and IPv6; clean unload; the server's rpcrdma trace events; RPC-over-RDMA version 2, one connection's packets decoded by tools/rdma-wire" "$matrix rr.mod=rs rr.srv=rs rr.wire=1" "rr.wakeups=1.5 rr.trace=1 ${SRV_WORDS:-}"
 # Issue 28: rpcrdma_rs installed in place of rpcrdma.ko as the admin guide
 # says (make install's scripts/install.sh) in both VMs, nothing loaded by
 # hand: nfsd's rdma listener and mount -o proto=rdma, then rdma6, must

@@ -434,6 +434,57 @@ impl PinnedRqst {
     }
 }
 
+impl PinnedRqst {
+    /// Completes the RPC so that sunrpc sends it again, with the same XID,
+    /// on this same connection: for the version 2 probe a server refused
+    /// with ERR_VERS, which never ran it.
+    ///
+    /// sunrpc encodes a sent NFSv4 Call again only after a disconnect
+    /// (`xprt_request_need_retransmit` compares connect cookies), so the
+    /// request's cookie is made stale; EAGAIN (or, once the sender reset
+    /// it, the empty Reply) takes the task back to `call_encode`. The
+    /// sender records the cookie after `send_request` returns, then
+    /// clears `RPC_TASK_NEED_XMIT` under `queue_lock`: a Reply that
+    /// overtook it waits for that (briefly), so that the stale cookie is
+    /// not overwritten, which would cost a reconnect.
+    pub(crate) fn complete_resend(self) {
+        const TRIES: u32 = 100;
+        let this = core::mem::ManuallyDrop::new(self);
+        let xprt = this.xprt();
+        let rqst = this.rqst.as_ptr();
+        for tried in 1..=TRIES {
+            // SAFETY: Pinned, so the request and its transport are live.
+            let queue = unsafe { Xprt::from_raw(xprt) }.lock_queue();
+            // SAFETY: Pinned (type invariant): the request and its task
+            // are live. `tk_runstate` is only changed by atomic bit
+            // operations; a racy read of it is what `test_bit` does.
+            let sending = unsafe {
+                let task = (*rqst).rq_task;
+                let state = core::ptr::read_volatile(&raw const (*task).tk_runstate);
+                state & (1 << sys::RPC_TASK_NEED_XMIT) != 0
+            };
+            if !sending || tried == TRIES {
+                // SAFETY: Pinned (type invariant); the cookie is the
+                // sender's, which is done with it (above); completing and
+                // unpinning need `queue_lock`, which we hold; the pin is
+                // given up here, once.
+                unsafe {
+                    let cookie = core::ptr::read_volatile(&raw const (*xprt).connect_cookie);
+                    (*rqst).rq_connect_cookie = cookie.wrapping_sub(1);
+                    let task = (*rqst).rq_task;
+                    (*task).tk_status = EAGAIN.to_errno();
+                    sys::xprt_complete_rqst(task, 0);
+                    sys::xprt_unpin_rqst(rqst);
+                }
+                drop(queue);
+                return;
+            }
+            drop(queue);
+            kernel::time::delay::fsleep(kernel::time::Delta::from_millis(1));
+        }
+    }
+}
+
 impl Drop for PinnedRqst {
     fn drop(&mut self) {
         // SAFETY: Pinned, so the request and its transport are live.

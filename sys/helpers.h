@@ -93,6 +93,7 @@ long rpcrdma_rs_wait_until_gone(struct wait_queue_head *wq, const u64 *gone,
 void rpcrdma_rs_params(unsigned int *inline_read, unsigned int *inline_write,
 		       unsigned int *slots);
 bool rpcrdma_rs_fault(unsigned int bit);
+unsigned int rpcrdma_rs_max_version(void);
 long rpcrdma_rs_wait_var_zero(u32 *var, unsigned long timeout);
 void rpcrdma_rs_wake_up_var(void *var);
 

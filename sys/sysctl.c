@@ -42,6 +42,8 @@ static unsigned int max_inline_write = RPCRDMA_DEF_INLINE;
 static unsigned int slot_table_entries = RPCRDMA_DEF_SLOT_TABLE;
 static unsigned int svc_max_requests = 128;	/* RPCRDMA_MAX_REQUESTS */
 static unsigned int svc_max_inline = 4096;	/* RPCRDMA_DEF_INLINE_THRESH */
+/* Highest RPC-over-RDMA version the client offers; no sysctl of rpcrdma.ko's. */
+static unsigned int max_version = 2;
 
 static int param_set_inline(const char *val, const struct kernel_param *kp)
 {
@@ -64,6 +66,16 @@ static int param_set_req_size(const char *val, const struct kernel_param *kp)
 {
 	return param_set_uint_minmax(val, kp, min_max_inline, max_max_inline);
 }
+
+static int param_set_version(const char *val, const struct kernel_param *kp)
+{
+	return param_set_uint_minmax(val, kp, 1, 2);
+}
+
+static const struct kernel_param_ops version_ops = {
+	.set = param_set_version,
+	.get = param_get_uint,
+};
 
 static const struct kernel_param_ops inline_ops = {
 	.set = param_set_inline,
@@ -94,6 +106,9 @@ MODULE_PARM_DESC(max_inline_write,
 module_param_cb(slot_table_entries, &slots_ops, &slot_table_entries, 0644);
 MODULE_PARM_DESC(slot_table_entries,
 		 "RPC slots per transport (4-16384, default 128, at most 256 used; sysctl sunrpc.rdma_slot_table_entries)");
+module_param_cb(max_version, &version_ops, &max_version, 0644);
+MODULE_PARM_DESC(max_version,
+		 "Client: highest RPC-over-RDMA version offered at connect (1-2, default 2; 1 turns version 2 off)");
 module_param_cb(svc_max_requests, &requests_ops, &svc_max_requests, 0644);
 MODULE_PARM_DESC(svc_max_requests,
 		 "Server: credits granted per connection (4-16384, default 128; sysctl sunrpc.svc_rdma.max_requests)");
@@ -107,6 +122,11 @@ void rpcrdma_rs_params(unsigned int *inline_read, unsigned int *inline_write,
 	*inline_read = READ_ONCE(max_inline_read);
 	*inline_write = READ_ONCE(max_inline_write);
 	*slots = READ_ONCE(slot_table_entries);
+}
+
+unsigned int rpcrdma_rs_max_version(void)
+{
+	return READ_ONCE(max_version);
 }
 
 void rpcrdma_rs_svc_params(unsigned int *max_requests, unsigned int *max_inline)

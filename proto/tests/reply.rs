@@ -13,8 +13,9 @@
 use rpcrdma_proto::chunk::ChunkSlices;
 use rpcrdma_proto::error::DecodeError;
 use rpcrdma_proto::header::FixedHeader;
+use rpcrdma_proto::negotiate::{Action, Answer, Negotiator, SendAs, Version};
 use rpcrdma_proto::reply::{classify, BadReply, Dropped, Inbound};
-use rpcrdma_proto::v1;
+use rpcrdma_proto::{v1, v2};
 
 const XID: u32 = 0x0bad_cafe;
 
@@ -78,8 +79,8 @@ fn unmatched_or_unversioned_touch_no_rpc() {
         Inbound::Dropped(Dropped::Short)
     );
     assert_eq!(
-        classify(&words(&[XID, 2, 32, 0, 0, 0, 0]), 128),
-        Inbound::Dropped(Dropped::Version { vers: 2 })
+        classify(&words(&[XID, 3, 32, 0, 0, 0, 0]), 128),
+        Inbound::Dropped(Dropped::Version { vers: 3 })
     );
     assert_eq!(
         classify(&words(&[XID, 0xffff_ffff, 32, 0]), 128),
@@ -201,4 +202,177 @@ fn huge_write_segment_is_refused() {
         check_reply(body.nomsg, &body.lists, &small),
         Err(Shape::TooLong)
     );
+}
+
+// ---------------------------------------------------------------------
+// Version 2: the Requester's side of the negotiation
+// ---------------------------------------------------------------------
+
+/// A version 2 Reply (RDMA2_MSG, direction REPLY) completes its RPC and
+/// settles the probe on version 2.
+#[test]
+fn v2_reply_settles_on_v2() {
+    let msg = words(&[XID, 2, 32, 0, 1, 0, 0, 0, 0, XID, 1, 0, 0]);
+    let Inbound::Reply {
+        xid: XID,
+        body: Ok(body),
+        answer,
+        ..
+    } = classify(&msg, 128)
+    else {
+        panic!("{:?}", classify(&msg, 128));
+    };
+    assert_eq!(body.payload.len(), 16);
+    assert_eq!(answer, Answer::Reply { vers: 2 });
+    let mut n = Negotiator::new();
+    n.on_connect();
+    assert!(matches!(n.send(XID), SendAs::Probe { max_inline: 1024 }));
+    assert_eq!(n.on_answer(XID, answer), Action::None);
+    assert_eq!(n.version(), Some(Version::V2));
+}
+
+/// rpcrdma.ko's server answers a version 2 Call with ERR_VERS 1..1,
+/// echoing `rdma_vers` 2: the RPC is sent again as version 1, not failed.
+#[test]
+fn v1_server_err_vers_resends_as_v1() {
+    let msg = words(&[XID, 2, 32, 4, 1, 1, 1]);
+    let Inbound::Reply {
+        xid: XID,
+        body: Err(_),
+        answer,
+        ..
+    } = classify(&msg, 128)
+    else {
+        panic!("{:?}", classify(&msg, 128));
+    };
+    assert_eq!(answer, Answer::ErrVers { low: 1, high: 1 });
+    let mut n = Negotiator::new();
+    n.on_connect();
+    n.send(XID);
+    // Everything else waits for the probe.
+    assert_eq!(n.send(XID + 1), SendAs::Wait);
+    assert_eq!(n.on_answer(XID, answer), Action::ResendAsV1 { xid: XID });
+    assert_eq!(n.send(XID), SendAs::Version(Version::V1));
+    // Never probed again, on any later connection.
+    n.on_connect();
+    assert_eq!(n.send(XID + 2), SendAs::Version(Version::V1));
+    // ERR_CHUNK in a version 1 header: the server speaks version 1 (the
+    // RPC fails, not resent).
+    let chunk = words(&[XID, 1, 32, 4, 2]);
+    let Inbound::Reply { answer, .. } = classify(&chunk, 128) else {
+        panic!()
+    };
+    let mut m = Negotiator::new();
+    m.send(XID);
+    assert_eq!(m.on_answer(XID, answer), Action::None);
+    assert_eq!(m.version(), Some(Version::V1));
+    // The same refusal in a version 1 header.
+    let v1 = words(&[XID, 1, 32, 4, 1, 1, 1]);
+    assert!(matches!(
+        classify(&v1, 128),
+        Inbound::Reply {
+            answer: Answer::ErrVers { low: 1, high: 1 },
+            ..
+        }
+    ));
+}
+
+/// A version 2 error other than ERR_VERS fails the RPC; a version 2
+/// backward Call is not for our version 1 backchannel.
+#[test]
+fn v2_errors_and_backward_calls() {
+    let msg = words(&[XID, 2, 32, 4, 2]);
+    assert!(matches!(
+        classify(&msg, 128),
+        Inbound::Reply {
+            body: Err(BadReply::Error2(v2::RdmaError::BadXdr)),
+            answer: Answer::OtherError,
+            ..
+        }
+    ));
+    let call = words(&[XID, 2, 2, 0, 0, 0, 0, 0, 0, XID, 0]);
+    assert_eq!(
+        classify(&call, 128),
+        Inbound::Dropped(Dropped::Version { vers: 2 })
+    );
+}
+
+/// The probe fits version 1's 1024 bytes with its longer header; version
+/// 2 Calls plan with 8 bytes less of inline room both ways.
+#[test]
+fn call_thresholds_follow_the_version() {
+    use rpcrdma_proto::negotiate::call_thresholds;
+    use rpcrdma_proto::pvt::InlineThresholds;
+    let t = InlineThresholds {
+        send: 4096,
+        recv: 4096,
+    };
+    assert_eq!(call_thresholds(SendAs::Wait, t), None);
+    assert_eq!(
+        call_thresholds(SendAs::Version(Version::V1), t),
+        Some((Version::V1, t))
+    );
+    let shrunk = InlineThresholds {
+        send: 4088,
+        recv: 4088,
+    };
+    assert_eq!(
+        call_thresholds(SendAs::Version(Version::V2), t),
+        Some((Version::V2, shrunk))
+    );
+    let probe = InlineThresholds {
+        send: 1016,
+        recv: 4088,
+    };
+    assert_eq!(
+        call_thresholds(SendAs::Probe { max_inline: 1024 }, t),
+        Some((Version::V2, probe))
+    );
+}
+
+/// `rdma_inv_handle`: where the Reply lands first, zero without chunks.
+#[test]
+fn inv_handle_picks_one_of_the_calls_handles() {
+    use rpcrdma_proto::chunk::{ReadSegment, Segment};
+    use rpcrdma_proto::negotiate::inv_handle;
+    let seg = |handle| Segment {
+        handle,
+        length: 4096,
+        offset: 0,
+    };
+    assert_eq!(inv_handle(&ChunkSlices::NONE), 0);
+    let reads = [ReadSegment {
+        position: 0,
+        segment: seg(7),
+    }];
+    let reply = [seg(9)];
+    let w = [seg(8)];
+    let writes: [&[Segment]; 1] = [&w];
+    let all = ChunkSlices {
+        reads: &reads,
+        writes: &writes,
+        reply: Some(&reply),
+    };
+    assert_eq!(inv_handle(&all), 8);
+    let no_writes = ChunkSlices { writes: &[], ..all };
+    assert_eq!(inv_handle(&no_writes), 9);
+    let reads_only = ChunkSlices {
+        reply: None,
+        ..no_writes
+    };
+    assert_eq!(inv_handle(&reads_only), 7);
+}
+
+/// A probe that never reached the wire (its RPC failed to marshal) taught
+/// nothing: the next Call probes, and the peer is not taken for version 1.
+#[test]
+fn an_unsent_probe_is_forgotten() {
+    let mut n = Negotiator::new();
+    assert!(matches!(n.send(XID), SendAs::Probe { .. }));
+    assert_eq!(n.send(XID + 1), SendAs::Wait);
+    n.on_unsent(XID + 1);
+    assert_eq!(n.send(XID + 1), SendAs::Wait);
+    n.on_unsent(XID);
+    assert!(matches!(n.send(XID + 1), SendAs::Probe { .. }));
+    assert_eq!(n.on_probe_lost(), Action::ResendAsV1 { xid: XID + 1 });
 }

@@ -16,10 +16,12 @@ use rpcrdma_proto::chunk::{ChunkLists, Segment};
 use rpcrdma_proto::error::DecodeError;
 use rpcrdma_proto::limits::Limits;
 use rpcrdma_proto::responder::{
-    assemble, encode_error, invalidate_handle, plan_reply, receive, remote_invalidation, Call,
-    Cause, DropReason, Piece, Received, Refusal, ReplyShape,
+    assemble, call_invalidate_handle, encode_error, invalidate_handle, plan_call_reply, plan_reply,
+    receive, remote_invalidation, Call, Cause, DropReason, ErrorBody, Piece, Received, Refusal,
+    ReplyShape,
 };
 use rpcrdma_proto::v1::{self, RdmaError};
+use rpcrdma_proto::v2;
 
 const XID: u32 = 0x1234_5678;
 const CR: u32 = 64;
@@ -94,7 +96,7 @@ fn chunk_err(buf: &[u8]) -> Cause {
         Err(Refusal::Error {
             xid: XID,
             vers: 1,
-            error: RdmaError::Chunk,
+            error: ErrorBody::V1(RdmaError::Chunk),
             cause,
         }) => cause,
         other => panic!("{other:?}"),
@@ -139,13 +141,13 @@ fn headers_shorter_than_28_bytes_are_dropped() {
     assert_eq!(dropped(&words(&[XID, 1, CR, 4, 2])), DropReason::Short);
     // At 28 bytes the header is parsed (and here has no RPC message).
     assert_eq!(dropped(&full), DropReason::ShortRpc);
-    let v2 = words(&[XID, 2, CR, 0, 0, 0, 0]);
+    let v3 = words(&[XID, 3, CR, 0, 0, 0, 0]);
     assert!(matches!(
-        receive(&v2, &Limits::DEFAULT),
+        receive(&v3, &Limits::DEFAULT),
         Err(Refusal::Error {
             xid: XID,
-            vers: 2,
-            error: RdmaError::Vers { low: 1, high: 1 },
+            vers: 3,
+            error: ErrorBody::V1(RdmaError::Vers { low: 1, high: 2 }),
             ..
         })
     ));
@@ -153,23 +155,23 @@ fn headers_shorter_than_28_bytes_are_dropped() {
 
 #[test]
 fn other_versions_get_err_vers_echoing_theirs() {
-    for vers in [0, 2, 7, u32::MAX] {
+    for vers in [0, 3, 7, u32::MAX] {
         let buf = words(&[XID, vers, CR, 0, 0, 0, 0, XID, 0]);
         assert_eq!(
             receive(&buf, &Limits::DEFAULT),
             Err(Refusal::Error {
                 xid: XID,
                 vers,
-                error: RdmaError::Vers { low: 1, high: 1 },
+                error: ErrorBody::V1(RdmaError::Vers { low: 1, high: 2 }),
                 cause: Cause::Header(DecodeError::BadVersion { vers }),
             })
         );
     }
-    // Even a version 2 header that is only fixed words and padding.
+    // Even a version 3 header that is only fixed words and padding.
     assert!(matches!(
-        receive(&words(&[XID, 2, CR, 0, 0, 0, 0]), &Limits::DEFAULT),
+        receive(&words(&[XID, 3, CR, 0, 0, 0, 0]), &Limits::DEFAULT),
         Err(Refusal::Error {
-            error: RdmaError::Vers { .. },
+            error: ErrorBody::V1(RdmaError::Vers { .. }),
             ..
         })
     ));
@@ -311,7 +313,10 @@ fn empty_write_and_reply_chunks_are_accepted() {
     assert_eq!(&hdr[..n], &words(&[XID, 1, 1, 0, 0, 0, 1, 0])[..]);
     assert_eq!(
         plan_reply(&l, shape(2000, None), 1024).map(|_| ()),
-        Err(Cause::ReplyChunkTooSmall)
+        Err(Cause::ReplyChunkTooSmall {
+            segment: 0,
+            needed: 2000
+        })
     );
     // A chunk of empty segments is unused, not empty: accepted too.
     call(&msg(0, &[], &[&[s(1, 0, 0)]], None, &rpc(0, 8)));
@@ -1003,7 +1008,10 @@ fn inline_fits_exactly_or_takes_the_reply_chunk() {
     // A Reply chunk too small.
     assert_eq!(
         plan_reply(&l, shape(4097, None), 1024),
-        Err(Cause::ReplyChunkTooSmall)
+        Err(Cause::ReplyChunkTooSmall {
+            segment: 1,
+            needed: 4097
+        })
     );
     assert!(plan_reply(&l, shape(4096, None), 1024).is_ok());
 }
@@ -1058,7 +1066,10 @@ fn the_payload_fills_write_chunk_segments_in_order() {
     // One byte more than the chunk holds.
     assert_eq!(
         plan_reply(&l, shape(20000, Some((100, 9193))), 1 << 20),
-        Err(Cause::PayloadTooLong)
+        Err(Cause::PayloadTooLong {
+            segment: 3,
+            needed: 8193
+        })
     );
     assert!(plan_reply(&l, shape(20000, Some((100, 9192))), 1 << 20).is_ok());
     // A payload range outside the Reply.
@@ -1568,11 +1579,18 @@ fn remote_invalidation_needs_both_peers_flags() {
 #[test]
 fn errors_encode_as_rpcrdma_ko_sends_them() {
     let mut buf = [0u8; 28];
-    let n = encode_error(&mut buf, XID, 2, 32, RdmaError::Vers { low: 1, high: 1 }).unwrap();
+    let n = encode_error(
+        &mut buf,
+        XID,
+        2,
+        32,
+        ErrorBody::V1(RdmaError::Vers { low: 1, high: 1 }),
+    )
+    .unwrap();
     assert_eq!(&buf[..n], &words(&[XID, 2, 32, 4, 1, 1, 1])[..]);
-    let n = encode_error(&mut buf, XID, 1, 32, RdmaError::Chunk).unwrap();
+    let n = encode_error(&mut buf, XID, 1, 32, ErrorBody::V1(RdmaError::Chunk)).unwrap();
     assert_eq!(&buf[..n], &words(&[XID, 1, 32, 4, 2])[..]);
-    assert!(encode_error(&mut buf[..19], XID, 1, 32, RdmaError::Chunk).is_err());
+    assert!(encode_error(&mut buf[..19], XID, 1, 32, ErrorBody::V1(RdmaError::Chunk)).is_err());
 }
 
 #[test]
@@ -1618,4 +1636,240 @@ fn exercise(buf: &[u8]) -> Option<()> {
     let mut hdr = [0u8; 4096];
     p.encode_header(&mut hdr, c.xid, 1).ok()?;
     Some(())
+}
+
+// ---------------------------------------------------------------------
+// Version 2 (draft-cel-nfsv4-rpcrdma-version-two-02, sections 4 to 6)
+// ---------------------------------------------------------------------
+
+/// [`msg`] in version 2: `rdma_direction` and `rdma_inv_handle` after
+/// the fixed words.
+fn msg2(
+    proc: u32,
+    dir: u32,
+    inv: u32,
+    reads: &[(u32, Segment)],
+    writes: &[&[Segment]],
+    reply: Option<&[Segment]>,
+    inline: &[u8],
+) -> Vec<u8> {
+    let v1 = msg(proc, reads, writes, reply, inline);
+    let mut b = words(&[XID, 2, CR, proc, dir, inv]);
+    b.extend_from_slice(&v1[16..]);
+    b
+}
+
+fn refused(buf: &[u8]) -> (ErrorBody, Cause) {
+    match receive(buf, &Limits::DEFAULT) {
+        Err(Refusal::Error {
+            xid: XID,
+            vers,
+            error,
+            cause,
+        }) => {
+            // "copies the values of the rdma_xid and rdma_vers fields"
+            assert_eq!(vers, 2);
+            (error, cause)
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Responders reply in the Call's version: a version 2 Call is accepted
+/// and remembers its version and `rdma_inv_handle`.
+#[test]
+fn v2_calls_are_accepted() {
+    let w = s(0xa, 4096, 0x1000);
+    let buf = msg2(0, 0, 0xa, &[], &[&[w]], None, &rpc(0, 40));
+    let c = call(&buf);
+    assert_eq!((c.vers, c.inv_handle, c.inline.len()), (2, 0xa, 40));
+    // Version 1 Calls carry neither.
+    let buf = msg(0, &[], &[&[w]], None, &rpc(0, 40));
+    let c = call(&buf);
+    assert_eq!((c.vers, c.inv_handle), (1, 0));
+    // A Long Call: RDMA2_NOMSG with a Position Zero Read chunk.
+    let buf = msg2(1, 0, 0, &[(0, s(0xb, 2000, 0))], &[], None, &[]);
+    let c = call(&buf);
+    assert!(c.nomsg && c.vers == 2);
+}
+
+/// "Remote Invalidation": the Reply invalidates the Call's
+/// `rdma_inv_handle` and no other handle; none when it is zero, even
+/// where version 1 would pick the sole handle.
+#[test]
+fn v2_send_with_invalidate_uses_only_inv_handle() {
+    let (a, b) = (s(0xa, 4096, 0x1000), s(0xb, 4096, 0x2000));
+    let buf = msg2(0, 0, 0xb, &[], &[&[a]], Some(&[b]), &rpc(0, 40));
+    let c = call(&buf);
+    assert_eq!(call_invalidate_handle(&c, true), Some(0xb));
+    assert_eq!(call_invalidate_handle(&c, false), None);
+    let buf = msg2(0, 0, 0, &[], &[&[a]], None, &rpc(0, 40));
+    let c = call(&buf);
+    assert_eq!(call_invalidate_handle(&c, true), None);
+    assert_eq!(invalidate_handle(&c.chunks, true), Some(0xa));
+    // "MUST NOT set the value ... to any other value": refused.
+    let (error, cause) = refused(&msg2(0, 0, 0xc, &[], &[&[a]], None, &rpc(0, 40)));
+    assert_eq!(cause, Cause::ForeignInvHandle);
+    assert_eq!(error, ErrorBody::V2(v2::RdmaError::BadXdr));
+    // Version 1 keeps the sole handle rule.
+    let buf = msg(0, &[], &[&[a]], None, &rpc(0, 40));
+    let c = call(&buf);
+    assert_eq!(call_invalidate_handle(&c, true), Some(0xa));
+}
+
+/// The Reply header: version 2, RDMA2_MSG or RDMA2_NOMSG, direction
+/// REPLY, the Call's `rdma_inv_handle` echoed, two words longer than
+/// version 1's, and the inline room shrinks by as much.
+#[test]
+fn v2_replies_carry_direction_and_inv_handle() {
+    let r = s(0x77, 4096, 0x4000);
+    let buf = msg2(0, 0, 0x77, &[], &[], Some(&[r]), &rpc(0, 8));
+    let c = call(&buf);
+    let p = plan_call_reply(&c, shape(968, None), 1024).unwrap();
+    assert!(!p.nomsg());
+    assert_eq!(p.header_len(), 56);
+    let mut hdr = [0u8; 64];
+    let n = p.encode_header(&mut hdr, XID, 9).unwrap();
+    assert_eq!(n, 56);
+    assert_eq!(
+        &hdr[..n],
+        &words(&[XID, 2, 9, 0, 1, 0x77, 0, 0, 1, 1, 0x77, 0, 0, 0x4000])[..]
+    );
+    // Decodes as a valid version 2 Reply.
+    let mut reply = hdr[..n].to_vec();
+    reply.extend(rpc(1, 968));
+    let h = v2::decode(&reply, &Limits::DEFAULT).unwrap();
+    assert!(matches!(h.body, v2::Body::Msg(c) if c.inv_handle == 0x77));
+    // One byte more goes by Reply chunk, as RDMA2_NOMSG.
+    let p = plan_call_reply(&c, shape(969, None), 1024).unwrap();
+    assert!(p.nomsg());
+    let n = p.encode_header(&mut hdr, XID, 9).unwrap();
+    assert_eq!(
+        &hdr[..n],
+        &words(&[XID, 2, 9, 1, 1, 0x77, 0, 0, 1, 1, 0x77, 969, 0, 0x4000])[..]
+    );
+    // The same Call in version 1 fits 8 bytes more inline.
+    let buf = msg(0, &[], &[], Some(&[r]), &rpc(0, 8));
+    let c = call(&buf);
+    assert!(!plan_call_reply(&c, shape(976, None), 1024).unwrap().nomsg());
+}
+
+/// "Transport Errors": RDMA2_ERR_INVAL_PROC for an unknown `rdma_proc`,
+/// RDMA2_ERR_BAD_XDR for a header that does not parse, both in version
+/// 2's RDMA2_ERROR; an RDMA2_ERROR received is never answered.
+#[test]
+fn v2_header_errors() {
+    let (error, cause) = refused(&words(&[XID, 2, CR, 7, 0, 0, 0, 0, 0]));
+    assert_eq!(error, ErrorBody::V2(v2::RdmaError::InvalProc));
+    assert_eq!(cause, Cause::Header(DecodeError::UnknownProc { proc: 7 }));
+    // A Write list discriminator that is not a boolean.
+    let (error, _) = refused(&words(&[XID, 2, CR, 0, 0, 0, 0, 5, 0, 0]));
+    assert_eq!(error, ErrorBody::V2(v2::RdmaError::BadXdr));
+    // `rdma_direction` neither CALL nor REPLY.
+    let mut bad = msg2(0, 0, 0, &[], &[], None, &rpc(0, 40));
+    bad[16..20].copy_from_slice(&7u32.to_be_bytes());
+    assert_eq!(refused(&bad).0, ErrorBody::V2(v2::RdmaError::BadXdr));
+    // CALL direction, but the RPC message is a REPLY.
+    let (error, cause) = refused(&msg2(0, 0, 0, &[], &[], None, &rpc(1, 40)));
+    assert_eq!(error, ErrorBody::V2(v2::RdmaError::BadXdr));
+    assert_eq!(cause, Cause::Header(DecodeError::DirectionMismatch));
+    // RDMA2_NOMSG without a chunk.
+    assert_eq!(
+        refused(&msg2(1, 0, 0, &[], &[], None, &[])).0,
+        ErrorBody::V2(v2::RdmaError::BadXdr)
+    );
+    // An RDMA2_ERROR is dropped.
+    assert_eq!(
+        dropped(&words(&[XID, 2, CR, 4, 2, 0, 0])),
+        DropReason::Error
+    );
+    // A REPLY-direction header that does not parse: never answered.
+    let mut bad = msg2(0, 1, 0, &[], &[], None, &rpc(0, 40));
+    bad.truncate(24);
+    bad.resize(28, 0);
+    assert!(matches!(dropped(&bad), DropReason::BadReply(_)));
+}
+
+/// "Optional Features": an RDMA2_OPTIONAL of an unknown `rdma_opttype`
+/// (we know none) is answered RDMA2_ERR_INVAL_OPTION; one in the REPLY
+/// direction is dropped, as every Reply.
+#[test]
+fn v2_unknown_options_get_inval_option() {
+    let opt = words(&[XID, 2, CR, 5, 0, 99, 4, 0xdead_beef]);
+    let (error, cause) = refused(&opt);
+    assert_eq!(error, ErrorBody::V2(v2::RdmaError::InvalOption));
+    assert_eq!(cause, Cause::UnknownOption { opttype: 99 });
+    let mut buf = [0u8; 32];
+    let n = encode_error(&mut buf, XID, 2, CR, error).unwrap();
+    assert_eq!(&buf[..n], &words(&[XID, 2, CR, 4, 5])[..]);
+    let back = words(&[XID, 2, CR, 5, 1, 99, 0, 0]);
+    assert_eq!(dropped(&back), DropReason::BackwardOption { opttype: 99 });
+    // An RDMA2_OPTIONAL whose optinfo runs past the message: BAD_XDR.
+    let (error, _) = refused(&words(&[XID, 2, CR, 5, 0, 99, 64, 0]));
+    assert_eq!(error, ErrorBody::V2(v2::RdmaError::BadXdr));
+}
+
+/// RDMA2_ERR_CANT_REPLY: after processing, with the first segment too
+/// short (counted from 1 over the Write list, then the Reply chunk) and
+/// the bytes it needs; zeros when no segment can be named. The same
+/// shortfall in version 1 stays ERR_CHUNK.
+#[test]
+fn v2_cant_reply_names_the_short_segment() {
+    let (w1, w2) = (s(0x51, 1000, 0x1_0000), s(0x52, 500, 0x2_0000));
+    let r = s(0x77, 2048, 0x4000);
+    let buf = msg2(0, 0, 0, &[], &[&[w1, w2]], Some(&[r]), &rpc(0, 40));
+    let c = call(&buf);
+    let cause = plan_call_reply(&c, shape(3000, Some((100, 2000))), 1024).unwrap_err();
+    assert_eq!(
+        cause,
+        Cause::PayloadTooLong {
+            segment: 2,
+            needed: 1000
+        }
+    );
+    let want = v2::RdmaError::CantReply {
+        processed: true,
+        segment_index: 2,
+        length_needed: 1000,
+    };
+    assert_eq!(cause.answer(2), ErrorBody::V2(want));
+    assert_eq!(cause.answer(1), ErrorBody::V1(RdmaError::Chunk));
+    let mut buf = [0u8; 32];
+    let n = encode_error(&mut buf, XID, 2, CR, cause.answer(2)).unwrap();
+    assert_eq!(&buf[..n], &words(&[XID, 2, CR, 4, 3, 1, 2, 1000])[..]);
+    // The Reply chunk's segment comes after both Write list segments.
+    let cause = plan_call_reply(&c, shape(3000, None), 1024).unwrap_err();
+    assert_eq!(
+        cause,
+        Cause::ReplyChunkTooSmall {
+            segment: 3,
+            needed: 3000
+        }
+    );
+    // No Reply chunk at all: no segment to name.
+    let buf = msg2(0, 0, 0, &[], &[], None, &rpc(0, 40));
+    let c = call(&buf);
+    let cause = plan_call_reply(&c, shape(3000, None), 1024).unwrap_err();
+    assert_eq!(
+        cause.answer(2),
+        ErrorBody::V2(v2::RdmaError::CantReply {
+            processed: true,
+            segment_index: 0,
+            length_needed: 0
+        })
+    );
+}
+
+/// A version 2 backward-direction Reply (RFC 8167 over version 2) is a
+/// backchannel Reply, as in version 1.
+#[test]
+fn v2_backward_replies_reach_the_backchannel() {
+    let buf = msg2(0, 1, 0, &[], &[], None, &rpc(1, 24));
+    assert!(matches!(
+        receive(&buf, &Limits::DEFAULT),
+        Ok(Received::BackchannelReply { xid: XID, .. })
+    ));
+    // RDMA2_NOMSG in the REPLY direction has chunks: dropped.
+    let buf = msg2(1, 1, 0, &[(0, s(0xb, 100, 0))], &[], None, &[]);
+    assert_eq!(dropped(&buf), DropReason::BackwardWithChunks);
 }

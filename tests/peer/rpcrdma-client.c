@@ -110,6 +110,7 @@ static const char *const kind_names[] = {
 struct answer {
 	enum kind kind;
 	uint32_t xid, vers, credits, proc, err, low, high;
+	uint32_t cant[3];		/* RDMA2_ERR_CANT_REPLY: processed, segment, length needed */
 	int rpc_ok, via_chunk;
 	uint32_t wchunks, wbytes;	/* Write chunks echoed, bytes they say were written */
 	int rchunk;			/* a Reply chunk echoed */
@@ -476,6 +477,87 @@ static unsigned int b_vers(uint8_t *p, uint32_t xid, uint32_t vers)
 	hdr(p, &o, xid, vers, RDMA_MSG);
 	put32(p, &o, 0);
 	put32(p, &o, 0);
+	put32(p, &o, 0);
+	rpc_msg(p, &o, xid, 0);
+	return o;
+}
+
+/*
+ * RPC-over-RDMA version 2 (draft-cel-nfsv4-rpcrdma-version-two-02): the
+ * fixed words, then rdma_direction and rdma_inv_handle, then for MSG and
+ * NOMSG version 1's chunk lists.
+ */
+static void hdr2(uint8_t *p, unsigned int *o, uint32_t xid, uint32_t proc, uint32_t dir)
+{
+	hdr(p, o, xid, 2, proc);
+	put32(p, o, dir);
+	put32(p, o, 0);			/* rdma_inv_handle: none */
+}
+
+/* A version 2 NFS NULL Call, inline. */
+static unsigned int b_v2_null(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	unsigned int o = 0;
+
+	(void)c;
+	hdr2(p, &o, xid, RDMA_MSG, 0);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	rpc_msg(p, &o, xid, 0);
+	return o;
+}
+
+/* Version 2, rdma_proc 7: RDMA2_ERR_INVAL_PROC. */
+static unsigned int b_v2_proc7(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	unsigned int o = 0;
+
+	(void)c;
+	hdr(p, &o, xid, 2, 7);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	return o;
+}
+
+/* Version 2 RDMA2_OPTIONAL (5) of type 99, 4 bytes of optinfo: RDMA2_ERR_INVAL_OPTION. */
+static unsigned int b_v2_option(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	unsigned int o = 0;
+
+	(void)c;
+	hdr(p, &o, xid, 2, 5);
+	put32(p, &o, 0);		/* rdma_optdir CALL */
+	put32(p, &o, 99);		/* rdma_opttype */
+	put32(p, &o, 4);
+	put32(p, &o, 0xdeadbeef);
+	return o;
+}
+
+/* A version 2 NULL Call whose rdma_direction says REPLY: never answered. */
+static unsigned int b_v2_direction(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	unsigned int o = 0;
+
+	(void)c;
+	hdr2(p, &o, xid, RDMA_MSG, 1);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	rpc_msg(p, &o, xid, 0);
+	return o;
+}
+
+/* A version 2 NULL Call whose Write list discriminator is 5: RDMA2_ERR_BAD_XDR. */
+static unsigned int b_v2_bad_xdr(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	unsigned int o = 0;
+
+	(void)c;
+	hdr2(p, &o, xid, RDMA_MSG, 0);
+	put32(p, &o, 0);
+	put32(p, &o, 5);
 	put32(p, &o, 0);
 	rpc_msg(p, &o, xid, 0);
 	return o;
@@ -1169,6 +1251,27 @@ static unsigned int b_write_many_segs(struct cconn *c, uint8_t *p, uint32_t xid)
 	return o;
 }
 
+/*
+ * Version 2: the READ of write-many-segs into a Write chunk of two
+ * MANY_WSEG segments, far too small: RDMA2_ERR_CANT_REPLY, naming segment
+ * 2 and the bytes it would need, READ_SEGS x MANY_WSEG - MANY_WSEG.
+ */
+static unsigned int b_v2_cant_reply(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	unsigned int o = 0, k;
+
+	hdr2(p, &o, xid, RDMA_MSG, 0);
+	put32(p, &o, 0);
+	put32(p, &o, 1);
+	put32(p, &o, 2);
+	for (k = 0; k < 2; k++)
+		seg(p, &o, c->cmr->rkey, MANY_WSEG, (uintptr_t)c->chunk + CH_MANY + k * MANY_WSEG);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	nfs4_read_call(p, &o, xid, READ_SEGS * MANY_WSEG);
+	return o;
+}
+
 /* No Write chunk, a Reply chunk of READ_SEGS x MANY_RSEG bytes; READ it all. */
 static unsigned int b_reply_many_segs(struct cconn *c, uint8_t *p, uint32_t xid)
 {
@@ -1369,6 +1472,11 @@ static const struct ccase cases[] = {
 	{ "good-reply-chunk", "NFS NULL Call offering a 1 KiB Reply chunk", b_good_reply_chunk, C_ONE, 0, 0 },
 	{ "vers-2", "rdma_vers 2", b_vers2, C_ONE, 0, 0 },
 	{ "vers-7", "rdma_vers 7", b_vers7, C_ONE, 0, 0 },
+	{ "v2-null", "version 2 NFS NULL Call, inline RDMA2_MSG", b_v2_null, C_ONE, 0, 0 },
+	{ "v2-proc-unknown", "version 2, rdma_proc 7", b_v2_proc7, C_ONE, 0, 0 },
+	{ "v2-option", "version 2 RDMA2_OPTIONAL of an unknown rdma_opttype", b_v2_option, C_ONE, 0, 0 },
+	{ "v2-direction", "version 2 NULL Call whose rdma_direction is REPLY", b_v2_direction, C_ONE, 0, 0 },
+	{ "v2-bad-xdr", "version 2 NULL Call, Write list discriminator 5", b_v2_bad_xdr, C_ONE, 0, 0 },
 	{ "proc-unknown", "rdma_proc 7", b_proc7, C_ONE, 0, 0 },
 	{ "msgp", "RDMA_MSGP (obsolete in v1)", b_msgp, C_ONE, 0, 0 },
 	{ "done", "RDMA_DONE (obsolete in v1)", b_done, C_ONE, 0, 0 },
@@ -1417,6 +1525,8 @@ static const struct ccase cases[] = {
 	  b_write_many_segs, C_ONE, MANYCHUNKSZ, 0 },
 	{ "reply-many-segs", "NFSv4 READ of 64 KiB, its Reply in a Reply chunk of 240 segments",
 	  b_reply_many_segs, C_ONE, MANYCHUNKSZ, 0 },
+	{ "v2-cant-reply", "version 2 NFSv4 READ of 60 KiB into a Write chunk of 512 bytes",
+	  b_v2_cant_reply, C_ONE, MANYCHUNKSZ, 0 },
 };
 #define NCASES (sizeof(cases) / sizeof(cases[0]))
 
@@ -1469,6 +1579,13 @@ static void parse_answer(struct cconn *c, const uint8_t *p, unsigned int len, ui
 			a->kind = A_BAD;
 			snprintf(a->why, sizeof(a->why), "ERR_VERS without low and high");
 		}
+		/* Version 2's RDMA2_ERR_CANT_REPLY (3) has three words. */
+		if (a->vers == 2 && a->err == 3 &&
+		    (get32(p, len, &o, &a->cant[0]) || get32(p, len, &o, &a->cant[1]) ||
+		     get32(p, len, &o, &a->cant[2]))) {
+			a->kind = A_BAD;
+			snprintf(a->why, sizeof(a->why), "RDMA2_ERR_CANT_REPLY cut short");
+		}
 		return;
 	}
 	if (a->proc != RDMA_MSG && a->proc != RDMA_NOMSG) {
@@ -1477,6 +1594,12 @@ static void parse_answer(struct cconn *c, const uint8_t *p, unsigned int len, ui
 		return;
 	}
 	a->kind = A_REPLY;
+	/* Version 2: rdma_direction (REPLY) and rdma_inv_handle first. */
+	if (a->vers == 2 && (get32(p, len, &o, &d) || d != 1 || get32(p, len, &o, &d))) {
+		snprintf(a->why, sizeof(a->why), "version 2 reply not in the REPLY direction");
+		a->kind = A_BAD;
+		return;
+	}
 	/* A Reply carries no Read list; Write chunks are counted segments. */
 	if (get32(p, len, &o, &d) || d) {
 		snprintf(a->why, sizeof(a->why), "read list in a reply");
@@ -1645,6 +1768,8 @@ static void print_answer(const char *label, const struct answer *a, uint32_t xid
 		printf(" %shvers=%u", pre, a->vers);
 	if (a->kind == A_ERR_OTHER)
 		printf(" %serr=%u", pre, a->err);
+	if (a->kind == A_ERR_OTHER && a->vers == 2 && a->err == 3)
+		printf(" %scant=%u,%u,%u", pre, a->cant[0], a->cant[1], a->cant[2]);
 	if (a->kind == A_REPLY) {
 		printf(" %srpc=%s %svia=%s %swchunks=%u %swbytes=%u %srchunk=", pre,
 		       a->rpc_ok ? "ok" : "bad", pre, a->via_chunk ? "reply-chunk" : "inline",

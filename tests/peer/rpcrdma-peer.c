@@ -388,6 +388,27 @@ static void on_call(struct conn *c, unsigned int i, unsigned int len)
 
 	if (c->l->mode == SILENT)
 		return;
+	if (vers != 1) {
+		/*
+		 * As a version 1 Responder must (RFC 8166 section 4.5): ERR_VERS
+		 * 1..1 with rdma_vers echoed. rpcrdma_rs's version 2 probe then
+		 * goes again as version 1, which the mode answers.
+		 */
+		if (c->sends_out >= NBUF)
+			return;
+		slot = c->next_send++ % NBUF;
+		r = send_buf(c, slot);
+		s = 0;
+		put32(r, &s, xid);
+		put32(r, &s, vers);
+		put32(r, &s, credits < 1 ? 1 : credits > NBUF ? NBUF : credits);
+		put32(r, &s, RDMA_ERROR);
+		put32(r, &s, RDMA_ERR_VERS);
+		put32(r, &s, 1);
+		put32(r, &s, 1);
+		post_send_buf(c, slot, s);
+		return;
+	}
 	if (c->l->mode == BCALL)
 		send_bcalls(c, xid);
 	if (c->sends_out >= NBUF) {

@@ -16,6 +16,7 @@ mount_io() {
     tag=v$1-$2
     check "mount_$tag" nfs_mount || return
     check "transport_in_use_$tag" transport_in_use
+    [ -z "${RR_SRV:-}" ] || check "rdma_version_$tag" rdma_version
     check "write_read_back_${size}MiB_$tag" write_read_back
     check "create_list_${files}_files_$tag" many_files
     # NFSv4.1 and 4.2 have delegations: one recalled over the backchannel
@@ -24,6 +25,30 @@ mount_io() {
     [ "$1" = 3 ] || check "recall_$tag" one "recall-$tag"
     rm -f "/mnt/recall-$tag" /mnt/.recall
     check "umount_$tag" umount /mnt
+}
+
+# Issue 29, with our client (rr.srv names the server): the mount's
+# RPC-over-RDMA version, from its transport's debugfs rdma_version: 2 with
+# our server, 1 with rpcrdma.ko's, which refuses the version 2 probe; the
+# fallback costs no reconnect (the connect count of mountstats' xprt line
+# stays 1) and no RPC (the mount and its I/O work).
+rdma_version() {
+    want=1
+    [ "$RR_SRV" = rs ] && want=2
+    mount -t debugfs none /sys/kernel/debug 2>/dev/null
+    got=$(cat /sys/kernel/debug/sunrpc/rpc_xprt/*/rdma_version 2>/dev/null | sort -u | tr '\n' ' ')
+    connects=$(xprt_count 3)
+    note "RPC-over-RDMA version(s) of the client's transports: ${got:-none} (want $want); connects $connects"
+    [ "$got" = "$want " ] && [ "$connects" = 1 ]
+}
+
+# Issue 29: rpcrdma.ko's server is probed once per address (IPv4 and
+# IPv6) in the whole boot, however many mounts and connections follow;
+# ours never refuses.
+probed_once() {
+    n=$(dmesg | grep -c 'speaks RPC-over-RDMA version 1$')
+    note "version 2 refused and version 1 settled $n times"
+    if [ "$RR_SRV" = rs ]; then [ "$n" = 0 ]; else [ "$n" = 2 ]; fi
 }
 
 write_read_back() {
@@ -130,6 +155,15 @@ server_counters() {
         [ "$(sfield "$answer" write)" -gt "$r_write" ]
 }
 
+# Issue 29: our server counts the version 2 Calls our client sends, and
+# answers each in version 2.
+server_v2_calls() {
+    sysctl_ask stats || return 1
+    calls=$(sfield "$answer" calls_v2) replies=$(sfield "$answer" replies_v2)
+    note "server: ${calls:-no} version 2 Calls, ${replies:-no} version 2 Replies"
+    [ "${calls:-0}" -gt 0 ] && [ "${replies:-0}" -gt 0 ]
+}
+
 # rr.wire=1: the RoCEv2 packets of one whole connection (CM handshake,
 # mount, 64 KiB written and read back, unmount) captured by tcpdump and
 # sent to the host, where tools/rdma-wire decodes them and asserts Calls
@@ -172,11 +206,13 @@ if check sysctl_mount nfs_mount; then
     check server_sysctl_tables_asked sysctl_ask tables
     check server_sysctl_max_requests_credits server_credits
     check server_sysctl_counters server_counters
+    [ "${RR_SRV:-}" != rs ] || check server_version_2_calls server_v2_calls
     check sysctl_umount umount /mnt
 fi
 for m in 4.2:rdma 4.1:rdma 3:rdma 4.2:rdma6 4.1:rdma6 3:rdma6; do
     mount_io "${m%%:*}" "${m#*:}"
 done
+[ -z "${RR_SRV:-}" ] || check rdma_version_probed_once probed_once
 # Ask the server to unload its transport once we are gone, and wait until
 # it did (server.sh teardown; its results come on its own channel, and it
 # publishes when it is done).

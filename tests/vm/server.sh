@@ -354,6 +354,11 @@ svc_stats() {
     for c in read recv write sq_starve; do
         printf '%s=%s ' $c "$(sysctl -n sunrpc.svc_rdma.rdma_stat_$c)"
     done
+    # rpcrdma_rs's RPC-over-RDMA version 2 Calls and Replies (issue 29).
+    for c in calls_v2 replies_v2; do
+        f=/sys/kernel/debug/rpcrdma_rs_server/$c
+        [ ! -f $f ] || printf '%s=%s ' $c "$(cat $f)"
+    done
 }
 
 # sysctl_req REQUEST: matrix.sh's server checks of the sysctls (issue 28),

@@ -27,6 +27,17 @@
 # control or sends garbage is disconnected, or served.
 #
 #   good-*            the peer works: a well-formed Reply (rpc=ok)
+#   vers-2, v2-*      version 2 (issue 29): rpcrdma.ko answers ERR_VERS 1..1
+#                     to all; rs speaks it: a NULL Call served in version
+#                     2, RDMA2_ERR_INVAL_PROC, RDMA2_ERR_INVAL_OPTION,
+#                     RDMA2_ERR_BAD_XDR (vers-2, a version 1 header under
+#                     rdma_vers 2, does not parse as version 2), all with
+#                     rdma_vers 2; a Call whose rdma_direction is REPLY is
+#                     dropped, as every malformed Reply; an NFSv4 READ of
+#                     60 KiB into a 512-byte Write chunk gets
+#                     RDMA2_ERR_CANT_REPLY, processed, naming the short
+#                     segment and the bytes it needs. Its ERR_VERS reports
+#                     versions 1 to 2
 #   done, client-error  rpcrdma.ko drops them (svc_rdma_xdr_decode_req
 #                     out_drop) *; the connection must stay and serve
 #   short-27, short-24, short-12  shorter than the fixed header (28
@@ -119,8 +130,13 @@ EXPECT='
 good-null           reply                 reply
 good-pzrc           reply                 reply
 good-reply-chunk    reply                 reply
-vers-2              err-vers              err-vers
+vers-2              err-vers              err-chunk
 vers-7              err-vers              err-vers
+v2-null             err-vers              reply
+v2-proc-unknown     err-vers              err-other
+v2-option           err-vers              err-other
+v2-direction        err-vers              nothing
+v2-bad-xdr          err-vers              err-chunk
 proc-unknown        err-chunk             err-chunk
 msgp                err-chunk             err-chunk
 done                nothing               nothing|err-chunk
@@ -163,6 +179,7 @@ pzrc-zero-bytes     disconnect            err-chunk|nothing
 abandon-connect     reply                 reply
 write-many-segs     reply                 reply
 reply-many-segs     reply                 reply
+v2-cant-reply       err-vers              err-other
 '
 # Cases without an XID to echo.
 NO_XID="short-2 empty"
@@ -210,9 +227,12 @@ case_ok() {
     *"|$got|"*) ;;
     *) echo "$1: $got, want $want (server $svc)"; return 1 ;;
     esac
+    # rpcrdma.ko speaks version 1, rs versions 1 and 2 (issue 29).
+    vers=1-1
+    [ "$svc" = c ] || vers=1-2
     case $got in
     err-vers)
-        [ "$(field "$line" vers)" = 1-1 ] || { echo "ERR_VERS not 1-1"; return 1; } ;;
+        [ "$(field "$line" vers)" = $vers ] || { echo "ERR_VERS not $vers"; return 1; } ;;
     reply)
         if [ "$1" != credit-burst ] && [ "$1" != xid-mismatch ]; then
             [ "$(field "$line" rpc)" = ok ] || { echo "malformed RPC Reply"; return 1; }
@@ -236,6 +256,7 @@ case_ok() {
         esac ;;
     esac
     [ "$svc" = c ] || no_stale "$1" "$line" || return 1
+    [ "$svc" = c ] || v2_ok "$1" "$line" || return 1
     [ "$svc" = c ] || echoes_ok "$1" "$line" || return 1
     many_segs_ok "$1" "$line" || return 1
     probe=$(field "$line" then)
@@ -245,6 +266,26 @@ case_ok() {
     esac
     [ "$got" != nothing ] || [ "$probe" = reply ] ||
         { echo "$1 dropped, but the connection did not serve after it ($probe)"; return 1; }
+}
+
+# v2_ok CASE LINE: rs answers a version 2 message in version 2 (the
+# draft's Transport Errors: rdma_vers copied): RDMA2_ERR_INVAL_PROC (4)
+# for an unknown rdma_proc, RDMA2_ERR_INVAL_OPTION (5) for an unknown
+# rdma_opttype, RDMA2_ERR_BAD_XDR (2, ERR_CHUNK's code) for bad XDR.
+v2_ok() {
+    case $1 in v2-* | vers-2) ;; *) return 0 ;; esac
+    case $(field "$2" result) in
+    err-* | reply) [ "$(field "$2" hvers)" = 2 ] || [ "$(field "$2" result)" = reply ] ||
+        { echo "$1: answered in version $(field "$2" hvers), not 2"; return 1; } ;;
+    esac
+    case $1 in
+    v2-proc-unknown) [ "$(field "$2" err)" = 4 ] || { echo "$1: error $(field "$2" err), want 4 (RDMA2_ERR_INVAL_PROC)"; return 1; } ;;
+    v2-option) [ "$(field "$2" err)" = 5 ] || { echo "$1: error $(field "$2" err), want 5 (RDMA2_ERR_INVAL_OPTION)"; return 1; } ;;
+    # Processed; the second segment of the Write chunk is short: it needs
+    # the 61440-byte READ less the first segment's 256 bytes.
+    v2-cant-reply) [ "$(field "$2" err)" = 3 ] && [ "$(field "$2" cant)" = 1,2,61184 ] ||
+        { echo "$1: error $(field "$2" err) $(field "$2" cant), want 3 (RDMA2_ERR_CANT_REPLY) 1,2,61184"; return 1; } ;;
+    esac
 }
 
 # many_segs_ok CASE LINE: an answer to write-many-segs or reply-many-segs

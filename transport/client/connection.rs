@@ -20,7 +20,7 @@ use kernel::prelude::*;
 use kernel::sync::atomic::{Acquire, Atomic, Full, Relaxed, Release};
 use kernel::sync::{new_condvar, new_spinlock, Arc, CondVar, CondVarTimeoutResult, SpinLock};
 
-use super::placement::Checked;
+use super::placement::Verdict;
 use super::state::{RdmaXprt, XprtState};
 use super::Config;
 use crate::params;
@@ -508,8 +508,8 @@ impl Drop for Ep {
 pub(crate) struct Pending {
     /// The request, pinned.
     pub(crate) rqst: PinnedRqst,
-    /// The Reply as checked on arrival; `None` fails the RPC.
-    pub(crate) reply: Option<Checked>,
+    /// The Reply as checked on arrival, or what the RPC does instead.
+    pub(crate) reply: Verdict,
     /// The Receive buffer holding it, while it waits for a Send.
     pub(crate) buf: Option<ParkedRecv>,
 }

@@ -17,6 +17,7 @@ use super::send::SendError;
 use super::state::RdmaXprt;
 use crate::proto::backchannel::{self, CLIENT_SLOTS};
 use crate::proto::chunk::{ChunkSlices, ReadSegment, Segment};
+use crate::proto::negotiate;
 use crate::proto::plan::{self, CallPlan};
 use crate::rdma::{FrwrList, HeldPages};
 use crate::sunrpc::{trace, Buf, ForwardCall, PageList, SendRqst, XprtLocked};
@@ -55,8 +56,14 @@ pub(super) fn send_request(
     st.forget_mrs();
     st.offered_write.store(u32::MAX, Relaxed);
     st.offered_reply.store(u32::MAX, Relaxed);
+    let Some((version, inline)) = negotiate::call_thresholds(rx.version_send(xid), ep.inline())
+    else {
+        // The version 2 probe is out: try again shortly (sunrpc waits a
+        // quarter second on ENOBUFS).
+        return ENOBUFS.to_errno();
+    };
     let (rpc, call_buf, reply_buf) = rpc_shape(rqst);
-    let mut conn = plan::Connection::new(ep.inline(), &ep.limits);
+    let mut conn = plan::Connection::new(inline, &ep.limits);
     // A Call within the inline threshold always fits the Send buffer, so
     // the SGE limit only decides whether its pages are mapped or copied
     // (`plan::send_layout`), never whether it goes inline.
@@ -75,6 +82,7 @@ pub(super) fn send_request(
     let stats = &rx.stats;
     // The sender's, under XPRT_LOCKED.
     let Some(mut page_guard) = ep.page_list.try_borrow_mut() else {
+        rx.version_unsent(xid);
         return EIO.to_errno();
     };
     let page_list: &mut PageList = &mut page_guard;
@@ -132,6 +140,7 @@ pub(super) fn send_request(
         }
         rx.stats.failed_marshal_count.add(1);
         trace::xprtrdma_marshal_failed(|| rqst.trace_task(), EIO.to_errno());
+        rx.version_unsent(xid);
         return EIO.to_errno();
     }
     let write_list: [&[Segment]; 1] = [writes.get(..nwrites).unwrap_or(&[])];
@@ -186,7 +195,7 @@ pub(super) fn send_request(
     // come before `send` returns.
     let hold = |held| st.hold_mrs(held);
     let sent = ep.send(pool, held, hold, mapped, rqst, |buf| {
-        let hdr = encode_call_header(buf, xid, credits, nomsg, chunks)?;
+        let hdr = encode_call_header(buf, xid, credits, nomsg, chunks, version)?;
         let xdr = [snd.head_len(), snd.page_len(), snd.tail_len()];
         trace::xprtrdma_marshal(|| rqst.trace_task(), hdr as u32, xdr, rtype, wtype);
         let mut at = hdr;
@@ -229,6 +238,7 @@ pub(super) fn send_request(
         Err(SendError::TooBig) => {
             rx.stats.failed_marshal_count.add(1);
             rwarn!("call of {} bytes exceeds the inline threshold\n", snd_len);
+            rx.version_unsent(xid);
             return EMSGSIZE.to_errno();
         }
         Err(SendError::Post) => {

@@ -53,14 +53,16 @@ mod receive;
 mod request;
 mod send;
 mod state;
+mod version;
 mod xprt;
 
 use kernel::prelude::*;
 
 use crate::proto::chunk::ChunkSlices;
-use crate::proto::header::FixedHeader;
+use crate::proto::header::{FixedHeader, MsgType};
+use crate::proto::negotiate::{self, Version};
 use crate::proto::reply::{self, Dropped, Inbound};
-use crate::proto::v1;
+use crate::proto::{v1, v2};
 
 pub(crate) use super::Counter;
 pub(crate) use class::{Registration, IDENT};
@@ -165,6 +167,9 @@ pub(crate) struct Stats {
     /// Send With Invalidate of a key that was not the RPC's: the
     /// connection was closed. Not a mountstats column.
     pub(crate) bad_remote_inv: Counter,
+    /// The connection's RPC-over-RDMA version, 0 while it is probed. Not
+    /// a mountstats column: in debugfs (`rdma_version`).
+    pub(crate) rdma_version: Counter,
 }
 
 /// What the transport does with a received message: the protocol's
@@ -203,19 +208,34 @@ pub(crate) fn classify_received<'a>(msg: &'a [u8], stats: &Stats, max_credits: u
 }
 
 /// Writes the header for the Call with `xid` (as in `rq_xid`) into `buf`,
-/// asking for `credits`; RDMA_NOMSG when `nomsg`. Returns its length.
+/// asking for `credits`, in `version`; RDMA_NOMSG when `nomsg`. Returns
+/// its length.
 pub(crate) fn encode_call_header(
     buf: &mut [u8],
     xid: u32,
     credits: u32,
     nomsg: bool,
     chunks: ChunkSlices<'_>,
+    version: Version,
 ) -> Option<usize> {
     let fixed = FixedHeader {
         xid: u32::from_be(xid),
-        vers: v1::VERSION,
+        vers: version.number(),
         credits,
     };
+    if version == Version::V2 {
+        let chunks = v2::Chunks {
+            direction: MsgType::Call,
+            inv_handle: negotiate::inv_handle(&chunks),
+            lists: chunks,
+        };
+        let msg = if nomsg {
+            v2::Message::Nomsg(chunks)
+        } else {
+            v2::Message::Msg(chunks)
+        };
+        return v2::encode(buf, &fixed, &msg).ok();
+    }
     let msg = if nomsg {
         v1::Message::Nomsg(chunks)
     } else {
@@ -232,9 +252,15 @@ mod tests {
     fn call_header_round_trips() {
         let mut buf = [0u8; 64];
         let xid = 0x1234_5678u32.to_be();
-        let n = encode_call_header(&mut buf, xid, DEF_SLOTS, false, ChunkSlices::NONE).unwrap_or(0);
+        let none = ChunkSlices::NONE;
+        let n = encode_call_header(&mut buf, xid, DEF_SLOTS, false, none, Version::V1).unwrap_or(0);
         assert_eq!(n, 28);
         assert_eq!(&buf[..4], &[0x12, 0x34, 0x56, 0x78]);
+        // Version 2: direction CALL and rdma_inv_handle (none) more.
+        let n = encode_call_header(&mut buf, xid, DEF_SLOTS, false, none, Version::V2).unwrap_or(0);
+        assert_eq!(n, 36);
+        assert_eq!(&buf[4..8], &[0, 0, 0, 2]);
+        assert_eq!(&buf[16..24], &[0; 8]);
     }
 
     fn words<const N: usize>(w: [u32; N]) -> KVec<u8> {

@@ -25,6 +25,18 @@ pub(crate) struct Checked {
     len: u16,
 }
 
+/// What a received Reply does to its RPC, decided when it arrives.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Verdict {
+    /// Complete it with the Reply, placed as checked.
+    Place(Checked),
+    /// Fail it with EIO.
+    Fail,
+    /// The server refused the version 2 probe (ERR_VERS): send the RPC
+    /// again, as version 1, on the same connection.
+    Resend,
+}
+
 impl RdmaXprt {
     /// Checks a Reply's chunk lists against what its RPC offered; `msg`
     /// is the message received, `body` its decoded body. `None`: the Reply
@@ -61,7 +73,15 @@ impl RdmaXprt {
     /// Places a Reply, as [`RdmaXprt::check_reply`] found it in the
     /// Receive buffer `buf`, in the request's receive buffer and completes
     /// the RPC.
-    pub(super) fn complete(&self, mut rqst: PinnedRqst, reply: Option<Checked>, buf: &[u8]) {
+    pub(super) fn complete(&self, mut rqst: PinnedRqst, reply: Verdict, buf: &[u8]) {
+        let reply = match reply {
+            Verdict::Place(checked) => Some(checked),
+            Verdict::Fail => None,
+            Verdict::Resend => {
+                rqst.complete_resend();
+                return;
+            }
+        };
         let result = reply.ok_or(EIO).and_then(|checked| {
             let at = usize::from(checked.at);
             let payload = buf.get(at..at + usize::from(checked.len)).ok_or(EIO)?;

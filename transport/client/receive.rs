@@ -9,9 +9,11 @@ use kernel::sync::barrier::{smp_mb, Full as Barrier};
 
 use super::classify_received;
 use super::connection::{Pending, Receiver, RecvState, RpcMrs, Sender, Shared};
+use super::placement::Verdict;
 use super::request::MAX_RPC_MRS;
 use super::state::RdmaXprt;
 use crate::params;
+use crate::proto::negotiate::Action;
 use crate::proto::plan;
 use crate::proto::reply::{Inbound, ReplyBody};
 use crate::rdma::{RecvOwner, RecvRing, RecvToken, Wc};
@@ -137,12 +139,18 @@ impl RdmaXprt {
         crate::sunrpc::PinnedRqst,
         &'a super::request::ReqState,
         u32,
-        Option<super::placement::Checked>,
+        Verdict,
     )> {
         // A backward Call is routed before anything reads credits: its
         // grant is the backchannel's, not the forward window's.
-        let (xid, credits, body) = match classify_received(msg, &self.stats, self.cfg.slots) {
-            Inbound::Reply { xid, credits, body } => (xid, credits, body),
+        let (xid, credits, body, answer) = match classify_received(msg, &self.stats, self.cfg.slots)
+        {
+            Inbound::Reply {
+                xid,
+                credits,
+                body,
+                answer,
+            } => (xid, credits, body, answer),
             Inbound::BackwardCall(call) => {
                 // Copied out: the buffer is reposted at once.
                 self.backward_call(shared, &call);
@@ -151,14 +159,17 @@ impl RdmaXprt {
             Inbound::Dropped(_) => return None,
         };
         // `rq_xid` holds the XID as it is on the wire.
-        let xid = xid.to_be();
-        let Some((rqst, st)) = self.lookup(xid) else {
-            rdebug!("reply for unknown xid {:#x}\n", u32::from_be(xid));
+        let Some((rqst, st)) = self.lookup(xid.to_be()) else {
+            rdebug!("reply for unknown xid {:#x}\n", xid);
             return None;
         };
+        if matches!(self.version_answer(xid, answer), Action::ResendAsV1 { .. }) {
+            return Some((rqst, st, credits, Verdict::Resend));
+        }
         let reply = body
             .ok()
-            .and_then(|body: ReplyBody<'_>| self.check_reply(msg, body, st));
+            .and_then(|body: ReplyBody<'_>| self.check_reply(msg, body, st))
+            .map_or(Verdict::Fail, Verdict::Place);
         Some((rqst, st, credits, reply))
     }
 

@@ -10,9 +10,11 @@ use core::ffi::c_ulong;
 
 use kernel::prelude::*;
 use kernel::sync::atomic::{Acquire, Atomic, Relaxed, Release};
+use kernel::sync::{new_spinlock, SpinLock};
 
 use super::{Config, Stats};
 use crate::proto::backchannel;
+use crate::proto::negotiate::Negotiator;
 use crate::proto::pvt::InlineThresholds;
 use crate::sunrpc::{hz, ClientXprt, WaitQueue, BC_BUF};
 use crate::sys;
@@ -47,6 +49,12 @@ pub(crate) struct XprtState {
     pub(super) fence_wq: WaitQueue,
     /// The backchannel's negotiated thresholds and debugfs state.
     pub(super) bc: Backchannel,
+    /// The RPC-over-RDMA version of the current connection
+    /// (`version.rs`).
+    #[pin]
+    pub(super) neg: SpinLock<Negotiator>,
+    /// `rdma_version` is in debugfs.
+    pub(super) version_published: Atomic<bool>,
 }
 
 /// Our transport: sunrpc's `rpc_xprt` with [`XprtState`] behind it; its
@@ -66,6 +74,8 @@ impl XprtState {
             gone_gen: Atomic::new(0),
             fence_wq <- WaitQueue::new(),
             bc: Backchannel::new(),
+            neg <- new_spinlock!(Negotiator::v1_only()),
+            version_published: Atomic::new(false),
         })
     }
 }

@@ -36,6 +36,7 @@ pub(super) fn connect(rx: &RdmaXprt, locked: &XprtLocked<'_>) -> c_ulong {
 /// The connect worker, with the `XPRT_LOCKED` that `connect` handed it;
 /// the status for the tasks waiting for the connection.
 pub(super) fn connect_worker(rx: &RdmaXprt, locked: &mut XprtLocked<'_>) -> c_int {
+    rx.version_lost();
     rx.teardown(locked);
     locked.clear_connected();
     rx.reset_cwnd();
@@ -61,6 +62,8 @@ pub(super) fn connect_worker(rx: &RdmaXprt, locked: &mut XprtLocked<'_>) -> c_in
         }
         Ok(ep) => {
             let ep_inline = ep.inline();
+            // Before any Call can see the new connection.
+            rx.version_connected();
             drop(rx.replace_conn(locked, Some(ep)));
             rx.backoff.store(false, Relaxed);
             locked.connected();

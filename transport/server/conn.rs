@@ -35,6 +35,10 @@ pub(crate) struct ConnStats {
     pub(crate) calls: Counter,
     /// Replies sent.
     pub(crate) replies: Counter,
+    /// Version 2 Calls received and Replies sent: the negotiated version,
+    /// seen from the server.
+    pub(crate) v2_calls: Counter,
+    pub(crate) v2_replies: Counter,
     /// RDMA Reads posted (a Read segment, or the part of one between two
     /// positions), Write chunks and Reply chunks pushed.
     pub(crate) read_segments: Counter,
@@ -63,7 +67,7 @@ pub(crate) struct ConnStats {
 impl ConnStats {
     /// The counters' files: name and field.
     #[allow(clippy::type_complexity)]
-    pub(crate) const FILES: [(&'static CStr, fn(&ConnStats) -> &Counter); 17] = [
+    pub(crate) const FILES: [(&'static CStr, fn(&ConnStats) -> &Counter); 19] = [
         (c"backchannel_calls", |s| &s.bc_calls),
         (c"backchannel_replies", |s| &s.bc_replies),
         (c"backchannel_failures", |s| &s.bc_failures),
@@ -71,6 +75,8 @@ impl ConnStats {
         (c"connections_closed", |s| &s.closed),
         (c"calls", |s| &s.calls),
         (c"replies", |s| &s.replies),
+        (c"calls_v2", |s| &s.v2_calls),
+        (c"replies_v2", |s| &s.v2_replies),
         (c"read_segments", |s| &s.read_segments),
         (c"write_chunks", |s| &s.write_chunks),
         (c"reply_chunks", |s| &s.reply_chunks),
@@ -89,6 +95,8 @@ impl ConnStats {
             closed: Counter::new(),
             calls: Counter::new(),
             replies: Counter::new(),
+            v2_calls: Counter::new(),
+            v2_replies: Counter::new(),
             read_segments: Counter::new(),
             write_chunks: Counter::new(),
             reply_chunks: Counter::new(),

@@ -21,8 +21,8 @@ use super::conn::SvcConn;
 use super::{backchannel, send};
 use crate::proto::error::DecodeError;
 use crate::proto::limits::Limits;
-use crate::proto::responder::{self, Call, Cause, DropReason, Piece, Received, Refusal};
-use crate::proto::v1::RdmaError;
+use crate::proto::responder::{self, Call, Cause, DropReason, ErrorBody, Piece, Received, Refusal};
+use crate::proto::v2;
 use crate::rdma::{PostError, Recv, RecvBuf};
 use crate::sunrpc::{trace, HeldBytes, SvcRqst, SvcStat, XptFlag};
 
@@ -113,6 +113,9 @@ pub(super) fn recvfrom(conn: &SvcConn, rqst: &mut SvcRqst<'_>) -> i32 {
         conn.close();
         return 0;
     };
+    if call.vers == v2::VERSION {
+        conn.count(|s| &s.v2_calls, 1);
+    }
     let xid = call.xid;
     let inline = call.inline.len();
     let nomsg = call.nomsg;
@@ -188,8 +191,8 @@ fn reads_done(conn: &SvcConn, mut buf: Buf<'_>, rqst: &mut SvcRqst<'_>) -> i32 {
             rqst.set_ctxt(buf.into_ctxt());
             handed_over(conn, rqst, len)
         }
-        Err((xid, error)) => {
-            send::error(conn, xid, crate::proto::v1::VERSION, error);
+        Err((xid, vers, error)) => {
+            send::error(conn, xid, vers, error);
             conn.repost(buf);
             0
         }
@@ -224,6 +227,7 @@ fn call_of<'a>(
 /// is refused with ERR_CHUNK when the chunks are at fault, or closes the
 /// connection (RFC 8166 §4.5.4: a Responder that cannot answer closes).
 fn pull(conn: &SvcConn, mut buf: Buf<'_>, rqst: &mut SvcRqst<'_>, xid: u32) -> i32 {
+    let vers = buf.state().call.vers();
     let room = u32::try_from(rqst.arg_room()).unwrap_or(u32::MAX);
     let res = prepare(&mut buf, rqst, room);
     let wrs = match res {
@@ -234,7 +238,7 @@ fn pull(conn: &SvcConn, mut buf: Buf<'_>, rqst: &mut SvcRqst<'_>, xid: u32) -> i
         Err(e) => {
             match e {
                 Some(error) => {
-                    send::error(conn, xid, crate::proto::v1::VERSION, error);
+                    send::error(conn, xid, vers, error);
                     conn.repost(buf);
                 }
                 None => {
@@ -262,7 +266,8 @@ fn pull(conn: &SvcConn, mut buf: Buf<'_>, rqst: &mut SvcRqst<'_>, xid: u32) -> i
                 xid,
                 conn.rw_room
             );
-            send::error(conn, xid, crate::proto::v1::VERSION, RdmaError::Chunk);
+            let error = Cause::Header(crate::proto::error::DecodeError::TooManySegments);
+            send::error(conn, xid, vers, error.answer(vers));
             conn.repost(buf);
         }
         return 0;
@@ -295,7 +300,7 @@ fn prepare(
     buf: &mut Buf<'_>,
     rqst: &mut SvcRqst<'_>,
     room: u32,
-) -> Result<Option<u32>, Option<RdmaError>> {
+) -> Result<Option<u32>, Option<ErrorBody>> {
     let (bytes, state, mut reads) = buf.reads().map_err(|_| None)?;
     let call = state.call.call(bytes).ok_or(None)?;
     let asm = responder::assemble(&call, room).map_err(|cause| {
@@ -304,7 +309,7 @@ fn prepare(
             cause,
             call.xid
         );
-        Some(RdmaError::from(cause))
+        Some(cause.answer(call.vers))
     })?;
     if !asm.clone().any(|p| matches!(p, Piece::Read { .. })) {
         return Ok(None);
@@ -348,13 +353,22 @@ fn assemble(
     conn: &SvcConn,
     buf: &mut Buf<'_>,
     rqst: &mut SvcRqst<'_>,
-) -> Result<usize, (u32, RdmaError)> {
+) -> Result<usize, (u32, u32, ErrorBody)> {
     let Some((call, rw, state)) = call_of(buf) else {
         conn.close();
-        return Err((0, RdmaError::Chunk));
+        let error = Cause::Header(crate::proto::error::DecodeError::Truncated);
+        return Err((
+            0,
+            crate::proto::v1::VERSION,
+            error.answer(crate::proto::v1::VERSION),
+        ));
     };
-    let xid = call.xid;
-    let err = |_| (xid, RdmaError::Chunk);
+    let (xid, vers) = (call.xid, call.vers);
+    // A failure to put the Call together: ERR_CHUNK, RDMA2_ERR_BAD_XDR.
+    let err = |_| {
+        let cause = Cause::Header(crate::proto::error::DecodeError::Truncated);
+        (xid, vers, cause.answer(vers))
+    };
     rw.unmap();
     conn.count(|s| &s.read_segments, state.segments);
     SvcStat::READ.add(state.segments);
@@ -366,7 +380,7 @@ fn assemble(
     // As when the Reads were posted: same Call, same room.
     let asm = responder::assemble(&call, room).map_err(|cause| {
         rwarn!("server: refused a Call ({:?}), xid {:#x}\n", cause, xid);
-        (xid, RdmaError::from(cause))
+        (xid, vers, cause.answer(vers))
     })?;
     let total = asm.total_len() as usize;
     for piece in asm {

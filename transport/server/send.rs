@@ -12,8 +12,8 @@ use super::backchannel::BC_SLOTS;
 use super::conn::SvcConn;
 use crate::proto::chunk::ChunkSlices;
 use crate::proto::header::FixedHeader;
-use crate::proto::responder::{self, ReplyPlan, ReplyShape};
-use crate::proto::v1::{self, RdmaError};
+use crate::proto::responder::{self, ErrorBody, ReplyPlan, ReplyShape};
+use crate::proto::{v1, v2};
 use crate::rdma::RecvBuf;
 use crate::sunrpc::{trace, Ctxt, HeldBytes, SendRqst, SvcRqst, SvcStat, XptFlag};
 
@@ -46,7 +46,7 @@ fn answer(conn: &SvcConn, rqst: &mut SvcRqst<'_>, buf: &mut RecvBuf<'_, SvcConn>
         len: rqst.res().len(),
         payloads: state.payloads,
     };
-    let plan = match responder::plan_reply(&call.chunks, shape, conn.inline_send) {
+    let plan = match responder::plan_call_reply(&call, shape, conn.inline_send) {
         Ok(plan) => plan,
         Err(cause) => {
             rwarn!(
@@ -55,7 +55,7 @@ fn answer(conn: &SvcConn, rqst: &mut SvcRqst<'_>, buf: &mut RecvBuf<'_, SvcConn>
                 cause,
                 call.xid
             );
-            error(conn, call.xid, v1::VERSION, cause.into());
+            error(conn, call.xid, call.vers, cause.answer(call.vers));
             return 0;
         }
     };
@@ -70,9 +70,14 @@ fn answer(conn: &SvcConn, rqst: &mut SvcRqst<'_>, buf: &mut RecvBuf<'_, SvcConn>
             "inline"
         }
     );
-    let invalidate = responder::invalidate_handle(&call.chunks, conn.remote_inv);
+    let invalidate = responder::call_invalidate_handle(&call, conn.remote_inv);
     match reply(conn, rqst, call.xid, &plan, invalidate) {
-        Ok(()) => 0,
+        Ok(()) => {
+            if call.vers == v2::VERSION {
+                conn.count(|s| &s.v2_replies, 1);
+            }
+            0
+        }
         Err(e) => {
             trace::svcrdma_send_err(conn.xprt().remote(), call.xid, e);
             rwarn!(
@@ -206,10 +211,11 @@ pub(super) fn backward_call(conn: &SvcConn, rqst: &SendRqst<'_>) -> Result {
     res
 }
 
-/// Answers `xid` with RDMA_ERROR (RFC 8166 §4.5), in header version `vers`.
-pub(super) fn error(conn: &SvcConn, xid: u32, vers: u32, err: RdmaError) {
+/// Answers `xid` with RDMA_ERROR (RFC 8166 §4.5; RDMA2_ERROR for a
+/// version 2 `err`), in header version `vers`.
+pub(super) fn error(conn: &SvcConn, xid: u32, vers: u32, err: ErrorBody) {
     conn.count(|s| &s.errors_sent, 1);
-    trace::svcrdma_err(matches!(err, RdmaError::Vers { .. }), xid);
+    trace::svcrdma_err(err.is_vers(), xid);
     let Ok(mut slot) = conn.get_send() else {
         return;
     };

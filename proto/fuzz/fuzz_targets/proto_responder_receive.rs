@@ -1,13 +1,13 @@
 //! The Responder's path for every received Call on arbitrary bytes:
 //! `receive`, the Call found again where it lies, then `assemble` and
-//! `plan_reply`. No panic; the same Call found again; pieces contiguous
+//! `plan_call_reply`. No panic; the same Call found again; pieces contiguous
 //! and within the limit; every Reply byte sent once, by Write or inline;
 //! headers the size announced.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use rpcrdma_proto::limits::Limits;
-use rpcrdma_proto::responder::{assemble, plan_reply, receive, Received, ReplyShape};
+use rpcrdma_proto::responder::{assemble, plan_call_reply, receive, Received, ReplyShape};
 
 fuzz_target!(|data: &[u8]| {
     let Some((knobs, msg)) = data.split_first_chunk::<12>() else {
@@ -47,7 +47,7 @@ fuzz_target!(|data: &[u8]| {
         let at = off.saturating_add(plen).saturating_add(3) & !3;
         shape.payloads[1] = Some((at, len.saturating_sub(at) / 2));
     }
-    let Ok(plan) = plan_reply(&call.chunks, shape, inline_max) else {
+    let Ok(plan) = plan_call_reply(&call, shape, inline_max) else {
         return;
     };
     let mut sent = 0u64;

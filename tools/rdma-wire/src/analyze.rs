@@ -169,6 +169,10 @@ struct ConnState {
     by_handle: HashMap<(IpAddr, u32), Vec<u32>>,
     /// Credits last granted to each Requester.
     granted: HashMap<IpAddr, u32>,
+    /// Requesters whose first Call was seen, and those answered ERR_VERS
+    /// (the version negotiation of draft-cel-nfsv4-rpcrdma-version-two).
+    probed: HashSet<IpAddr>,
+    refused: HashSet<IpAddr>,
 }
 
 impl ConnState {
@@ -833,6 +837,21 @@ impl Analyzer {
                 if inv.is_some() {
                     flags.push("a Call sent with Send With Invalidate".into());
                 }
+                // Version negotiation: the first Call of a connection whose
+                // start was captured is the probe, within version 1's
+                // threshold; after ERR_VERS the Requester speaks a version
+                // the Responder named.
+                let first = st.probed.insert(src) && matches!(conn, Conn::Cm(_));
+                let probe_max = usize::try_from(v1::DEFAULT_INLINE).unwrap_or(usize::MAX);
+                if first && fixed.vers == v2::VERSION && part.wire_len > probe_max {
+                    flags.push(format!(
+                        "version 2 probe of {} bytes exceeds version 1's {probe_max}-byte threshold",
+                        part.wire_len
+                    ));
+                }
+                if fixed.vers == v2::VERSION && st.refused.contains(&src) {
+                    flags.push("a version 2 Call after ERR_VERS on this connection".into());
+                }
                 summary.calls = summary.calls.saturating_add(1);
                 let rec = CallRec {
                     sinks: lists.as_ref().map(sinks_of).unwrap_or_default(),
@@ -852,6 +871,13 @@ impl Analyzer {
             }
             MsgType::Reply => {
                 summary.replies = summary.replies.saturating_add(1);
+                let err_vers = match &h {
+                    Header::V1(h) => matches!(h.body, v1::Body::Error(v1::RdmaError::Vers { .. })),
+                    Header::V2(h) => matches!(h.body, v2::Body::Error(v2::RdmaError::Vers { .. })),
+                };
+                if err_vers {
+                    st.refused.insert(dst);
+                }
                 if !is_error && fixed.credits == 0 {
                     flags.push("Reply grants 0 credits (RFC 8166 §3.3.1)".into());
                 }

@@ -800,3 +800,42 @@ proptest::proptest! {
         let _ = analyze(&pcap(&[send(CLIENT, SERVER, SQP, 1, &msg)]), Options::default()).unwrap();
     }
 }
+
+/// Version negotiation on a connection whose handshake was captured: the
+/// version 2 probe fits 1024 bytes, and after ERR_VERS the client sends
+/// version 1 only.
+#[test]
+fn version_two_probe_and_fallback() {
+    let mut pkts = handshake(CLIENT, SERVER, PVT4K, PVT4K);
+    let small = v2_msg(31, 16, ChunkSlices::NONE, MsgType::Call, 0);
+    pkts.push(send(CLIENT, SERVER, SQP, 1, &small));
+    let mut refusal = vec![0; 64];
+    let fixed = FixedHeader {
+        xid: 31,
+        vers: 2,
+        credits: 16,
+    };
+    let err = v2::RdmaError::Vers { low: 1, high: 1 };
+    let n = v2::encode(&mut refusal, &fixed, &v2::Message::Error(err)).unwrap();
+    refusal.truncate(n);
+    pkts.push(send(SERVER, CLIENT, CQP, 1, &refusal));
+    let resent = v1_msg(31, 16, ChunkSlices::NONE, MsgType::Call, 100);
+    pkts.push(send(CLIENT, SERVER, SQP, 2, &resent));
+    let a = run(&pkts);
+    assert_eq!(a.summary.flagged, 0);
+    // Version 2 again after the refusal.
+    pkts.push(send(
+        CLIENT,
+        SERVER,
+        SQP,
+        3,
+        &v2_msg(32, 16, ChunkSlices::NONE, MsgType::Call, 0),
+    ));
+    assert!(flagged_with(&run(&pkts), "a version 2 Call after ERR_VERS"));
+    // A probe past 1024 bytes.
+    let mut big = v2_msg(33, 16, ChunkSlices::NONE, MsgType::Call, 0);
+    big.resize(1100, 0);
+    let mut pkts = handshake(CLIENT, SERVER, PVT4K, PVT4K);
+    pkts.push(send(CLIENT, SERVER, SQP, 1, &big));
+    assert!(flagged_with(&run(&pkts), "version 2 probe of 1100 bytes"));
+}
