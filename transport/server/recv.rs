@@ -22,7 +22,7 @@ use super::{backchannel, send};
 use crate::proto::error::DecodeError;
 use crate::proto::limits::Limits;
 use crate::proto::responder::{self, Call, Cause, DropReason, ErrorBody, Piece, Received, Refusal};
-use crate::proto::v2;
+use crate::proto::{v1, v2};
 use crate::rdma::{PostError, Recv, RecvBuf};
 use crate::sunrpc::{trace, HeldBytes, SvcRqst, SvcStat, XptFlag};
 
@@ -266,7 +266,7 @@ fn pull(conn: &SvcConn, mut buf: Buf<'_>, rqst: &mut SvcRqst<'_>, xid: u32) -> i
                 xid,
                 conn.rw_room
             );
-            let error = Cause::Header(crate::proto::error::DecodeError::TooManySegments);
+            let error = Cause::Header(DecodeError::TooManySegments);
             send::error(conn, xid, vers, error.answer(vers));
             conn.repost(buf);
         }
@@ -346,6 +346,12 @@ fn prepare(
     res.map(Some)
 }
 
+/// The answer to a Call that cannot be put together: ERR_CHUNK, or
+/// RDMA2_ERR_BAD_XDR in version 2.
+fn unassembled(vers: u32) -> ErrorBody {
+    Cause::Header(DecodeError::Truncated).answer(vers)
+}
+
 /// The Reads of the Call in `buf` are done: their pages become `rqst`'s,
 /// with the inline parts copied around the chunks. The Call's length, or
 /// its XID and the error to answer with.
@@ -356,19 +362,10 @@ fn assemble(
 ) -> Result<usize, (u32, u32, ErrorBody)> {
     let Some((call, rw, state)) = call_of(buf) else {
         conn.close();
-        let error = Cause::Header(crate::proto::error::DecodeError::Truncated);
-        return Err((
-            0,
-            crate::proto::v1::VERSION,
-            error.answer(crate::proto::v1::VERSION),
-        ));
+        return Err((0, v1::VERSION, unassembled(v1::VERSION)));
     };
     let (xid, vers) = (call.xid, call.vers);
-    // A failure to put the Call together: ERR_CHUNK, RDMA2_ERR_BAD_XDR.
-    let err = |_| {
-        let cause = Cause::Header(crate::proto::error::DecodeError::Truncated);
-        (xid, vers, cause.answer(vers))
-    };
+    let err = |_| (xid, vers, unassembled(vers));
     rw.unmap();
     conn.count(|s| &s.read_segments, state.segments);
     SvcStat::READ.add(state.segments);
