@@ -12,7 +12,7 @@
 
 use super::chunk::ChunkSlices;
 use super::header::Header;
-use super::pvt::InlineThresholds;
+use super::pvt::{InlineThresholds, Negotiated};
 use super::{v1, v2};
 
 /// An RPC-over-RDMA protocol version.
@@ -256,23 +256,32 @@ impl Negotiator {
 pub const V2_EXTRA: u32 = 8;
 
 /// The version a Call goes in, for [`Negotiator::send`]'s verdict, and
-/// the inline thresholds to plan it with; `None` to hold it. A version 2
-/// Call and its Reply have [`V2_EXTRA`] bytes more of header; the probe
-/// is also no larger than `max_inline` ("Protocol Version
-/// Negotiation": version 1's 1024 bytes).
+/// the inline thresholds to plan it with, out of the connection's
+/// thresholds for each version (`negotiated`); `None` to hold it. A
+/// version 2 Call and its Reply have [`V2_EXTRA`] bytes more of header.
+/// The probe is planned with version 1's thresholds, and sent no larger
+/// than `max_inline` ("Protocol Version Negotiation": version 1's 1024
+/// bytes), since the peer may speak only version 1; once settled on
+/// version 2, its own thresholds apply.
 pub fn call_thresholds(
     send_as: SendAs,
-    inline: InlineThresholds,
+    negotiated: &Negotiated,
 ) -> Option<(Version, InlineThresholds)> {
-    let v2 = |send: u32| InlineThresholds {
+    let v2 = |t: InlineThresholds, send: u32| InlineThresholds {
         send: send.saturating_sub(V2_EXTRA),
-        recv: inline.recv.saturating_sub(V2_EXTRA),
+        recv: t.recv.saturating_sub(V2_EXTRA),
     };
     match send_as {
         SendAs::Wait => None,
-        SendAs::Version(Version::V1) => Some((Version::V1, inline)),
-        SendAs::Version(Version::V2) => Some((Version::V2, v2(inline.send))),
-        SendAs::Probe { max_inline } => Some((Version::V2, v2(inline.send.min(max_inline)))),
+        SendAs::Version(Version::V1) => Some((Version::V1, negotiated.inline)),
+        SendAs::Version(Version::V2) => {
+            let t = negotiated.inline_v2;
+            Some((Version::V2, v2(t, t.send)))
+        }
+        SendAs::Probe { max_inline } => {
+            let t = negotiated.inline;
+            Some((Version::V2, v2(t, t.send.min(max_inline))))
+        }
     }
 }
 

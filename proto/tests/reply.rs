@@ -297,36 +297,31 @@ fn v2_errors_and_backward_calls() {
     );
 }
 
-/// The probe fits version 1's 1024 bytes with its longer header; version
-/// 2 Calls plan with 8 bytes less of inline room both ways.
+/// The probe fits version 1's 1024 bytes with its longer header and
+/// plans with version 1's thresholds; version 2 Calls plan with version
+/// 2's, 8 bytes less of inline room both ways.
 #[test]
 fn call_thresholds_follow_the_version() {
     use rpcrdma_proto::negotiate::call_thresholds;
-    use rpcrdma_proto::pvt::InlineThresholds;
-    let t = InlineThresholds {
-        send: 4096,
-        recv: 4096,
+    use rpcrdma_proto::pvt::{InlineThresholds, Negotiated};
+    let t = |send, recv| InlineThresholds { send, recv };
+    let n = Negotiated {
+        inline: t(2048, 3072),
+        inline_v2: t(8192, 4096),
+        peer_remote_invalidate: false,
     };
-    assert_eq!(call_thresholds(SendAs::Wait, t), None);
+    assert_eq!(call_thresholds(SendAs::Wait, &n), None);
     assert_eq!(
-        call_thresholds(SendAs::Version(Version::V1), t),
-        Some((Version::V1, t))
+        call_thresholds(SendAs::Version(Version::V1), &n),
+        Some((Version::V1, t(2048, 3072)))
     );
-    let shrunk = InlineThresholds {
-        send: 4088,
-        recv: 4088,
-    };
     assert_eq!(
-        call_thresholds(SendAs::Version(Version::V2), t),
-        Some((Version::V2, shrunk))
+        call_thresholds(SendAs::Version(Version::V2), &n),
+        Some((Version::V2, t(8184, 4088)))
     );
-    let probe = InlineThresholds {
-        send: 1016,
-        recv: 4088,
-    };
     assert_eq!(
-        call_thresholds(SendAs::Probe { max_inline: 1024 }, t),
-        Some((Version::V2, probe))
+        call_thresholds(SendAs::Probe { max_inline: 1024 }, &n),
+        Some((Version::V2, t(1016, 3064)))
     );
 }
 
