@@ -310,17 +310,17 @@ fn call_thresholds_follow_the_version() {
         inline_v2: t(8192, 4096),
         peer_remote_invalidate: false,
     };
-    assert_eq!(call_thresholds(SendAs::Wait, &n), None);
+    assert_eq!(call_thresholds(SendAs::Wait, n.inline, n.inline_v2), None);
     assert_eq!(
-        call_thresholds(SendAs::Version(Version::V1), &n),
+        call_thresholds(SendAs::Version(Version::V1), n.inline, n.inline_v2),
         Some((Version::V1, t(2048, 3072)))
     );
     assert_eq!(
-        call_thresholds(SendAs::Version(Version::V2), &n),
+        call_thresholds(SendAs::Version(Version::V2), n.inline, n.inline_v2),
         Some((Version::V2, t(8184, 4088)))
     );
     assert_eq!(
-        call_thresholds(SendAs::Probe { max_inline: 1024 }, &n),
+        call_thresholds(SendAs::Probe { max_inline: 1024 }, n.inline, n.inline_v2),
         Some((Version::V2, t(1016, 3064)))
     );
 }

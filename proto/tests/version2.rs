@@ -104,15 +104,15 @@ fn receive_buffers_take_v2_default() {
 fn settling_on_v2_raises_the_calls_thresholds() {
     let n = pvt::negotiate(t(4096, 4096), &[]);
     assert_eq!(
-        call_thresholds(SendAs::Probe { max_inline: 1024 }, &n),
+        call_thresholds(SendAs::Probe { max_inline: 1024 }, n.inline, n.inline_v2),
         Some((Version::V2, t(1016, 1016)))
     );
     assert_eq!(
-        call_thresholds(SendAs::Version(Version::V2), &n),
+        call_thresholds(SendAs::Version(Version::V2), n.inline, n.inline_v2),
         Some((Version::V2, t(4088, 4088)))
     );
     assert_eq!(
-        call_thresholds(SendAs::Version(Version::V1), &n),
+        call_thresholds(SendAs::Version(Version::V1), n.inline, n.inline_v2),
         Some((Version::V1, t(1024, 1024)))
     );
 }
@@ -136,7 +136,7 @@ fn v2_default_removes_long_replies() {
     };
     let n = pvt::negotiate(t(4096, 4096), &[]);
     let plan_as = |send_as| {
-        let (_, inline) = call_thresholds(send_as, &n).unwrap();
+        let (_, inline) = call_thresholds(send_as, n.inline, n.inline_v2).unwrap();
         plan::plan(&rpc, &plan::Connection::new(inline, &dev)).reply
     };
     assert_eq!(plan_as(SendAs::Version(Version::V1)), ReplyPlan::ReplyChunk);

@@ -12,6 +12,7 @@ use super::backchannel::BC_SLOTS;
 use super::conn::SvcConn;
 use crate::proto::chunk::ChunkSlices;
 use crate::proto::header::FixedHeader;
+use crate::proto::negotiate::Version;
 use crate::proto::responder::{self, ErrorBody, ReplyPlan, ReplyShape};
 use crate::proto::{v1, v2};
 use crate::rdma::RecvBuf;
@@ -46,7 +47,11 @@ fn answer(conn: &SvcConn, rqst: &mut SvcRqst<'_>, buf: &mut RecvBuf<'_, SvcConn>
         len: rqst.res().len(),
         payloads: state.payloads,
     };
-    let plan = match responder::plan_call_reply(&call, shape, conn.inline_send) {
+    // Each Call is answered in its own version, within that version's
+    // threshold.
+    let version = Version::from_number(call.vers).unwrap_or(Version::V1);
+    let inline_send = conn.inline.for_version(version).send;
+    let plan = match responder::plan_call_reply(&call, shape, inline_send) {
         Ok(plan) => plan,
         Err(cause) => {
             rwarn!(
@@ -174,7 +179,8 @@ const BC_HEADER: usize = 28;
 /// Largest backward Call the backchannel carries: one inline Send the
 /// client can receive, less our header.
 pub(super) fn bc_max_payload(conn: &SvcConn) -> usize {
-    (conn.inline_send as usize).saturating_sub(BC_HEADER)
+    // The backchannel speaks version 1.
+    (conn.inline.inline.send as usize).saturating_sub(BC_HEADER)
 }
 
 /// Sends a backward Call (RFC 8167 §4): inline, with the backchannel's
