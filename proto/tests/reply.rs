@@ -278,7 +278,8 @@ fn v1_server_err_vers_resends_as_v1() {
 }
 
 /// A version 2 error other than ERR_VERS fails the RPC; a version 2
-/// backward Call is not for our version 1 backchannel.
+/// backward Call (RDMA2_MSG, direction CALL, no chunks) is for the
+/// backchannel; one with chunks or a handle to invalidate is dropped.
 #[test]
 fn v2_errors_and_backward_calls() {
     let msg = words(&[XID, 2, 32, 4, 2]);
@@ -291,10 +292,22 @@ fn v2_errors_and_backward_calls() {
         }
     ));
     let call = words(&[XID, 2, 2, 0, 0, 0, 0, 0, 0, XID, 0]);
+    match classify(&call, 128) {
+        Inbound::BackwardCall2(h) => {
+            assert_eq!(h.fixed.xid, XID);
+            assert_eq!(h.payload, &words(&[XID, 0])[..]);
+        }
+        other => panic!("{other:?}"),
+    }
+    // A Write chunk of one segment.
+    let chunked = words(&[XID, 2, 2, 0, 0, 0, 0, 1, 1, 7, 64, 0, 0, 0, 0, XID, 0]);
     assert_eq!(
-        classify(&call, 128),
-        Inbound::Dropped(Dropped::Version { vers: 2 })
+        classify(&chunked, 128),
+        Inbound::Dropped(Dropped::BackwardWithChunks)
     );
+    // An `rdma_inv_handle` in a backward Call names nothing of ours.
+    let inv = words(&[XID, 2, 2, 0, 0, 7, 0, 0, 0, XID, 0]);
+    assert!(!matches!(classify(&inv, 128), Inbound::BackwardCall2(_)));
 }
 
 /// The probe fits version 1's 1024 bytes with its longer header and

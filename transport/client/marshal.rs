@@ -17,6 +17,7 @@ use super::send::SendError;
 use super::state::RdmaXprt;
 use crate::proto::backchannel::{self, CLIENT_SLOTS};
 use crate::proto::chunk::{ChunkSlices, ReadSegment, Segment};
+use crate::proto::header::MsgType;
 use crate::proto::negotiate::{self, Version};
 use crate::proto::plan::{self, CallPlan};
 use crate::rdma::{FrwrList, HeldPages};
@@ -368,9 +369,16 @@ impl RdmaXprt {
         let snd = rqst.snd_buf();
         let len = snd.len() as usize;
         let xid = u32::from_be(rqst.xid());
-        let inline_send = ep.inline().send as usize;
+        // In the connection's version, which the server's backward Call
+        // was in too.
+        let version = self.version().unwrap_or(Version::V1);
+        let inline_send = match version {
+            Version::V1 => ep.inline().send,
+            Version::V2 => ep.inline_v2().send,
+        } as usize;
         let sent = ep.send_backward(|buf| {
-            let hdr = backchannel::encode_backward_v1(buf, xid, CLIENT_SLOTS).ok()?;
+            let hdr = backchannel::encode_backward(buf, xid, CLIENT_SLOTS, MsgType::Reply, version)
+                .ok()?;
             let end = hdr.checked_add(len)?;
             if end > inline_send {
                 return None;

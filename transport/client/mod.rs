@@ -214,7 +214,7 @@ pub(crate) fn classify_received<'a>(msg: &'a [u8], stats: &Stats, max_credits: u
         }
         // For the backchannel, which counts it; its credit field is
         // never read: the forward window is not the backchannel's.
-        Inbound::BackwardCall(_) => {}
+        Inbound::BackwardCall(_) | Inbound::BackwardCall2(_) => {}
         // As in rpcrdma.ko, RDMA_ERROR counts as a bad reply too.
         Inbound::Reply {
             body: Err(why),

@@ -13,7 +13,7 @@ use super::placement::Verdict;
 use super::request::MAX_RPC_MRS;
 use super::state::RdmaXprt;
 use crate::params;
-use crate::proto::negotiate::Action;
+use crate::proto::negotiate::{Action, Version};
 use crate::proto::plan::{self, CantReply};
 use crate::proto::reply::{BadReply, Inbound, ReplyBody};
 use crate::proto::v2;
@@ -154,7 +154,11 @@ impl RdmaXprt {
             } => (xid, credits, body, answer),
             Inbound::BackwardCall(call) => {
                 // Copied out: the buffer is reposted at once.
-                self.backward_call(shared, &call);
+                self.backward_call(shared, call.payload, Version::V1);
+                return None;
+            }
+            Inbound::BackwardCall2(call) => {
+                self.backward_call(shared, call.payload, Version::V2);
                 return None;
             }
             Inbound::Dropped(_) => return None,

@@ -86,6 +86,11 @@ impl RdmaXprt {
         }
     }
 
+    /// The version the connection settled on, if it has.
+    pub(super) fn version(&self) -> Option<Version> {
+        self.neg.lock().version()
+    }
+
     /// How to send the Call with `xid` (as in `rq_xid`).
     pub(super) fn version_send(&self, xid: u32) -> SendAs {
         self.neg.lock().send(u32::from_be(xid))
