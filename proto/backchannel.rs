@@ -9,6 +9,7 @@
 use super::chunk::{ChunkLists, ChunkSlices};
 use super::error::{DecodeError, EncodeError};
 use super::header::{FixedHeader, Header, MsgType, RpcPrefix};
+use super::negotiate::{Version, V2_EXTRA};
 use super::{v1, v2};
 
 /// Which end of the connection we are.
@@ -129,6 +130,48 @@ pub fn encode_backward_v1(buf: &mut [u8], xid: u32, slots: u32) -> Result<usize,
     v1::encode(buf, &fixed, &v1::Message::Msg(ChunkSlices::NONE))
 }
 
+/// Encodes the transport header of a backward-direction Call (`msg_type`
+/// CALL, sent by the server) or Reply (REPLY, sent by the client) in
+/// `version`: version 1 as [`encode_backward_v1`]; version 2 (the draft
+/// makes the backward direction mandatory) RDMA2_MSG with `rdma_direction`
+/// `msg_type`, no handle to invalidate and three empty chunk lists.
+pub fn encode_backward(
+    buf: &mut [u8],
+    xid: u32,
+    slots: u32,
+    msg_type: MsgType,
+    version: Version,
+) -> Result<usize, EncodeError> {
+    if version == Version::V1 {
+        return encode_backward_v1(buf, xid, slots);
+    }
+    let fixed = FixedHeader {
+        xid,
+        vers: v2::VERSION,
+        credits: backward_credit(slots),
+    };
+    let chunks = v2::Chunks {
+        direction: msg_type,
+        inv_handle: 0,
+        lists: ChunkSlices::NONE,
+    };
+    v2::encode(buf, &fixed, &v2::Message::Msg(chunks))
+}
+
+/// Bytes of the header [`encode_backward`] writes in `version`.
+pub fn backward_header_len(version: Version) -> u32 {
+    match version {
+        Version::V1 => V1_HDRLEN_MIN,
+        Version::V2 => V1_HDRLEN_MIN.saturating_add(V2_EXTRA),
+    }
+}
+
+/// Largest backward-direction RPC message a server sends in one inline
+/// Send of at most `inline_send` bytes in `version`, less its header.
+pub fn server_max_payload(inline_send: u32, version: Version) -> u32 {
+    inline_send.saturating_sub(backward_header_len(version))
+}
+
 /// Receive buffers a client must keep posted (§2.2.1): one per forward Call
 /// outstanding plus its whole backward credit grant, so that a backward
 /// Call never finds the receive queue empty.
@@ -162,6 +205,15 @@ pub fn client_max_payload(inline_send: u32, inline_recv: u32, page: u32) -> u32 
         .min(inline_recv)
         .min(page)
         .saturating_sub(V1_HDRLEN_MIN)
+}
+
+/// [`client_max_payload`] for a client that may speak version 2, whose
+/// backward headers are [`V2_EXTRA`] bytes longer: the limit is told to
+/// the server once (CREATE_SESSION) and must hold in either version.
+/// `inline_send` and `inline_recv` are version 1's, never above version
+/// 2's.
+pub fn client_max_payload_v2(inline_send: u32, inline_recv: u32, page: u32) -> u32 {
+    client_max_payload(inline_send, inline_recv, page).saturating_sub(V2_EXTRA)
 }
 
 /// Why a client drops a backward-direction Call. The Requester never

@@ -32,6 +32,15 @@ impl Version {
             Self::V2 => v2::VERSION,
         }
     }
+
+    /// The version an `rdma_vers` value names, if we speak it.
+    pub fn from_number(vers: u32) -> Option<Self> {
+        match vers {
+            v1::VERSION => Some(Self::V1),
+            v2::VERSION => Some(Self::V2),
+            _ => None,
+        }
+    }
 }
 
 /// How to send the next Call.
@@ -256,23 +265,28 @@ impl Negotiator {
 pub const V2_EXTRA: u32 = 8;
 
 /// The version a Call goes in, for [`Negotiator::send`]'s verdict, and
-/// the inline thresholds to plan it with; `None` to hold it. A version 2
-/// Call and its Reply have [`V2_EXTRA`] bytes more of header; the probe
-/// is also no larger than `max_inline` ("Protocol Version
-/// Negotiation": version 1's 1024 bytes).
+/// the inline thresholds to plan it with, out of the connection's
+/// thresholds for each version (`v1`, `v2`: [`super::pvt::Negotiated`]);
+/// `None` to hold it. A
+/// version 2 Call and its Reply have [`V2_EXTRA`] bytes more of header.
+/// The probe is planned with version 1's thresholds, and sent no larger
+/// than `max_inline` ("Protocol Version Negotiation": version 1's 1024
+/// bytes), since the peer may speak only version 1; once settled on
+/// version 2, its own thresholds apply.
 pub fn call_thresholds(
     send_as: SendAs,
-    inline: InlineThresholds,
+    v1: InlineThresholds,
+    v2: InlineThresholds,
 ) -> Option<(Version, InlineThresholds)> {
-    let v2 = |send: u32| InlineThresholds {
+    let shrink = |t: InlineThresholds, send: u32| InlineThresholds {
         send: send.saturating_sub(V2_EXTRA),
-        recv: inline.recv.saturating_sub(V2_EXTRA),
+        recv: t.recv.saturating_sub(V2_EXTRA),
     };
     match send_as {
         SendAs::Wait => None,
-        SendAs::Version(Version::V1) => Some((Version::V1, inline)),
-        SendAs::Version(Version::V2) => Some((Version::V2, v2(inline.send))),
-        SendAs::Probe { max_inline } => Some((Version::V2, v2(inline.send.min(max_inline)))),
+        SendAs::Version(Version::V1) => Some((Version::V1, v1)),
+        SendAs::Version(Version::V2) => Some((Version::V2, shrink(v2, v2.send))),
+        SendAs::Probe { max_inline } => Some((Version::V2, shrink(v1, v1.send.min(max_inline)))),
     }
 }
 

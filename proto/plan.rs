@@ -309,6 +309,52 @@ pub struct Offered {
     pub reply_chunk: Option<u32>,
 }
 
+/// What a Requester does with an RPC answered RDMA2_ERR_CANT_REPLY
+/// (draft-cel-nfsv4-rpcrdma-version-two-02, "Transport Errors": "the
+/// Requester may retry with the same XID and larger reply resources").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CantReply {
+    /// Send the RPC again, same XID, offering its whole receive buffer
+    /// as a Reply chunk: the most Reply room it has.
+    ResendWithReplyChunk,
+    /// Fail the RPC with EIO.
+    Fail,
+}
+
+/// Decides what to do after RDMA2_ERR_CANT_REPLY naming segment
+/// `segment_index` (one-based over the Write list, then the Reply chunk)
+/// and `length_needed` bytes for it, to a Call that offered `offered`
+/// for a Reply of at most `reply_max` bytes.
+///
+/// Only an error that says how much is needed is acted on: zeros mean
+/// the Responder could not tell, and a retry could fail the same way.
+/// The retry offers a Reply chunk over the whole receive buffer, so a
+/// Call that already offered one has nothing larger to give, which also
+/// ends the retries; and no segment can be given more than `reply_max`.
+pub fn on_cant_reply(
+    segment_index: u32,
+    length_needed: u32,
+    offered: &Offered,
+    reply_max: u32,
+) -> CantReply {
+    let says_how_much = segment_index != 0 && length_needed != 0;
+    if says_how_much && offered.reply_chunk.is_none() && length_needed <= reply_max {
+        CantReply::ResendWithReplyChunk
+    } else {
+        CantReply::Fail
+    }
+}
+
+/// `plan` with its Reply to come back in a Reply chunk, as a Call retried
+/// after RDMA2_ERR_CANT_REPLY ([`CantReply::ResendWithReplyChunk`]) is
+/// planned.
+pub fn with_reply_chunk(plan: Plan) -> Plan {
+    Plan {
+        reply: ReplyPlan::ReplyChunk,
+        ..plan
+    }
+}
+
 /// How a received Reply is laid out, once checked against [`Offered`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ReplyShape {

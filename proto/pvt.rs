@@ -16,8 +16,9 @@
 //! flag is Remote Invalidation (bit 0 of the flags byte, `Bit 15` in the
 //! RFC's numbering); the others are reserved.
 
-use super::v1;
+use super::negotiate::Version;
 use super::xdr;
+use super::{v1, v2};
 
 /// The RPC-over-RDMA format identifier registered with IANA.
 pub const FORMAT_ID: u32 = 0xf6ab_0e18;
@@ -116,10 +117,25 @@ impl InlineThresholds {
 /// What a connection settles on after the private data exchange.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Negotiated {
-    /// The thresholds to use.
+    /// The thresholds while the connection speaks version 1.
     pub inline: InlineThresholds,
+    /// The thresholds once it speaks version 2: never below version 1's,
+    /// so buffers sized for these fit both.
+    pub inline_v2: InlineThresholds,
     /// The peer advertised that it accepts Send With Invalidate.
     pub peer_remote_invalidate: bool,
+}
+
+impl Negotiated {
+    /// The thresholds for messages of `version`: a connection changes
+    /// them when it settles on version 2, without reconnecting ("Protocol
+    /// Version Negotiation").
+    pub fn for_version(&self, version: Version) -> InlineThresholds {
+        match version {
+            Version::V1 => self.inline,
+            Version::V2 => self.inline_v2,
+        }
+    }
 }
 
 /// Negotiates inline thresholds from `ours` (what we advertised) and the
@@ -127,16 +143,39 @@ pub struct Negotiated {
 /// sender's send size and the receiver's receive size. A peer without
 /// valid private data counts as 1024 bytes each way, as in rpcrdma.ko's
 /// `rpcrdma_update_cm_private`. Both ends use this same rule.
+///
+/// On version 2 the peer's sizes are at least 4096 bytes, also without
+/// private data: every version 2 receiver "MUST support an inline
+/// threshold of 4096 bytes" and a sender without a better mechanism
+/// "MUST assume" it (draft-cel-nfsv4-rpcrdma-version-two-02, "Default
+/// Values"); larger private data sizes still count. Ours stay what our
+/// buffers hold.
 pub fn negotiate(ours: InlineThresholds, peer: &[u8]) -> Negotiated {
     let peer = PrivateData::parse(peer);
     let (peer_send, peer_recv) = peer.map_or((v1::DEFAULT_INLINE, v1::DEFAULT_INLINE), |p| {
         (p.send_size, p.recv_size)
     });
+    let floor = |size: u32| size.max(v2::DEFAULT_INLINE);
     Negotiated {
         inline: InlineThresholds {
             send: ours.send.min(peer_recv),
             recv: ours.recv.min(peer_send),
         },
+        inline_v2: InlineThresholds {
+            send: ours.send.min(floor(peer_recv)),
+            recv: ours.recv.min(floor(peer_send)),
+        },
         peer_remote_invalidate: peer.is_some_and(|p| p.remote_invalidate),
+    }
+}
+
+/// The size of a Receive buffer, and the receive size we advertise, for
+/// a configured `inline_read`: at least version 2's 4096 bytes when we
+/// may speak version 2, whose peers send that much without asking.
+pub fn recv_size(inline_read: u32, offers_v2: bool) -> u32 {
+    if offers_v2 {
+        inline_read.max(v2::DEFAULT_INLINE)
+    } else {
+        inline_read
     }
 }

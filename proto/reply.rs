@@ -26,8 +26,7 @@ use super::{v1, v2};
 pub enum Dropped {
     /// Shorter than the four fixed words: no XID to match.
     Short,
-    /// A version we never send (neither 1 nor 2), or a version 2
-    /// backward-direction message: our backchannel speaks version 1.
+    /// A version we never send (neither 1 nor 2).
     Version {
         /// The received `rdma_vers`.
         vers: u32,
@@ -65,6 +64,9 @@ pub enum Inbound<'a> {
     Dropped(Dropped),
     /// A backward-direction Call (RFC 8167): for the backchannel.
     BackwardCall(v1::Header<'a>),
+    /// A version 2 backward-direction Call, RDMA2_MSG without chunks:
+    /// for the backchannel, answered in version 2.
+    BackwardCall2(v2::Header<'a>),
     /// A message for the forward RPC `xid` (as on the wire): if an RPC
     /// waits for it, apply `credits` and complete the RPC with `body`.
     Reply {
@@ -116,9 +118,15 @@ pub fn classify(msg: &[u8], max_credits: u32) -> Inbound<'_> {
     let answer = Answer::of(&header);
     match (backchannel::classify(Role::Client, &header), header) {
         (Ok(Direction::BackwardCall), Header::V1(h)) => Inbound::BackwardCall(h),
-        (Ok(Direction::BackwardCall), Header::V2(_)) => {
-            Inbound::Dropped(Dropped::Version { vers: fixed.vers })
-        }
+        // Only RDMA2_MSG without chunks carries a backward Call we can
+        // take: no Upper Layer uses chunks backward, and our callback
+        // service reads one inline message.
+        (Ok(Direction::BackwardCall), Header::V2(h)) => match h.body {
+            v2::Body::Msg(c) if c.lists.is_empty() && c.inv_handle == 0 => {
+                Inbound::BackwardCall2(h)
+            }
+            _ => Inbound::Dropped(Dropped::BackwardWithChunks),
+        },
         (Err(ClassifyError::BackwardWithChunks), _) => {
             Inbound::Dropped(Dropped::BackwardWithChunks)
         }

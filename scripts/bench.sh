@@ -18,7 +18,14 @@
 # ranges overlap, and draws the medians with min-max error bars as a PNG.
 #
 #   BENCH_DIMS="client server"   which dimensions to run (or, with REPORT,
-#                 to print); one of them alone halves the boots
+#                 to print); one of them alone halves the boots. A third,
+#                 "version" (not run by default), has rpcrdma_rs on both
+#                 ends speak RPC-over-RDMA version 1 (the client's
+#                 max_version=1) against version 2, on the metadata and
+#                 4 KiB jobs only (VERSION_JOBS), and counts the Long
+#                 Calls and Reply chunks each needed from the client's
+#                 mountstats: where version 2's 4096-byte default threshold
+#                 keeps messages inline that version 1's 1024 would not
 #   REPS=3        rounds (one boot per module per dimension per round)
 #   RUNTIME=10    seconds per time-based fio job (plus 2 s ramp)
 #   VERS=4.2      the NFS version mounted (4.2, 4.1 or 3; 3 has no callbacks,
@@ -78,6 +85,7 @@ set -euo pipefail
 
 REPS=${REPS:-3} RUNTIME=${RUNTIME:-10} SIZE=${SIZE:-64} MDFILES=${MDFILES:-1000} CLIENTS=${CLIENTS:-c rs} SERVERS=${SERVERS:-c rs}
 BENCH_DIMS=${BENCH_DIMS:-client server}
+VERSION_JOBS=${VERSION_JOBS:-rand_read_4k_qd1 rand_read_4k_qd16 md_create md_stat md_delete}
 VERS=${VERS:-4.2} REPORT=${REPORT:-} VM_LINK=${LINK:-unix} KERNEL=${KERNEL:-bench} JOBS=${JOBS:-} PROFILE=${PROFILE:-}
 PROFILER=${PROFILER:-perf}
 case $PROFILER in perf | funcs) ;; *) die "PROFILER=$PROFILER: perf or funcs" ;; esac
@@ -87,7 +95,7 @@ RUN_DIR=${REPORT:-$REPO_DIR/out/bench-$(date +%Y%m%d-%H%M%S)}
 [[ $REPS =~ ^[1-9][0-9]*$ ]] || die "REPS=$REPS: a positive number"
 [[ $MDFILES =~ ^[1-9][0-9]*$ ]] || die "MDFILES=$MDFILES: a positive number"
 for dim in $BENCH_DIMS; do
-    case $dim in client | server) ;; *) die "BENCH_DIMS=$BENCH_DIMS: client and/or server" ;; esac
+    case $dim in client | server | version) ;; *) die "BENCH_DIMS=$BENCH_DIMS: client, server and/or version" ;; esac
 done
 [ -n "${BENCH_DIMS// /}" ] || die "BENCH_DIMS is empty: client and/or server"
 [ -z "$REPORT" ] || [ -d "$REPORT" ] || die "REPORT=$REPORT: no such directory"
@@ -157,12 +165,26 @@ if [ -z "$REPORT" ]; then
     [ -z "$PROFILE" ] || words="$words rr.profile=${PROFILE// /,} rr.profiler=$PROFILER"
     for ((round = 1; round <= REPS; round++)); do
         for dim in $BENCH_DIMS; do
-            if [ "$dim" = client ]; then mods=$CLIENTS pfx=; else mods=$SERVERS pfx=srv-; fi
+            case $dim in
+            client) mods=$CLIENTS pfx= ;;
+            server) mods=$SERVERS pfx=srv- ;;
+            version) mods="v1 v2" pfx=ver- ;;
+            esac
             # Even rounds boot the modules in the reverse order, so that
             # neither always runs first after the other's boot.
             ((round % 2)) || mods=$(printf '%s\n' $mods | tac | paste -sd ' ' -)
             for mod in $mods; do
-                if [ "$dim" = client ]; then
+                if [ "$dim" = version ]; then
+                    # rpcrdma_rs on both ends; version 1 by the client's
+                    # max_version, the server unchanged.
+                    what="RPC-over-RDMA $mod, rs client and server"
+                    # shellcheck disable=SC2086 # one job a word
+                    vwords="rr.runtime=$RUNTIME rr.size=$SIZE rr.mdfiles=$MDFILES rr.jobs=$(echo ${JOBS:-$VERSION_JOBS} | tr ' ' ,)"
+                    [ -z "$PROFILE" ] || vwords="$vwords rr.profile=${PROFILE// /,} rr.profiler=$PROFILER"
+                    [ "$mod" = v2 ] || vwords="$vwords rr.modparams=max_version=1"
+                    swords="rr.mod=rs rr.maxblksize=1048576${PROFILE:+ rr.profile=on rr.profiler=$PROFILER}"
+                    cwords="rr.script=bench rr.mod=rs rr.proto=rdma rr.vers=$VERS $vwords"
+                elif [ "$dim" = client ]; then
                     what="client $mod, C server"
                     swords="rr.mod=c rr.maxblksize=1048576${PROFILE:+ rr.profile=on rr.profiler=$PROFILER}"
                     cwords="rr.script=bench rr.mod=$mod rr.proto=rdma rr.vers=$VERS $words"
@@ -194,6 +216,7 @@ if [ -z "$REPORT" ]; then
                     /^RR-PERF-BEGIN/ { on = 1; next } /^RR-PERF-END/ { on = 0; next } on { print > f }'
                 tr -d '\r' < "$VM_DIR/client.results.log" | sed -n 's/^RR-MOUNT //p' > "$out/mount.txt"
                 tr -d '\r' < "$VM_DIR/client.results.log" | sed -n 's/^RR-MDMOUNT //p' > "$out/md-mount.txt"
+                tr -d '\r' < "$VM_DIR/client.results.log" | sed -n 's/^RR-RDMAVERS //p' > "$out/rdma-version.txt"
             done
         done
     done
@@ -204,13 +227,25 @@ fi
 # dimension, "srv-" for the server's): fio-PFXMOD-r1 ... in order, or
 # fio-MOD from a client run that had a single round.
 rounds_of() {
-    local mod=$1 d
+    local mod d
+    mod=$(dirmod "$1")
     if [ -z "$PFX" ] && [ -d "$RUN_DIR/fio-$mod" ]; then echo "$RUN_DIR/fio-$mod"; fi
     for d in "$RUN_DIR/fio-$PFX$mod"-r*; do if [ -d "$d" ]; then echo "$d"; fi; done | sort -V
 }
 
 # round_of MOD DIR: the round suffix of DIR ("-r3"), as rounds pair up.
-round_of() { echo "${2##*/fio-"$PFX$1"}"; }
+round_of() { echo "${2##*/fio-"$PFX$(dirmod "$1")"}"; }
+
+# dirmod MOD: the tables compare a baseline "c" with "rs"; in the version
+# dimension (PFX ver-) those are rpcrdma_rs on version 1 and on version 2,
+# whose rounds are fio-ver-v1-rN and fio-ver-v2-rN.
+dirmod() {
+    if [ "$PFX" = ver- ]; then
+        case $1 in c) echo v1 ;; rs) echo v2 ;; *) echo "$1" ;; esac
+    else
+        echo "$1"
+    fi
+}
 
 # stats V...: "median min max count" of the numbers among the arguments
 # ("- - - 0" if none).
@@ -233,7 +268,13 @@ fmt() {
     esac
 }
 
-label() { case $1 in c) echo "rpcrdma.ko" ;; rs) echo "rpcrdma_rs" ;; *) echo "$1" ;; esac; }
+label() {
+    if [ "$PFX" = ver- ]; then
+        case $1 in c) echo "version 1" ;; rs) echo "version 2" ;; *) echo "$1" ;; esac
+    else
+        case $1 in c) echo "rpcrdma.ko" ;; rs) echo "rpcrdma_rs" ;; *) echo "$1" ;; esac
+    fi
+}
 
 # ratio C X: X/C to two decimals, or "-".
 ratio() {
@@ -395,10 +436,26 @@ declare -A DIRS MOUNT NROUNDS
 render() {
     local dim=$1 sfx= mod w title job what dir unit ratio noise pr d r pmed plo phi paired block=0 titles=() i
     local other
+    local ha=C hb=rpcrdma_rs hr=rs/C vs="rpcrdma.ko vs rpcrdma_rs" workloads=("${WORKLOADS[@]}")
     DIM=$dim SIDE=$dim PFX=
-    [ "$dim" = client ] || { PFX=srv- sfx=-server; }
+    case $dim in
+    server) PFX=srv- sfx=-server ;;
+    version)
+        # The client samples its CPU; the version dimension runs its jobs
+        # only.
+        PFX=ver- sfx=-version SIDE=client ha=v1 hb=v2 hr=v2/v1 vs="RPC-over-RDMA version 1 vs 2"
+        workloads=()
+        for w in "${WORKLOADS[@]}"; do
+            IFS='|' read -r _ job _ <<< "$w"
+            case " ${JOBS:-$VERSION_JOBS} " in *" $job "*) workloads+=("$w") ;; esac
+        done ;;
+    esac
     # What stays fixed while the dimension's module changes.
-    if [ "$dim" = client ]; then other="server: rpcrdma.ko"; else other="client: rpcrdma.ko"; fi
+    case $dim in
+    client) other="server: rpcrdma.ko" ;;
+    server) other="client: rpcrdma.ko" ;;
+    version) other="rpcrdma_rs client and server; version 1 by the client's max_version=1" ;;
+    esac
     for mod in c rs; do
         DIRS[$mod]=$(rounds_of "$mod")
         NROUNDS[$mod]=$(printf '%s' "${DIRS[$mod]}" | grep -c . || true)
@@ -407,17 +464,20 @@ render() {
     done
     local table=$RUN_DIR/bench$sfx.txt dat=$RUN_DIR/bench$sfx.dat png=$RUN_DIR/bench$sfx.png
     {
-        echo "$dim: rpcrdma.ko vs rpcrdma_rs ($other)"
+        echo "$dim: $vs ($other)"
         echo "NFSv$vers over RDMA (soft-RoCE, QEMU $VM_ACCEL, $link link, $kernel kernel, $clock clock), fio ${runtime} s per timed job"
         for mod in c rs; do
             echo "  $(label "$mod"): ${NROUNDS[$mod]} rounds, mount ${MOUNT[$mod]:-not mounted}"
+            # The version each round's connection settled on (debugfs).
+            [ "$dim" != version ] || echo "    rdma_version per round: $(for d in ${DIRS[$mod]}; do
+                cat "$d/rdma-version.txt" 2>/dev/null || echo -; done | paste -sd ' ' -)"
         done
-        echo "  median [min-max] over the rounds; rs/C = ratio of the medians; per round = rs/C of each"
+        echo "  median [min-max] over the rounds; $hr = ratio of the medians; per round = $hr of each"
         echo "  round's two boots, median [min-max]; metadata jobs on $md_mount"
-        printf '%-21s %-5s %20s %20s %6s %18s\n' workload unit C rpcrdma_rs rs/C "per round"
+        printf '%-21s %-5s %20s %20s %6s %18s\n' workload unit "$ha" "$hb" "$hr" "per round"
     } > "$table"
     : > "$dat"
-    for w in "${WORKLOADS[@]}"; do
+    for w in "${workloads[@]}"; do
         IFS='|' read -r title job what <<< "$w"
         dir=${what%% *} unit=${what#* }
         declare -A med=() lo=() hi=() cell=() byround=()
@@ -479,7 +539,7 @@ render() {
             local whose=
             [ -z "$PFX" ] || whose="the client's "
             echo "per NFS operation with 10 or more calls (${whose}mountstats): calls per round; rtt and exec: ms per call"
-            printf '%-12s %8s %8s %8s   %8s %8s %8s\n' op "C calls" rtt exec "rs calls" rtt exec
+            printf '%-12s %8s %8s %8s   %8s %8s %8s\n' op "$ha calls" rtt exec "$hb calls" rtt exec
             awk '{ printf "%-12s %8s %8s %8s   %8s %8s %8s\n", $1, $2, $3, $4, $5, $6, $7 }' <<< "$ops"
             # rtt runs from rq_xtime; a transport that sets it after the reply
             # can arrive gets a stale rq_xtime for some calls.
@@ -488,13 +548,35 @@ render() {
             fi
         } >> "$table"
     fi
+    if [ "$dim" = version ]; then
+        # Where version 2's 4096-byte default threshold keeps messages
+        # inline: Calls sent as RDMA_NOMSG (Long Calls) and Reply chunk
+        # segments offered (Long Replies) over the whole boot. The metadata
+        # mount shares the data mount's connection, whose line mountstats
+        # prints for both: the largest of each counter is the connection's.
+        {
+            echo
+            echo "Long Calls and Replies per round (the client's mountstats, xprt: rdma; the whole boot):"
+            echo "  Calls sent as RDMA_NOMSG, Reply chunk segments offered, Sends"
+            printf '%-10s %-6s %12s %14s %10s\n' version round "Long Calls" "Reply chunks" Sends
+            for mod in c rs; do
+                for d in ${DIRS[$mod]}; do
+                    [ -s "$d/mountstats.txt" ] || continue
+                    awk -v v="$(label "$mod")" -v r="$(round_of "$mod" "$d")" '
+                        $1 == "xprt:" && $2 == "rdma" {
+                            if ($23 > n) n = $23; if ($15 > c) c = $15; if ($8 > s) s = $8 }
+                        END { printf "%-10s %-6s %12d %14d %10d\n", v, substr(r, 2), n, c, s }' "$d/mountstats.txt"
+                done
+            done
+        } >> "$table"
+    fi
     if has_cpu; then
         {
             echo
             echo "$SIDE vCPU busy during each job, median over the rounds: busy% (user/sys/softirq %)"
             [ "$SIDE" = client ] || echo "  (the server's busy ticks over the client's job window)"
-            printf '%-21s %22s %22s\n' workload C rpcrdma_rs
-            for w in "${WORKLOADS[@]}"; do
+            printf '%-21s %22s %22s\n' workload "$ha" "$hb"
+            for w in "${workloads[@]}"; do
                 IFS='|' read -r title job _ <<< "$w"
                 printf '%-21s %22s %22s\n' "$title" "$(cpu_cell c "$job")" "$(cpu_cell rs "$job")"
             done
@@ -502,9 +584,9 @@ render() {
         {
             echo
             echo "$SIDE CPU per operation (1 MiB for the sequential jobs): ms of vCPU (busy share / operations per"
-            echo "  second), median [min-max] over the rounds; per round = rs/C of each round's two boots"
-            printf '%-21s %22s %22s %6s %18s\n' workload C rpcrdma_rs rs/C "per round"
-            for w in "${WORKLOADS[@]}"; do
+            echo "  second), median [min-max] over the rounds; per round = $hr of each round's two boots"
+            printf '%-21s %22s %22s %6s %18s\n' workload "$ha" "$hb" "$hr" "per round"
+            for w in "${workloads[@]}"; do
                 IFS='|' read -r title job what <<< "$w"
                 declare -A cm=() cl=() ch=()
                 for mod in c rs; do
@@ -539,7 +621,7 @@ render() {
             echo "  vCPU, median [min-max] over the rounds, per round = rs/C of each round's two boots; then"
             echo "  context switches/interrupts/softirqs per RPC, medians"
             printf '%-21s %22s %22s %6s %18s %17s %17s\n' workload C rpcrdma_rs rs/C "per round" "C wakeups" "rs wakeups"
-            for w in "${WORKLOADS[@]}"; do
+            for w in "${workloads[@]}"; do
                 IFS='|' read -r title job _ <<< "$w"
                 declare -A pm=() pl=() ph=() wk=()
                 local cells=() col
@@ -576,11 +658,11 @@ render() {
     # The chart: one panel per workload (each in its own unit), a bar per
     # module at the median, error bars from the smallest to the largest round.
     local heading
-    if [ "$dim" = client ]; then
-        heading="rpcrdma.ko vs rpcrdma_rs as NFSv$vers client (same C server"
-    else
-        heading="rpcrdma.ko vs rpcrdma_rs as NFSv$vers server (same C client"
-    fi
+    case $dim in
+    client) heading="rpcrdma.ko vs rpcrdma_rs as NFSv$vers client (same C server" ;;
+    server) heading="rpcrdma.ko vs rpcrdma_rs as NFSv$vers server (same C client" ;;
+    version) heading="RPC-over-RDMA version 1 vs 2, NFSv$vers, rpcrdma_rs on both ends (" ;;
+    esac
     {
         cat <<GP
 set terminal pngcairo size 1600,800 noenhanced font ",10"
@@ -610,7 +692,7 @@ GP
 # run has the client's only).
 shown=0
 for dim in $BENCH_DIMS; do
-    if [ "$dim" = client ]; then PFX=; else PFX=srv-; fi
+    case $dim in client) PFX= ;; server) PFX=srv- ;; version) PFX=ver- ;; esac
     [ -n "$(rounds_of c)$(rounds_of rs)" ] || { echo "no $dim rounds in $RUN_DIR"; continue; }
     render "$dim"
     shown=$((shown + 1))

@@ -104,3 +104,55 @@ fn reply_header_carries_backchannel_credits() {
     // Receives: the forward window plus every backward slot.
     assert_eq!(client_receive_buffers(128, CLIENT_SLOTS), 144);
 }
+
+/// Version 2 backward direction (the draft makes it mandatory): the
+/// server's Call and the client's Reply go as RDMA2_MSG with
+/// `rdma_direction` naming the RPC message, no handle to invalidate and
+/// no chunks, 8 bytes longer than version 1's; each decodes as the other
+/// end's classifier expects.
+#[test]
+fn v2_backward_headers() {
+    use rpcrdma_proto::backchannel::{
+        backward_header_len, client_max_payload_v2, encode_backward, server_max_payload,
+    };
+    use rpcrdma_proto::header::MsgType;
+    use rpcrdma_proto::limits::Limits;
+    use rpcrdma_proto::negotiate::Version;
+    use rpcrdma_proto::responder::{receive, Received};
+    use rpcrdma_proto::v2;
+    let mut buf = [0u8; 64];
+    let n = encode_backward(&mut buf, XID, 16, MsgType::Call, Version::V2).unwrap();
+    assert_eq!(n, backward_header_len(Version::V2) as usize);
+    assert_eq!(
+        buf[..n].to_vec(),
+        words(&[XID, 2, 16, v2::proc::MSG, 0, 0, 0, 0, 0])
+    );
+    // The client takes it as a backward Call.
+    let mut call = buf[..n].to_vec();
+    call.extend(words(&[XID, 0, 2, 0x4000_0000, 1, 4]));
+    assert!(matches!(classify(&call, 128), Inbound::BackwardCall2(_)));
+    // The client's Reply: direction REPLY, the server takes it for its
+    // backchannel.
+    let n = encode_backward(&mut buf, XID, CLIENT_SLOTS, MsgType::Reply, Version::V2).unwrap();
+    assert_eq!(
+        buf[..n].to_vec(),
+        words(&[XID, 2, CLIENT_SLOTS, v2::proc::MSG, 1, 0, 0, 0, 0])
+    );
+    let mut reply = buf[..n].to_vec();
+    reply.extend(words(&[XID, 1, 0, 0, 0, 0]));
+    assert!(matches!(
+        receive(&reply, &Limits::DEFAULT),
+        Ok(Received::BackchannelReply { xid: XID, .. })
+    ));
+    // Version 1 is unchanged.
+    let n = encode_backward(&mut buf, XID, CLIENT_SLOTS, MsgType::Reply, Version::V1).unwrap();
+    assert_eq!(
+        buf[..n].to_vec(),
+        words(&[XID, 1, CLIENT_SLOTS, v1::proc::MSG, 0, 0, 0])
+    );
+    // Payload limits leave room for the longer header.
+    assert_eq!(server_max_payload(4096, Version::V1), 4096 - 28);
+    assert_eq!(server_max_payload(4096, Version::V2), 4096 - 36);
+    assert_eq!(client_max_payload_v2(4096, 4096, 4096), 4096 - 36);
+    assert_eq!(client_max_payload_v2(10, 10, 4096), 0);
+}

@@ -278,7 +278,8 @@ fn v1_server_err_vers_resends_as_v1() {
 }
 
 /// A version 2 error other than ERR_VERS fails the RPC; a version 2
-/// backward Call is not for our version 1 backchannel.
+/// backward Call (RDMA2_MSG, direction CALL, no chunks) is for the
+/// backchannel; one with chunks or a handle to invalidate is dropped.
 #[test]
 fn v2_errors_and_backward_calls() {
     let msg = words(&[XID, 2, 32, 4, 2]);
@@ -291,42 +292,49 @@ fn v2_errors_and_backward_calls() {
         }
     ));
     let call = words(&[XID, 2, 2, 0, 0, 0, 0, 0, 0, XID, 0]);
+    match classify(&call, 128) {
+        Inbound::BackwardCall2(h) => {
+            assert_eq!(h.fixed.xid, XID);
+            assert_eq!(h.payload, &words(&[XID, 0])[..]);
+        }
+        other => panic!("{other:?}"),
+    }
+    // A Write chunk of one segment.
+    let chunked = words(&[XID, 2, 2, 0, 0, 0, 0, 1, 1, 7, 64, 0, 0, 0, 0, XID, 0]);
     assert_eq!(
-        classify(&call, 128),
-        Inbound::Dropped(Dropped::Version { vers: 2 })
+        classify(&chunked, 128),
+        Inbound::Dropped(Dropped::BackwardWithChunks)
     );
+    // An `rdma_inv_handle` in a backward Call names nothing of ours.
+    let inv = words(&[XID, 2, 2, 0, 0, 7, 0, 0, 0, XID, 0]);
+    assert!(!matches!(classify(&inv, 128), Inbound::BackwardCall2(_)));
 }
 
-/// The probe fits version 1's 1024 bytes with its longer header; version
-/// 2 Calls plan with 8 bytes less of inline room both ways.
+/// The probe fits version 1's 1024 bytes with its longer header and
+/// plans with version 1's thresholds; version 2 Calls plan with version
+/// 2's, 8 bytes less of inline room both ways.
 #[test]
 fn call_thresholds_follow_the_version() {
     use rpcrdma_proto::negotiate::call_thresholds;
-    use rpcrdma_proto::pvt::InlineThresholds;
-    let t = InlineThresholds {
-        send: 4096,
-        recv: 4096,
+    use rpcrdma_proto::pvt::{InlineThresholds, Negotiated};
+    let t = |send, recv| InlineThresholds { send, recv };
+    let n = Negotiated {
+        inline: t(2048, 3072),
+        inline_v2: t(8192, 4096),
+        peer_remote_invalidate: false,
     };
-    assert_eq!(call_thresholds(SendAs::Wait, t), None);
+    assert_eq!(call_thresholds(SendAs::Wait, n.inline, n.inline_v2), None);
     assert_eq!(
-        call_thresholds(SendAs::Version(Version::V1), t),
-        Some((Version::V1, t))
+        call_thresholds(SendAs::Version(Version::V1), n.inline, n.inline_v2),
+        Some((Version::V1, t(2048, 3072)))
     );
-    let shrunk = InlineThresholds {
-        send: 4088,
-        recv: 4088,
-    };
     assert_eq!(
-        call_thresholds(SendAs::Version(Version::V2), t),
-        Some((Version::V2, shrunk))
+        call_thresholds(SendAs::Version(Version::V2), n.inline, n.inline_v2),
+        Some((Version::V2, t(8184, 4088)))
     );
-    let probe = InlineThresholds {
-        send: 1016,
-        recv: 4088,
-    };
     assert_eq!(
-        call_thresholds(SendAs::Probe { max_inline: 1024 }, t),
-        Some((Version::V2, probe))
+        call_thresholds(SendAs::Probe { max_inline: 1024 }, n.inline, n.inline_v2),
+        Some((Version::V2, t(1016, 3064)))
     );
 }
 

@@ -1873,3 +1873,15 @@ fn v2_backward_replies_reach_the_backchannel() {
     let buf = msg2(1, 1, 0, &[(0, s(0xb, 100, 0))], &[], None, &[]);
     assert_eq!(dropped(&buf), DropReason::BackwardWithChunks);
 }
+
+/// A version 2 backward Reply whose RPC XID is not its `rdma_xid`
+/// (hostile case v2-bc-reply-xid): dropped, never answered, since an
+/// RDMA2_ERROR with that XID would be looked up among the client's own
+/// Calls.
+#[test]
+fn v2_backward_reply_with_wrong_xid_is_dropped() {
+    let mut buf = msg2(0, 1, 0, &[], &[], None, &rpc(1, 24));
+    // The RPC message starts after nine header words.
+    buf[36..40].copy_from_slice(&(XID ^ 0x00ff_0000).to_be_bytes());
+    assert!(matches!(dropped(&buf), DropReason::BadReply(_)));
+}

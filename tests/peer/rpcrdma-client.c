@@ -1063,6 +1063,36 @@ static unsigned int b_bc_reply_bad_xid(struct cconn *c, uint8_t *p, uint32_t xid
 	return o;
 }
 
+/*
+ * Version 2 backward-direction Replies (RDMA2_MSG, rdma_direction REPLY,
+ * a well-formed accepted SUCCESS RPC Reply) answering no Call the server
+ * sent: one whose RPC XID differs from its rdma_xid, one whose XIDs agree
+ * but name no callback. Dropped, never answered, the connection serves on.
+ */
+static unsigned int b_v2_bc_reply(uint8_t *p, uint32_t xid, uint32_t rpc_xid)
+{
+	unsigned int o = 0;
+
+	hdr2(p, &o, xid, RDMA_MSG, 1);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	put32(p, &o, 0);
+	rpc_reply_msg(p, &o, rpc_xid);
+	return o;
+}
+
+static unsigned int b_v2_bc_reply_xid(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	(void)c;
+	return b_v2_bc_reply(p, xid, xid ^ 0x00ff0000);
+}
+
+static unsigned int b_v2_bc_reply_stray(struct cconn *c, uint8_t *p, uint32_t xid)
+{
+	(void)c;
+	return b_v2_bc_reply(p, xid, xid);
+}
+
 /* A backward-direction Reply of 8 bytes: its XID and msg_type, nothing more. */
 static unsigned int b_bc_reply_short(struct cconn *c, uint8_t *p, uint32_t xid)
 {
@@ -1527,6 +1557,10 @@ static const struct ccase cases[] = {
 	  b_reply_many_segs, C_ONE, MANYCHUNKSZ, 0 },
 	{ "v2-cant-reply", "version 2 NFSv4 READ of 60 KiB into a Write chunk of 512 bytes",
 	  b_v2_cant_reply, C_ONE, MANYCHUNKSZ, 0 },
+	{ "v2-bc-reply-xid", "version 2 backward Reply (accepted, SUCCESS) whose RPC XID differs from rdma_xid",
+	  b_v2_bc_reply_xid, C_ONE, 0, 0 },
+	{ "v2-bc-reply-stray", "version 2 backward Reply (accepted, SUCCESS) to a callback never sent",
+	  b_v2_bc_reply_stray, C_ONE, 0, 0 },
 };
 #define NCASES (sizeof(cases) / sizeof(cases[0]))
 

@@ -116,6 +116,10 @@ if check mount nfs_mount; then
     mnt=$(grep " /mnt " /proc/mounts)
     note "mount: $mnt"
     echo "RR-MOUNT rsize=$(echo "$mnt" | sed -n 's/.*rsize=\([0-9]*\).*/\1/p') wsize=$(echo "$mnt" | sed -n 's/.*wsize=\([0-9]*\).*/\1/p')" > "$RESULTS"
+    # rpcrdma_rs's RPC-over-RDMA version on the mount's connection (the
+    # bench's version dimension), once the mount's first RPCs settled it.
+    rdma_vers=$(cat /sys/kernel/debug/sunrpc/rpc_xprt/*/rdma_version 2>/dev/null | sort -u | xargs)
+    [ -z "$rdma_vers" ] || echo "RR-RDMAVERS $rdma_vers" > "$RESULTS"
     mkdir -p $dir
     # shellcheck disable=SC2086 # option lists
     {

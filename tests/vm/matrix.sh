@@ -171,7 +171,8 @@ server_v2_calls() {
 # rr.wire=1: the RoCEv2 packets of one whole connection (CM handshake,
 # mount, 64 KiB written and read back, unmount) captured by tcpdump and
 # sent to the host, where tools/rdma-wire decodes them and asserts Calls
-# and Replies, version 1 only, nothing flagged (scripts/vm.sh
+# and Replies, every message version 2 with our server (the callbacks'
+# too) and version 1 with rpcrdma.ko's, nothing flagged (scripts/vm.sh
 # vm_collect_wire). 1024-byte snapshots keep every header, not the data.
 wire_capture() {
     RR_VERS=4.2 RR_PROTO=rdma

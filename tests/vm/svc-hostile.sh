@@ -37,7 +37,11 @@
 #                     60 KiB into a 512-byte Write chunk gets
 #                     RDMA2_ERR_CANT_REPLY, processed, naming the short
 #                     segment and the bytes it needs. Its ERR_VERS reports
-#                     versions 1 to 2
+#                     versions 1 to 2. A version 2 backward Reply
+#                     (rdma_direction REPLY) whose RPC XID differs from
+#                     rdma_xid (v2-bc-reply-xid), or that answers no
+#                     callback (v2-bc-reply-stray): dropped, and the
+#                     connection serves on
 #   done, client-error  rpcrdma.ko drops them (svc_rdma_xdr_decode_req
 #                     out_drop) *; the connection must stay and serve
 #   short-27, short-24, short-12  shorter than the fixed header (28
@@ -180,6 +184,8 @@ abandon-connect     reply                 reply
 write-many-segs     reply                 reply
 reply-many-segs     reply                 reply
 v2-cant-reply       err-vers              err-other
+v2-bc-reply-xid     err-vers              nothing
+v2-bc-reply-stray   err-vers              nothing
 '
 # Cases without an XID to echo.
 NO_XID="short-2 empty"

@@ -10,6 +10,9 @@
 //!   the backchannel's payload limit, copied into a backchannel request
 //!   ([`crate::sunrpc::BcPool`]) and handed to the callback service; its
 //!   Receive buffer goes back to the device at once.
+//! - Versions: on a connection settled on RPC-over-RDMA version 2 the
+//!   server's backward Calls come as version 2 (RDMA2_MSG, direction
+//!   CALL) and our Replies go as version 2 too; else version 1.
 //! - Replying: the callback service sends its Reply through
 //!   `send_request` on a backchannel request, which
 //!   [`RdmaXprt::send_bc_reply`] (in `marshal`) sends without anything
@@ -32,18 +35,22 @@ use kernel::sync::atomic::Relaxed;
 use super::connection::Shared;
 use super::state::RdmaXprt;
 use crate::proto::backchannel::{self, CallDropped};
-use crate::proto::v1;
+use crate::proto::negotiate::Version;
 use crate::sunrpc::BC_BUF;
 
 impl RdmaXprt {
-    /// A backward Call arrived (Receive completion): hand it to the
-    /// callback service, or drop it. The Receive buffer is free again
-    /// when this returns.
-    pub(super) fn backward_call(&self, shared: &Shared, call: &v1::Header<'_>) {
+    /// A backward Call whose RPC message is `payload` arrived in
+    /// `version` (Receive completion): hand it to the callback service,
+    /// or drop it. The Receive buffer is free again when this returns.
+    pub(super) fn backward_call(&self, shared: &Shared, payload: &[u8], version: Version) {
         self.stats.bcall_received.add(1);
         let inline = shared.inline();
-        let max = backchannel::client_max_payload(inline.send, inline.recv, BC_BUF as u32);
-        let claimed = backchannel::check_call(call.payload, max)
+        let max = if version == Version::V2 {
+            backchannel::client_max_payload_v2(inline.send, inline.recv, BC_BUF as u32)
+        } else {
+            backchannel::client_max_payload(inline.send, inline.recv, BC_BUF as u32)
+        };
+        let claimed = backchannel::check_call(payload, max)
             .and_then(|()| {
                 if self.xprt().has_bc_serv() {
                     Ok(())
@@ -54,7 +61,7 @@ impl RdmaXprt {
             .and_then(|()| self.bc_pool().claim().ok_or(CallDropped::NoSlot));
         match claimed {
             Ok(slot) => {
-                if let Err(err) = slot.deliver(self.xprt(), call.payload) {
+                if let Err(err) = slot.deliver(self.xprt(), payload) {
                     self.stats.bcall_dropped.add(1);
                     rwarn!("backward call not delivered ({})\n", err.to_errno());
                 }

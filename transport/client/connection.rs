@@ -81,9 +81,12 @@ pub(crate) struct Shared {
     /// Established, and the CM has not reported its end yet (written only
     /// by the CM handler): whether the id must linger ([`CmId::linger`]).
     cm_up: Atomic<bool>,
-    /// Negotiated inline thresholds.
+    /// Negotiated inline thresholds, version 1's then version 2's, which
+    /// apply once the connection settles on version 2.
     inline_send: Atomic<u32>,
     inline_recv: Atomic<u32>,
+    inline_v2_send: Atomic<u32>,
+    inline_v2_recv: Atomic<u32>,
     /// This connection's number (see [`GENERATION`]).
     pub(crate) gen: u64,
     /// Number of the last Send known complete (successfully or flushed):
@@ -118,6 +121,8 @@ impl Shared {
                 cm_up: Atomic::new(false),
                 inline_send: Atomic::new(pvt::MIN_SIZE),
                 inline_recv: Atomic::new(pvt::MIN_SIZE),
+                inline_v2_send: Atomic::new(pvt::MIN_SIZE),
+                inline_v2_recv: Atomic::new(pvt::MIN_SIZE),
                 gen: GENERATION.fetch_add(1, Relaxed),
                 sends_done: Atomic::new(0),
                 waiters: Atomic::new(0),
@@ -161,11 +166,19 @@ impl Shared {
         Ok(())
     }
 
-    /// The negotiated inline thresholds.
+    /// The negotiated version 1 inline thresholds.
     pub(crate) fn inline(&self) -> InlineThresholds {
         InlineThresholds {
             send: self.inline_send.load(Acquire),
             recv: self.inline_recv.load(Acquire),
+        }
+    }
+
+    /// The negotiated inline thresholds of version 2.
+    pub(crate) fn inline_v2(&self) -> InlineThresholds {
+        InlineThresholds {
+            send: self.inline_v2_send.load(Acquire),
+            recv: self.inline_v2_recv.load(Acquire),
         }
     }
 }
@@ -190,11 +203,17 @@ impl CmHandler for Shared {
                 let negotiated = pvt::negotiate(self.ours, private.get(..len).unwrap_or(&[]));
                 self.inline_send.store(negotiated.inline.send, Release);
                 self.inline_recv.store(negotiated.inline.recv, Release);
+                self.inline_v2_send
+                    .store(negotiated.inline_v2.send, Release);
+                self.inline_v2_recv
+                    .store(negotiated.inline_v2.recv, Release);
                 self.xprt().bc.connected(negotiated.inline);
                 rdebug!(
-                    "connected, inline send {} recv {}\n",
+                    "connected, inline send {} recv {} (version 2: {} {})\n",
                     negotiated.inline.send,
-                    negotiated.inline.recv
+                    negotiated.inline.recv,
+                    negotiated.inline_v2.send,
+                    negotiated.inline_v2.recv
                 );
                 self.cm_up.store(true, Release);
                 self.status.store(ESTABLISHED, Release);
@@ -444,9 +463,14 @@ impl Ep {
         self.write_pad.as_ref().map(|(_, reg)| *reg)
     }
 
-    /// The negotiated inline thresholds.
+    /// The negotiated version 1 inline thresholds.
     pub(crate) fn inline(&self) -> InlineThresholds {
         self.shared.inline()
+    }
+
+    /// The negotiated version 2 inline thresholds.
+    pub(crate) fn inline_v2(&self) -> InlineThresholds {
+        self.shared.inline_v2()
     }
 
     /// The MR pool.

@@ -17,7 +17,8 @@ use super::send::SendError;
 use super::state::RdmaXprt;
 use crate::proto::backchannel::{self, CLIENT_SLOTS};
 use crate::proto::chunk::{ChunkSlices, ReadSegment, Segment};
-use crate::proto::negotiate;
+use crate::proto::header::MsgType;
+use crate::proto::negotiate::{self, Version};
 use crate::proto::plan::{self, CallPlan};
 use crate::rdma::{FrwrList, HeldPages};
 use crate::sunrpc::{trace, Buf, ForwardCall, PageList, SendRqst, XprtLocked};
@@ -48,7 +49,6 @@ pub(super) fn send_request(
         return ENOTCONN.to_errno();
     }
     let snd_len = snd.len() as usize;
-    let inline_send = ep.inline().send as usize;
     let Some(pool) = ep.pool() else {
         return ENOTCONN.to_errno();
     };
@@ -56,19 +56,32 @@ pub(super) fn send_request(
     st.forget_mrs();
     st.offered_write.store(u32::MAX, Relaxed);
     st.offered_reply.store(u32::MAX, Relaxed);
-    let Some((version, inline)) = negotiate::call_thresholds(rx.version_send(xid), ep.inline())
+    let send_as = rx.version_send(xid);
+    let Some((version, inline)) = negotiate::call_thresholds(send_as, ep.inline(), ep.inline_v2())
     else {
         // The version 2 probe is out: try again shortly (sunrpc waits a
         // quarter second on ENOBUFS).
         return ENOBUFS.to_errno();
     };
+    // The whole message, header included, within the version's threshold.
+    let extra = if version == Version::V2 {
+        negotiate::V2_EXTRA
+    } else {
+        0
+    };
+    let inline_send = inline.send.saturating_add(extra) as usize;
     let (rpc, call_buf, reply_buf) = rpc_shape(rqst);
     let mut conn = plan::Connection::new(inline, &ep.limits);
     // A Call within the inline threshold always fits the Send buffer, so
     // the SGE limit only decides whether its pages are mapped or copied
     // (`plan::send_layout`), never whether it goes inline.
     conn.send_sges = u32::MAX;
-    let chosen = plan::plan(&rpc, &conn);
+    let mut chosen = plan::plan(&rpc, &conn);
+    // Answered RDMA2_ERR_CANT_REPLY before: the most Reply room we have.
+    if st.wants_reply_chunk() {
+        chosen = plan::with_reply_chunk(chosen);
+    }
+    st.reply_max.store(rpc.reply_max, Relaxed);
     if rqst.prepare_rcv_pages().is_err() {
         return ENOBUFS.to_errno();
     }
@@ -356,9 +369,16 @@ impl RdmaXprt {
         let snd = rqst.snd_buf();
         let len = snd.len() as usize;
         let xid = u32::from_be(rqst.xid());
-        let inline_send = ep.inline().send as usize;
+        // In the connection's version, which the server's backward Call
+        // was in too.
+        let version = self.version().unwrap_or(Version::V1);
+        let inline_send = match version {
+            Version::V1 => ep.inline().send,
+            Version::V2 => ep.inline_v2().send,
+        } as usize;
         let sent = ep.send_backward(|buf| {
-            let hdr = backchannel::encode_backward_v1(buf, xid, CLIENT_SLOTS).ok()?;
+            let hdr = backchannel::encode_backward(buf, xid, CLIENT_SLOTS, MsgType::Reply, version)
+                .ok()?;
             let end = hdr.checked_add(len)?;
             if end > inline_send {
                 return None;

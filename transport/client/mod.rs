@@ -84,6 +84,8 @@ pub(crate) struct Config {
     pub(crate) inline_write: u32,
     /// RPC slots, and the credits we ask for.
     pub(crate) slots: u32,
+    /// New connections offer version 2 (`max_version`).
+    pub(crate) offers_v2: bool,
 }
 
 impl Config {
@@ -92,11 +94,17 @@ impl Config {
     /// `RPCRDMA_MAX_INLINE`), slots 4..=256 (`RPCRDMA_MIN_SLOT_TABLE`;
     /// the tunable takes up to `RPCRDMA_MAX_SLOT_TABLE`, 16384, as
     /// rpcrdma.ko's, but a connection's buffers are sized for every slot).
-    pub(crate) fn clamped(inline_read: u32, inline_write: u32, slots: u32) -> Self {
+    pub(crate) fn clamped(
+        inline_read: u32,
+        inline_write: u32,
+        slots: u32,
+        max_version: u32,
+    ) -> Self {
         Self {
             inline_read: inline_read.clamp(1024, 65536),
             inline_write: inline_write.clamp(1024, 65536),
             slots: slots.clamp(4, 256),
+            offers_v2: max_version >= 2,
         }
     }
 
@@ -104,16 +112,27 @@ impl Config {
     /// clamped once more so that nothing here depends on it.
     pub(crate) fn from_params() -> Self {
         let (inline_read, inline_write, slots) = crate::params::transport();
-        Self::clamped(inline_read, inline_write, slots)
+        Self::clamped(
+            inline_read,
+            inline_write,
+            slots,
+            crate::params::max_version(),
+        )
     }
 
     /// The settings of a new connection of a transport set up with
     /// `self`: its slots, and the inline sizes in force now, which
     /// rpcrdma.ko also reads at every connect (`rpcrdma_ep_create`).
+    ///
+    /// A transport that may speak version 2 receives at least its
+    /// default of 4096 bytes, which a version 2 server sends without
+    /// asking ([`crate::proto::pvt::recv_size`]).
     pub(crate) fn at_connect(&self) -> Self {
+        let now = Self::from_params();
         Self {
             slots: self.slots,
-            ..Self::from_params()
+            inline_read: crate::proto::pvt::recv_size(now.inline_read, now.offers_v2),
+            ..now
         }
     }
 }
@@ -170,6 +189,9 @@ pub(crate) struct Stats {
     /// The connection's RPC-over-RDMA version, 0 while it is probed. Not
     /// a mountstats column: in debugfs (`rdma_version`).
     pub(crate) rdma_version: Counter,
+    /// RPCs sent again with a Reply chunk after RDMA2_ERR_CANT_REPLY.
+    /// Not a mountstats column: in debugfs (`cant_reply_resends`).
+    pub(crate) cant_reply_resends: Counter,
 }
 
 /// What the transport does with a received message: the protocol's
@@ -192,7 +214,7 @@ pub(crate) fn classify_received<'a>(msg: &'a [u8], stats: &Stats, max_credits: u
         }
         // For the backchannel, which counts it; its credit field is
         // never read: the forward window is not the backchannel's.
-        Inbound::BackwardCall(_) => {}
+        Inbound::BackwardCall(_) | Inbound::BackwardCall2(_) => {}
         // As in rpcrdma.ko, RDMA_ERROR counts as a bad reply too.
         Inbound::Reply {
             body: Err(why),
@@ -329,11 +351,12 @@ mod tests {
         assert_eq!(stats.bad_reply_count.get(), 5);
         // Module parameters are clamped.
         assert_eq!(
-            Config::clamped(0, 1 << 20, 1000),
+            Config::clamped(0, 1 << 20, 1000, 2),
             Config {
                 inline_read: 1024,
                 inline_write: 65536,
-                slots: 256
+                slots: 256,
+                offers_v2: true
             }
         );
         // Garbage without an XID touches no RPC, and is counted.

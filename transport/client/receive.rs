@@ -13,9 +13,10 @@ use super::placement::Verdict;
 use super::request::MAX_RPC_MRS;
 use super::state::RdmaXprt;
 use crate::params;
-use crate::proto::negotiate::Action;
-use crate::proto::plan;
-use crate::proto::reply::{Inbound, ReplyBody};
+use crate::proto::negotiate::{Action, Version};
+use crate::proto::plan::{self, CantReply};
+use crate::proto::reply::{BadReply, Inbound, ReplyBody};
+use crate::proto::v2;
 use crate::rdma::{RecvOwner, RecvRing, RecvToken, Wc};
 use crate::sunrpc::trace;
 
@@ -153,7 +154,11 @@ impl RdmaXprt {
             } => (xid, credits, body, answer),
             Inbound::BackwardCall(call) => {
                 // Copied out: the buffer is reposted at once.
-                self.backward_call(shared, &call);
+                self.backward_call(shared, call.payload, Version::V1);
+                return None;
+            }
+            Inbound::BackwardCall2(call) => {
+                self.backward_call(shared, call.payload, Version::V2);
                 return None;
             }
             Inbound::Dropped(_) => return None,
@@ -166,8 +171,29 @@ impl RdmaXprt {
         if matches!(self.version_answer(xid, answer), Action::ResendAsV1 { .. }) {
             return Some((rqst, st, credits, Verdict::Resend));
         }
+        let body = match body {
+            Err(BadReply::Error2(v2::RdmaError::CantReply {
+                segment_index,
+                length_needed,
+                ..
+            })) => {
+                let verdict = st.cant_reply(segment_index, length_needed);
+                rdebug!(
+                    "xid {:#x}: RDMA2_ERR_CANT_REPLY, segment {} needs {}: {:?}\n",
+                    xid,
+                    segment_index,
+                    length_needed,
+                    verdict
+                );
+                if verdict == CantReply::ResendWithReplyChunk {
+                    self.stats.cant_reply_resends.add(1);
+                    return Some((rqst, st, credits, Verdict::Resend));
+                }
+                return Some((rqst, st, credits, Verdict::Fail));
+            }
+            body => body.ok(),
+        };
         let reply = body
-            .ok()
             .and_then(|body: ReplyBody<'_>| self.check_reply(msg, body, st))
             .map_or(Verdict::Fail, Verdict::Place);
         Some((rqst, st, credits, reply))

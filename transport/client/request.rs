@@ -7,7 +7,7 @@
 use kernel::sync::atomic::{Acquire, Atomic, Relaxed, Release};
 
 use super::state::RdmaXprt;
-use crate::proto::plan::Offered;
+use crate::proto::plan::{self, Offered};
 use crate::rdma::{ExclusiveCell, FrwrList};
 
 /// Most MRs one RPC holds: a Read, a Write and a Reply chunk of at most
@@ -30,6 +30,11 @@ pub(crate) struct ReqState {
     pub(super) offered_write: Atomic<u32>,
     /// Reply chunk bytes registered, `u32::MAX` for none.
     pub(super) offered_reply: Atomic<u32>,
+    /// Largest Reply the RPC takes (`rq_rcv_buf.buflen`), as last sent.
+    pub(super) reply_max: Atomic<u32>,
+    /// Answered RDMA2_ERR_CANT_REPLY: every retry offers a Reply chunk
+    /// over the whole receive buffer ([`plan::CantReply`]).
+    reply_chunk: Atomic<bool>,
     mrs: ExclusiveCell<FrwrList<MAX_RPC_MRS>>,
 }
 
@@ -41,6 +46,8 @@ impl Default for ReqState {
             nmrs: Atomic::new(0),
             offered_write: Atomic::new(u32::MAX),
             offered_reply: Atomic::new(u32::MAX),
+            reply_max: Atomic::new(0),
+            reply_chunk: Atomic::new(false),
             mrs: ExclusiveCell::new(FrwrList::new()),
         }
     }
@@ -55,7 +62,29 @@ impl ReqState {
         self.send_seq.store(0, Relaxed);
         self.offered_write.store(u32::MAX, Relaxed);
         self.offered_reply.store(u32::MAX, Relaxed);
+        self.reply_max.store(0, Relaxed);
+        self.reply_chunk.store(false, Relaxed);
         self.forget_mrs();
+    }
+
+    /// What to do with RDMA2_ERR_CANT_REPLY naming `segment_index` and
+    /// `length_needed`, to this request as last sent; a retry is planned
+    /// with a Reply chunk from then on. Called by the Reply's handler,
+    /// before it gives the request back.
+    pub(super) fn cant_reply(&self, segment_index: u32, length_needed: u32) -> plan::CantReply {
+        let reply_max = self.reply_max.load(Relaxed);
+        let verdict = plan::on_cant_reply(segment_index, length_needed, &self.offered(), reply_max);
+        if verdict == plan::CantReply::ResendWithReplyChunk {
+            self.reply_chunk.store(true, Relaxed);
+        }
+        verdict
+    }
+
+    /// Whether the RPC is to offer a Reply chunk over its whole receive
+    /// buffer (after RDMA2_ERR_CANT_REPLY). Read by the sender, which
+    /// runs after the Reply's handler gave the request back.
+    pub(super) fn wants_reply_chunk(&self) -> bool {
+        self.reply_chunk.load(Relaxed)
     }
 
     /// Leaves `mrs`, registered for this request, on it: for the Reply's

@@ -232,6 +232,12 @@ impl RdmaXprt {
         } else {
             (send, recv)
         };
-        backchannel::client_max_payload(send, recv, BC_BUF as u32)
+        // Told to the server once, it must hold in whichever version
+        // the connection speaks.
+        if self.cfg.offers_v2 {
+            backchannel::client_max_payload_v2(send, recv, BC_BUF as u32)
+        } else {
+            backchannel::client_max_payload(send, recv, BC_BUF as u32)
+        }
     }
 }

@@ -51,10 +51,11 @@ fn remember(addr: &str, version: Version) {
 }
 
 impl RdmaXprt {
-    /// A new connection is up: it probes, unless version 2 is off or the
-    /// server is known to speak version 1 only.
-    pub(super) fn version_connected(&self) {
-        let v1 = crate::params::max_version() < 2 || known_v1(self.peer());
+    /// A new connection is up: it probes, unless version 2 is off for it
+    /// (`offers_v2`, read at its connect) or the server is known to speak
+    /// version 1 only.
+    pub(super) fn version_connected(&self, offers_v2: bool) {
+        let v1 = !offers_v2 || known_v1(self.peer());
         let neg = if v1 {
             Negotiator::v1_only()
         } else {
@@ -65,6 +66,10 @@ impl RdmaXprt {
         // The transport's debugfs directory exists once it connects.
         if !self.version_published.xchg(true, Relaxed) {
             self.debugfs_u64(c"rdma_version", self.stats.rdma_version.atomic());
+            self.debugfs_u64(
+                c"cant_reply_resends",
+                self.stats.cant_reply_resends.atomic(),
+            );
         }
     }
 
@@ -79,6 +84,11 @@ impl RdmaXprt {
                 self.peer()
             );
         }
+    }
+
+    /// The version the connection settled on, if it has.
+    pub(super) fn version(&self) -> Option<Version> {
+        self.neg.lock().version()
     }
 
     /// How to send the Call with `xid` (as in `rq_xid`).

@@ -48,10 +48,11 @@ pub(super) fn connect_worker(rx: &RdmaXprt, locked: &mut XprtLocked<'_>) -> c_in
     // set up a connection nothing is ever sent on, torn down by
     // `destroy` as soon as we unlock (issue 11, defect 5).
     let dying = locked.dying();
+    let cfg = rx.cfg.at_connect();
     let result = if dying {
         Err(ENOTCONN)
     } else {
-        Ep::connect(rx, &rx.cfg.at_connect())
+        Ep::connect(rx, &cfg)
     };
     let took_ms = jiffies().wrapping_sub(start).saturating_mul(1000) / hz().max(1);
     locked.clear_connecting();
@@ -63,7 +64,8 @@ pub(super) fn connect_worker(rx: &RdmaXprt, locked: &mut XprtLocked<'_>) -> c_in
         Ok(ep) => {
             let ep_inline = ep.inline();
             // Before any Call can see the new connection.
-            rx.version_connected();
+            // Its Receive buffers were sized for the versions it offers.
+            rx.version_connected(cfg.offers_v2);
             drop(rx.replace_conn(locked, Some(ep)));
             rx.backoff.store(false, Relaxed);
             locked.connected();

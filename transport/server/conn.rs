@@ -253,9 +253,10 @@ crate::rdma::owner! {
         pub(super) rw_room: u32,
         /// Calls handed to nfsd whose request has not released them yet.
         pub(super) in_nfsd: Atomic<u32>,
-        /// Largest Send: the smaller of the client's receive size (RFC 8797)
-        /// and ours; the size of our Send buffers.
-        pub(super) inline_send: u32,
+        /// Inline thresholds for each version: the smaller of the client's
+        /// receive size (RFC 8797; on version 2 at least 4096) and ours.
+        /// Our Send buffers hold version 2's, never the smaller.
+        pub(super) inline: pvt::Negotiated,
         /// Both ends allow Send With Invalidate (RFC 8797 §5.1): the client's
         /// private data, and ours, set when the device can.
         pub(super) remote_inv: bool,
@@ -528,8 +529,9 @@ impl SvcConn {
                     recv_len: cfg.inline as usize,
                     sends: nsend,
                     // The negotiated size is already within ours
-                    // (`pvt::negotiate`).
-                    send_len: peer.inline.send as usize,
+                    // (`pvt::negotiate`); a Call in either version may
+                    // come, and version 2's is the larger.
+                    send_len: peer.inline_v2.send as usize,
                     send_extra: lazy,
                     rw_ctxs: rw,
                     send_sge: send_sges(&dev),
@@ -576,7 +578,7 @@ impl SvcConn {
                     signal_every: lazy,
                     rw_room: rw,
                     in_nfsd: Atomic::new(0),
-                    inline_send: peer.inline.send,
+                    inline: peer,
                     remote_inv: responder::remote_invalidation(peer.peer_remote_invalidate, swi),
                     debug: SetOnce::new(),
                     stats: counters.clone(),
@@ -636,9 +638,10 @@ impl SvcConn {
         let seq = TOTALS.accepted.inc();
         conn.publish_counters(seq);
         rdebug!(
-            "server: connection accepted, credits {}, inline send {}, remote invalidation {}\n",
+            "server: connection accepted, credits {}, inline send {} (version 2: {}), remote invalidation {}\n",
             conn.cfg.credits,
-            conn.inline_send,
+            conn.inline.inline.send,
+            conn.inline.inline_v2.send,
             conn.remote_inv
         );
         Some(conn)

@@ -10,10 +10,11 @@ use kernel::prelude::*;
 
 use super::backchannel::BC_SLOTS;
 use super::conn::SvcConn;
-use crate::proto::chunk::ChunkSlices;
-use crate::proto::header::FixedHeader;
+use crate::proto::backchannel;
+use crate::proto::header::MsgType;
+use crate::proto::negotiate::Version;
 use crate::proto::responder::{self, ErrorBody, ReplyPlan, ReplyShape};
-use crate::proto::{v1, v2};
+use crate::proto::v2;
 use crate::rdma::RecvBuf;
 use crate::sunrpc::{trace, Ctxt, HeldBytes, SendRqst, SvcRqst, SvcStat, XptFlag};
 
@@ -46,7 +47,11 @@ fn answer(conn: &SvcConn, rqst: &mut SvcRqst<'_>, buf: &mut RecvBuf<'_, SvcConn>
         len: rqst.res().len(),
         payloads: state.payloads,
     };
-    let plan = match responder::plan_call_reply(&call, shape, conn.inline_send) {
+    // Each Call is answered in its own version, within that version's
+    // threshold.
+    let version = Version::from_number(call.vers).unwrap_or(Version::V1);
+    let inline_send = conn.inline.for_version(version).send;
+    let plan = match responder::plan_call_reply(&call, shape, inline_send) {
         Ok(plan) => plan,
         Err(cause) => {
             rwarn!(
@@ -167,18 +172,28 @@ fn ep_cq(conn: &SvcConn) -> u32 {
     conn.ep().map_or(0, |ep| ep.cq_ids().0)
 }
 
-/// Header of a backward Call: xid, version, credits, RDMA_MSG, three
-/// empty chunk lists.
-const BC_HEADER: usize = 28;
+/// The version of backward Calls on `conn`: the client's, version 2
+/// once it sent a version 2 Call (the draft makes the backward direction
+/// part of version 2; a client's session, and so its callbacks, come
+/// after its first Calls), else version 1.
+fn bc_version(conn: &SvcConn) -> Version {
+    if conn.stats.v2_calls.get() > 0 {
+        Version::V2
+    } else {
+        Version::V1
+    }
+}
 
 /// Largest backward Call the backchannel carries: one inline Send the
-/// client can receive, less our header.
+/// client can receive, less our header, in the connection's version.
 pub(super) fn bc_max_payload(conn: &SvcConn) -> usize {
-    (conn.inline_send as usize).saturating_sub(BC_HEADER)
+    let version = bc_version(conn);
+    let inline = conn.inline.for_version(version).send;
+    backchannel::server_max_payload(inline, version) as usize
 }
 
 /// Sends a backward Call (RFC 8167 §4): inline, with the backchannel's
-/// own credits, no chunks.
+/// own credits, no chunks, in the connection's version.
 pub(super) fn backward_call(conn: &SvcConn, rqst: &SendRqst<'_>) -> Result {
     if conn.xprt().test(XptFlag::Dead) {
         return Err(ENOTCONN);
@@ -186,19 +201,17 @@ pub(super) fn backward_call(conn: &SvcConn, rqst: &SendRqst<'_>) -> Result {
     let res = (|| {
         let snd = rqst.snd_buf();
         let len = snd.len() as usize;
-        if len > bc_max_payload(conn) {
+        let version = bc_version(conn);
+        let inline = conn.inline.for_version(version).send;
+        if len > backchannel::server_max_payload(inline, version) as usize {
             return Err(EMSGSIZE);
         }
         let mut slot = conn.get_send()?;
         let buf = slot.buf()?.buf();
-        let fixed = FixedHeader {
-            // `rq_xid` is as on the wire; the encoder takes host order.
-            xid: u32::from_be(rqst.xid()),
-            vers: v1::VERSION,
-            credits: BC_SLOTS,
-        };
-        let hlen =
-            v1::encode(buf, &fixed, &v1::Message::Msg(ChunkSlices::NONE)).map_err(|_| EMSGSIZE)?;
+        // `rq_xid` is as on the wire; the encoder takes host order.
+        let xid = u32::from_be(rqst.xid());
+        let hlen = backchannel::encode_backward(buf, xid, BC_SLOTS, MsgType::Call, version)
+            .map_err(|_| EMSGSIZE)?;
         let dst = buf.get_mut(hlen..hlen + len).ok_or(EMSGSIZE)?;
         snd.read(0, dst)?;
         rqst.stamp_xmit();

@@ -440,12 +440,12 @@ impl Analyzer {
                 };
                 // RFC 8797 §5.2: the smaller of the sender's send size and
                 // the receiver's receive size; absent data counts as the
-                // version's default.
-                Some(
-                    sender
-                        .map_or(default, |p| p.send_size)
-                        .min(receiver.map_or(default, |p| p.recv_size)),
-                )
+                // version's default. A version 2 receiver takes 4096 bytes
+                // whatever it advertised (draft "Default Values").
+                let recv = receiver
+                    .map_or(default, |p| p.recv_size)
+                    .max(if vers == v2::VERSION { default } else { 0 });
+                Some(sender.map_or(default, |p| p.send_size).min(recv))
             }
             Conn::Ips(..) => self.opts.inline,
         }

@@ -839,3 +839,38 @@ fn version_two_probe_and_fallback() {
     pkts.push(send(CLIENT, SERVER, SQP, 1, &big));
     assert!(flagged_with(&run(&pkts), "version 2 probe of 1100 bytes"));
 }
+
+/// A version 2 receiver takes 4096 bytes whatever its private data says
+/// (draft "Default Values"): a 3000-byte version 2 Call into a server
+/// that advertised 1 KiB receives is within the threshold, a version 1
+/// one is not, and more than 4096 bytes is flagged in either.
+#[test]
+fn v2_threshold_is_at_least_4096() {
+    let small = PrivateData {
+        recv_size: 1024,
+        ..PVT4K
+    };
+    let sized = |mut m: Vec<u8>, len: usize| {
+        m.resize(len, 0);
+        m
+    };
+    let probe = v2_msg(20, 8, ChunkSlices::NONE, MsgType::Call, 0);
+    let v2_call = sized(v2_msg(21, 8, ChunkSlices::NONE, MsgType::Call, 0), 3000);
+    let mut pkts = handshake(CLIENT, SERVER, PVT4K, small);
+    pkts.push(send(CLIENT, SERVER, SQP, 1, &probe));
+    pkts.push(send(CLIENT, SERVER, SQP, 2, &v2_call));
+    assert!(!flagged_with(&run(&pkts), "inline threshold"));
+    let v2_big = sized(v2_msg(22, 8, ChunkSlices::NONE, MsgType::Call, 0), 5000);
+    pkts.push(send(CLIENT, SERVER, SQP, 3, &v2_big));
+    assert!(flagged_with(
+        &run(&pkts),
+        "5000 byte message exceeds the 4096 byte inline threshold"
+    ));
+    let v1_call = v1_msg(23, 8, ChunkSlices::NONE, MsgType::Call, 3000);
+    let mut pkts = handshake(CLIENT, SERVER, PVT4K, small);
+    pkts.push(send(CLIENT, SERVER, SQP, 1, &v1_call));
+    assert!(flagged_with(
+        &run(&pkts),
+        "exceeds the 1024 byte inline threshold"
+    ));
+}
