@@ -56,6 +56,7 @@ pub(super) fn send_request(
     st.forget_mrs();
     st.offered_write.store(u32::MAX, Relaxed);
     st.offered_reply.store(u32::MAX, Relaxed);
+    st.xid.store(u32::from_be(xid), Relaxed);
     let Some((version, inline)) = negotiate::call_thresholds(rx.version_send(xid), ep.inline())
     else {
         // The version 2 probe is out: try again shortly (sunrpc waits a
