@@ -237,6 +237,15 @@ impl Negotiator {
         }
     }
 
+    /// The RPC of the Call with `xid` ended without its answer being fed
+    /// here (killed, timed out): if it was the probe, the next Call
+    /// probes. Its answer may still come, and is then ignored; nothing
+    /// was learned of the peer, so a connection lost afterwards does not
+    /// make it a version 1 peer.
+    pub fn on_abandoned(&mut self, xid: u32) {
+        self.on_unsent(xid);
+    }
+
     /// The connection was lost or the probe timed out: assume the peer
     /// dropped a version 2 message it did not understand.
     pub fn on_probe_lost(&mut self) -> Action {

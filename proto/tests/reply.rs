@@ -384,3 +384,35 @@ fn an_unsent_probe_is_forgotten() {
     assert!(matches!(n.send(XID + 1), SendAs::Probe { .. }));
     assert_eq!(n.on_probe_lost(), Action::ResendAsV1 { xid: XID + 1 });
 }
+
+/// A probe whose RPC ended unanswered (killed by `umount -f`, timed out)
+/// taught nothing: the next Call probes instead of waiting for an answer
+/// nobody takes; the old probe's late answer is ignored, and a connection
+/// lost afterwards does not make the peer a version 1 one.
+#[test]
+fn an_abandoned_probe_is_forgotten() {
+    let mut n = Negotiator::new();
+    assert!(matches!(n.send(XID), SendAs::Probe { .. }));
+    assert_eq!(n.send(XID + 1), SendAs::Wait);
+    // Another RPC ending changes nothing.
+    n.on_abandoned(XID + 1);
+    assert_eq!(n.send(XID + 1), SendAs::Wait);
+    n.on_abandoned(XID);
+    assert!(matches!(n.send(XID + 1), SendAs::Probe { .. }));
+    assert_eq!(
+        n.on_answer(XID, Answer::Reply { vers: 2 }),
+        Action::None,
+        "the abandoned probe's answer"
+    );
+    assert_eq!(n.version(), None);
+    assert_eq!(n.send(XID + 2), SendAs::Wait);
+    n.on_abandoned(XID + 1);
+    assert_eq!(n.on_probe_lost(), Action::None);
+    assert_eq!(n.version(), None);
+    // Once settled, an RPC ending is nothing to the negotiation.
+    let mut n = Negotiator::new();
+    assert!(matches!(n.send(XID), SendAs::Probe { .. }));
+    assert_eq!(n.on_answer(XID, Answer::Reply { vers: 2 }), Action::None);
+    n.on_abandoned(XID);
+    assert_eq!(n.version(), Some(Version::V2));
+}

@@ -56,6 +56,7 @@ pub(super) fn send_request(
     st.forget_mrs();
     st.offered_write.store(u32::MAX, Relaxed);
     st.offered_reply.store(u32::MAX, Relaxed);
+    st.xid.store(u32::from_be(xid), Relaxed);
     let send_as = rx.version_send(xid);
     let Some((version, inline)) = negotiate::call_thresholds(send_as, ep.inline(), ep.inline_v2())
     else {

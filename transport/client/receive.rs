@@ -163,12 +163,16 @@ impl RdmaXprt {
             }
             Inbound::Dropped(_) => return None,
         };
+        // The negotiation learns from the probe's answer even when its
+        // RPC is gone (killed, timed out): otherwise every other Call
+        // would wait on until the connection is lost.
+        let action = self.version_answer(xid, answer);
         // `rq_xid` holds the XID as it is on the wire.
         let Some((rqst, st)) = self.lookup(xid.to_be()) else {
             rdebug!("reply for unknown xid {:#x}\n", xid);
             return None;
         };
-        if matches!(self.version_answer(xid, answer), Action::ResendAsV1 { .. }) {
+        if matches!(action, Action::ResendAsV1 { .. }) {
             return Some((rqst, st, credits, Verdict::Resend));
         }
         let body = match body {

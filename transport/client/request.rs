@@ -25,6 +25,9 @@ pub(crate) struct ReqState {
     pub(super) gen: Atomic<u64>,
     /// Number of the Call's Send on that connection.
     pub(super) send_seq: Atomic<u64>,
+    /// XID of the last Call sent from this slot (as on the wire, host
+    /// order), 0 before any: its RPC may be the version 2 probe.
+    pub(super) xid: Atomic<u32>,
     nmrs: Atomic<u32>,
     /// Write chunk bytes registered, `u32::MAX` for none.
     pub(super) offered_write: Atomic<u32>,
@@ -43,6 +46,7 @@ impl Default for ReqState {
         Self {
             gen: Atomic::new(0),
             send_seq: Atomic::new(0),
+            xid: Atomic::new(0),
             nmrs: Atomic::new(0),
             offered_write: Atomic::new(u32::MAX),
             offered_reply: Atomic::new(u32::MAX),
@@ -60,6 +64,7 @@ impl ReqState {
     fn reset(&self) {
         self.gen.store(0, Relaxed);
         self.send_seq.store(0, Relaxed);
+        self.xid.store(0, Relaxed);
         self.offered_write.store(u32::MAX, Relaxed);
         self.offered_reply.store(u32::MAX, Relaxed);
         self.reply_max.store(0, Relaxed);
@@ -152,6 +157,13 @@ pub(super) fn buffers_ready(rx: &RdmaXprt, st: &ReqState, grown: usize) {
 
 /// A request's buffers go back to its slot (`buf_free`).
 pub(super) fn buffers_released(rx: &RdmaXprt, st: &ReqState) {
+    // An RPC that ends before its answer (killed by `umount -f`, a soft
+    // timeout) may have been the version 2 probe: the next Call probes,
+    // rather than every Call waiting for an answer nobody will take.
+    let xid = st.xid.load(Relaxed);
+    if xid != 0 {
+        rx.version_abandoned(xid);
+    }
     // An RPC given up before its Reply (interrupted, timed out) may
     // still have its pages registered for the server: the connection
     // goes, with its keys. The glue then waits for the holds on the pages

@@ -102,6 +102,14 @@ impl RdmaXprt {
         self.neg.lock().on_unsent(u32::from_be(xid));
     }
 
+    /// The RPC of the Call with `xid` (as on the wire) ended, answered or
+    /// not: if it was the probe and still unanswered, the next Call
+    /// probes, and a connection lost afterwards says nothing of the
+    /// server's version.
+    pub(super) fn version_abandoned(&self, xid: u32) {
+        self.neg.lock().on_abandoned(xid);
+    }
+
     /// Feeds the answer to the Call with `xid` (as on the wire) to the
     /// negotiation; what the Reply's RPC must do.
     pub(super) fn version_answer(&self, xid: u32, answer: Answer) -> Action {
