@@ -33,7 +33,7 @@ use super::connection::Shared;
 use super::state::RdmaXprt;
 use crate::proto::backchannel::{self, CallDropped};
 use crate::proto::v1;
-use crate::sunrpc::BC_BUF;
+use crate::sunrpc::{trace, BC_BUF};
 
 impl RdmaXprt {
     /// A backward Call arrived (Receive completion): hand it to the
@@ -54,6 +54,8 @@ impl RdmaXprt {
             .and_then(|()| self.bc_pool().claim().ok_or(CallDropped::NoSlot));
         match claimed {
             Ok(slot) => {
+                // Before the callback service can have answered it.
+                trace::xprtrdma_cb(false, self.xprt(), call.fixed.xid);
                 if let Err(err) = slot.deliver(self.xprt(), call.payload) {
                     self.stats.bcall_dropped.add(1);
                     rwarn!("backward call not delivered ({})\n", err.to_errno());
@@ -70,9 +72,10 @@ impl RdmaXprt {
     }
 }
 
-/// `bc_setup`, once the requests are allocated: publishes the counters
-/// in the transport's debugfs directory, once.
-pub(super) fn publish(rx: &RdmaXprt) {
+/// `bc_setup` for `reqs` requests, once they are allocated: publishes
+/// the counters in the transport's debugfs directory, once.
+pub(super) fn publish(rx: &RdmaXprt, reqs: u32) {
+    trace::xprtrdma_cb_setup(rx.xprt(), reqs);
     if !rx.bc.published.xchg(true, Relaxed) {
         let s = &rx.stats;
         for (name, counter) in [

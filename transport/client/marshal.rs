@@ -364,6 +364,8 @@ impl RdmaXprt {
                 return None;
             }
             snd.read(0, buf.get_mut(hdr..end)?).ok()?;
+            // Marshalled, not yet posted, as rpcrdma.ko reports it.
+            trace::xprtrdma_cb(true, self.xprt(), xid);
             Some((end, end))
         });
         match sent {

@@ -108,16 +108,16 @@ impl Ep {
                 .try_borrow_mut()
                 .is_none_or(|mut s| s.next(chained, awaited))
         };
-        let SendPosted {
-            seq,
-            sges,
-            signalled,
-        } = tx.post(keep, pool, mrs, hold, mapped, signal, fill)?;
-        if let Some(rqst) = rqst {
-            // The Send's number stands for rpcrdma.ko's completion id.
-            let cq_id = || tx.cq_id();
-            trace::xprtrdma_post_send(cq_id, seq, || rqst.trace_task(), sges, signalled);
-        }
+        // Before the post, as rpcrdma.ko: the completion may be handled
+        // before the post returns. The Send's number stands for
+        // rpcrdma.ko's completion id.
+        let posting = |p: &SendPosted| {
+            if let Some(rqst) = rqst {
+                let cq_id = || tx.cq_id();
+                trace::xprtrdma_post_send(cq_id, p.seq, || rqst.trace_task(), p.sges, p.signalled);
+            }
+        };
+        tx.post(keep, pool, mrs, hold, mapped, signal, fill, posting)?;
         Ok(())
     }
 }
