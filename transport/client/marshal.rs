@@ -357,7 +357,7 @@ impl RdmaXprt {
         let len = snd.len() as usize;
         let xid = u32::from_be(rqst.xid());
         let inline_send = ep.inline().send as usize;
-        let sent = ep.send_backward(|buf| {
+        let sent = ep.send_backward(rqst, |buf| {
             let hdr = backchannel::encode_backward_v1(buf, xid, CLIENT_SLOTS).ok()?;
             let end = hdr.checked_add(len)?;
             if end > inline_send {
