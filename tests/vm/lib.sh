@@ -460,8 +460,8 @@ trace_field() {
 # trace_check_client: the events of a mount's I/O through rpcrdma_rs.
 trace_check_client() {
     # read_back remounts: the first connection was torn down.
-    trace_fired xprtrdma_connect xprtrdma_disconnect xprtrdma_marshal xprtrdma_post_send \
-        xprtrdma_wc_receive xprtrdma_reply xprtrdma_mr_map || return 1
+    trace_fired xprtrdma_connect xprtrdma_disconnect xprtrdma_op_connect xprtrdma_marshal \
+        xprtrdma_post_send xprtrdma_wc_receive xprtrdma_reply xprtrdma_mr_map || return 1
     grep " xprtrdma_connect: " $TRACE_OUT | grep -q "peer=\[$SERVER4\]:$NFS_RDMA_PORT rc=0 connection status=1" ||
         { echo "no connect to $SERVER4:$NFS_RDMA_PORT: $(grep -m1 ' xprtrdma_connect: ' $TRACE_OUT)"; return 1; }
     # Backchannel Replies are posted too, by a task without a client (-1).
@@ -488,8 +488,15 @@ trace_check_client() {
     grep " xprtrdma_mr_map: " $TRACE_OUT | sed -n 's/.* nents=\([0-9]*\) \([0-9]*\)@0x[0-9a-f]*:0x[0-9a-f]* (\(.*\))$/\1 \2 \3/p' |
         awk '{ n++ } $1 < 1 || $2 < 1 || $2 > 1048576 || ($3 != "TO_DEVICE" && $3 != "FROM_DEVICE") { print "mr_map: " $0; exit 1 }
              END { if (!n) { print "no mr_map line parsed"; exit 1 } }' || return 1
-    trace_sample xprtrdma_connect xprtrdma_marshal xprtrdma_post_send xprtrdma_wc_receive \
-        xprtrdma_reply xprtrdma_mr_map xprtrdma_disconnect
+    # sunrpc's connect, at once for the mount's first.
+    grep -q " xprtrdma_op_connect: peer=\[$SERVER4\]:$NFS_RDMA_PORT delay=0$" "$TRACE_DIR/xprtrdma_op_connect" ||
+        { echo "no op_connect to $SERVER4:$NFS_RDMA_PORT: $(head -n 1 "$TRACE_DIR/xprtrdma_op_connect" 2>&1)"; return 1; }
+    trace_sample xprtrdma_connect xprtrdma_op_connect xprtrdma_marshal xprtrdma_post_send \
+        xprtrdma_wc_receive xprtrdma_reply xprtrdma_mr_map xprtrdma_disconnect
+    # Session setup (NFSv4.1+): the backchannel and the lease's timeouts.
+    for e in xprtrdma_cb_setup xprtrdma_op_set_cto; do
+        [ "$(trace_count $e)" -eq 0 ] || trace_sample $e
+    done
     note "client trace: $m Calls, $(wc -l < /tmp/reply.xids) Reply XIDs, all marshalled; $b backchannel Replies"
     trace_check_frwr
 }
