@@ -233,12 +233,18 @@ decode_events() {
             none_fired xprtrdma_reply_hdr_err ;;
     ok-null) none_fired xprtrdma_reply_hdr_err xprtrdma_reply_rqst_err ;;
     # A backward Call with a Write list is no backward Call: rpcrdma.ko
-    # looks its XID up as a Reply's. The others are dropped before the
-    # callback service (there is none) could take them.
+    # looks its XID up as a Reply's. A CB_NULL that comes once the client
+    # has its callback service (after its first COMPOUND) goes to it
+    # (xprtrdma_cb_call), and is answered (xprtrdma_cb_reply) unless the
+    # failed mount's connection went first.
     bcall)
         peer_log | sed -n 's/.* mode=bcall backward call xid=\(0x[0-9a-f]*\) .* write-list$/\1/p' |
             sort -u > /tmp/bcall.xids
-        xids_in xprtrdma_reply_rqst_err /tmp/bcall.xids && none_fired xprtrdma_cb_call ;;
+        xids_in xprtrdma_reply_rqst_err /tmp/bcall.xids || return 1
+        peer_log | sed -n 's/.* mode=bcall backward call xid=\(0x[0-9a-f]*\) .*/\1/p' | sort -u > /tmp/bc.xids
+        trace_field xprtrdma_cb_call xid | sort -u > /tmp/cb_call.xids
+        [ "$(trace_count xprtrdma_cb_call)" -eq 0 ] || xids_in xprtrdma_cb_call /tmp/bc.xids || return 1
+        [ "$(trace_count xprtrdma_cb_reply)" -eq 0 ] || xids_in xprtrdma_cb_reply /tmp/cb_call.xids ;;
     esac || return 1
     # Our version 2 probe, which the peer refuses with ERR_VERS 1..1.
     if [ "$(trace_count xprtrdma_err_vers)" -gt 0 ]; then
