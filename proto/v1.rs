@@ -27,9 +27,11 @@ pub mod proc {
 }
 
 /// `rdma_err` values (RFC 8166 §4.1).
-mod err {
-    pub(super) const VERS: u32 = 1;
-    pub(super) const CHUNK: u32 = 2;
+pub mod err {
+    /// ERR_VERS.
+    pub const VERS: u32 = 1;
+    /// ERR_CHUNK.
+    pub const CHUNK: u32 = 2;
 }
 
 /// Body of an RDMA_ERROR (RFC 8166 §4.5).

@@ -136,6 +136,10 @@ pub(crate) trait CmHandler: Sync {
     /// One event.
     fn event(&self, event: CmEvent);
 
+    /// Device `dev` is being removed, and with it the connection to
+    /// `peer`; [`CmHandler::event`] gets [`CmEvent::DeviceRemoval`] next.
+    fn device_removal(&self, _dev: &CStr, _peer: &SockAddr) {}
+
     /// The QP of the id's connection to `peer`, on `dev`, had asynchronous
     /// event `event` (an `enum ib_event_type`). Called by the driver,
     /// maybe in atomic context: must not sleep. A fatal one also moves the
@@ -212,6 +216,22 @@ pub(super) unsafe extern "C" fn cm_event_handler<H: CmHandler>(
     let handler = unsafe { &*(*id).context.cast::<H>() };
     // SAFETY: rdma_cm passes a valid event for the duration of the call.
     let event = unsafe { CmEvent::from_raw(event) };
+    if matches!(event, CmEvent::DeviceRemoval) {
+        // SAFETY: `id` is live for the call. rdma_cm reports a device's
+        // removal to its ids before the device is freed, so the device
+        // the id is bound to is allocated, its `name` NUL-terminated.
+        let dev = unsafe { (*id).device };
+        if !dev.is_null() {
+            // SAFETY: As above.
+            let (name, peer) = unsafe {
+                (
+                    CStr::from_char_ptr((*dev).name.as_ptr().cast()),
+                    SockAddr::from_raw((&raw const (*id).route.addr.dst_addr).cast()),
+                )
+            };
+            handler.device_removal(name, peer);
+        }
+    }
     handler.event(event);
     // Never ask rdma_cm to destroy the id: its owner does.
     0

@@ -592,7 +592,9 @@ impl<O: SendOwner> SendRing<O> {
     /// `len`; or `None` if the message does not fit. `signal` decides,
     /// told whether pages are mapped, whether the Send is signalled. The
     /// pages stay mapped until the Send completed. At least `keep` free
-    /// buffers are left.
+    /// buffers are left. `posting` sees the Send just before it is posted
+    /// (its completion may run before the post returns), as rpcrdma.ko
+    /// traces it.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn post<F: FrwrOwner>(
         &self,
@@ -603,9 +605,10 @@ impl<O: SendOwner> SendRing<O> {
         mapped: Option<MappedPages>,
         signal: impl FnOnce(bool) -> bool,
         fill: impl FnOnce(&mut [u8]) -> Option<(usize, usize)>,
+        posting: impl FnOnce(&SendPosted),
     ) -> core::result::Result<SendPosted, SendError> {
         let mut held = Some((mrs, hold));
-        let res = self.post_inner(keep, regs, &mut held, mapped, signal, fill);
+        let res = self.post_inner(keep, regs, &mut held, mapped, signal, fill, posting);
         // On every path the MRs go to `hold`, once.
         if let Some((mrs, hold)) = held {
             hold(mrs);
@@ -613,6 +616,7 @@ impl<O: SendOwner> SendRing<O> {
         res
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn post_inner<F: FrwrOwner, H: FnOnce(InvList)>(
         &self,
         keep: u64,
@@ -621,6 +625,7 @@ impl<O: SendOwner> SendRing<O> {
         mapped: Option<MappedPages>,
         signal: impl FnOnce(bool) -> bool,
         fill: impl FnOnce(&mut [u8]) -> Option<(usize, usize)>,
+        posting: impl FnOnce(&SendPosted),
     ) -> core::result::Result<SendPosted, SendError> {
         let Some(_sender) = self.sender.try_borrow_mut() else {
             return Err(SendError::Post);
@@ -699,6 +704,12 @@ impl<O: SendOwner> SendRing<O> {
             drop(e.mapped.take());
             return Err(SendError::Post);
         };
+        let sent = SendPosted {
+            seq,
+            sges: k,
+            signalled,
+        };
+        posting(&sent);
         // SAFETY: `wr` stays on this stack until the post, which consumes
         // it (a pool work request that still points at it is re-linked
         // before it is posted again: `SendChain::push`). The Send's
@@ -719,11 +730,7 @@ impl<O: SendOwner> SendRing<O> {
             return Err(SendError::Post);
         }
         self.posted.store(seq, Relaxed);
-        Ok(SendPosted {
-            seq,
-            sges: k,
-            signalled,
-        })
+        Ok(sent)
     }
 }
 

@@ -112,8 +112,8 @@ pub(crate) trait ClientTransport: Sized + Send + Sync + 'static {
     fn set_connect_timeout(this: &ClientXprt<Self>, connect: c_ulong, reconnect: c_ulong);
     /// `print_stats`.
     fn print_stats(this: &ClientXprt<Self>, m: &SeqFile);
-    /// `bc_setup`, after the backchannel requests are allocated.
-    fn bc_setup(this: &ClientXprt<Self>);
+    /// `bc_setup` for `reqs` requests, after they are allocated.
+    fn bc_setup(this: &ClientXprt<Self>, reqs: c_uint);
     /// `bc_maxpayload`.
     fn bc_max_payload(this: &ClientXprt<Self>) -> usize;
     /// `bc_num_slots`.
@@ -724,7 +724,9 @@ unsafe extern "C" fn op_force_disconnect_timer(
 /// Called by sunrpc with a live transport.
 unsafe extern "C" fn op_force_disconnect(xprt: *mut sys::rpc_xprt) {
     // SAFETY: A live transport.
-    unsafe { Xprt::from_raw(xprt) }.force_disconnect();
+    let xprt = unsafe { Xprt::from_raw(xprt) };
+    super::trace::xprtrdma_op_inject_dsc(xprt);
+    xprt.force_disconnect();
 }
 
 /// `close`.
@@ -824,14 +826,14 @@ unsafe extern "C" fn op_print_stats<T: ClientTransport>(
 /// Called by sunrpc with a live transport of ours.
 unsafe extern "C" fn op_bc_setup<T: ClientTransport>(
     xprt: *mut sys::rpc_xprt,
-    _min_reqs: c_uint,
+    min_reqs: c_uint,
 ) -> c_int {
     // SAFETY: A live transport whose ops are ours.
     let this = unsafe { ClientXprt::<T>::from_raw(xprt) };
     if let Err(err) = this.bc_rqsts.setup() {
         return err.to_errno();
     }
-    T::bc_setup(this);
+    T::bc_setup(this, min_reqs);
     0
 }
 

@@ -312,6 +312,151 @@ pub(crate) fn xprtrdma_reply(task: impl FnOnce() -> Task, credits: u32) {
     }
 }
 
+/// The server's address and port as the client's events print them.
+fn peer(xprt: &super::Xprt) -> (*const core::ffi::c_char, *const core::ffi::c_char) {
+    (
+        xprt.display_cstr(false).as_char_ptr().cast(),
+        xprt.display_cstr(true).as_char_ptr().cast(),
+    )
+}
+
+/// Why a received message failed, as rpcrdma.ko's `xprtrdma_reply_*_err`
+/// events name it.
+#[derive(Clone, Copy)]
+pub(crate) enum ReplyErr {
+    /// `xprtrdma_reply_vers_err`: a version we never send.
+    Vers,
+    /// `xprtrdma_reply_rqst_err`: no Call waits for its XID.
+    Rqst,
+    /// `xprtrdma_reply_short_err`: too short for a transport header.
+    Short,
+    /// `xprtrdma_reply_hdr_err`: its header fails its Call.
+    Hdr,
+}
+
+/// `xprtrdma_reply_{vers,rqst,short,hdr}_err` of the message `msg` from
+/// `xprt`'s server: its XID, version and procedure as far as it holds
+/// them (0 past its end).
+#[inline(always)]
+pub(crate) fn xprtrdma_reply_err(why: ReplyErr, xprt: &super::Xprt, msg: &[u8]) {
+    let on = match why {
+        ReplyErr::Vers => on!(xprtrdma_reply_vers_err),
+        ReplyErr::Rqst => on!(xprtrdma_reply_rqst_err),
+        ReplyErr::Short => on!(xprtrdma_reply_short_err),
+        ReplyErr::Hdr => on!(xprtrdma_reply_hdr_err),
+    };
+    if !on {
+        return;
+    }
+    let word = |i: usize| {
+        msg.get(i * 4..i * 4 + 4)
+            .and_then(|w| <[u8; 4]>::try_from(w).ok())
+            .map_or(0, u32::from_be_bytes)
+    };
+    let (x, v, p) = (word(0), word(1), word(3));
+    let (a, port) = peer(xprt);
+    match why {
+        ReplyErr::Vers => call!(xprtrdma_reply_vers_err(x, v, p, a, port)),
+        ReplyErr::Rqst => call!(xprtrdma_reply_rqst_err(x, v, p, a, port)),
+        ReplyErr::Short => call!(xprtrdma_reply_short_err(x, v, p, a, port)),
+        ReplyErr::Hdr => call!(xprtrdma_reply_hdr_err(x, v, p, a, port)),
+    }
+}
+
+/// An RDMA_ERROR as rpcrdma.ko's `xprtrdma_err_*` events report it.
+#[derive(Clone, Copy)]
+pub(crate) enum RdmaErr {
+    /// `xprtrdma_err_vers`: ERR_VERS with the versions the server takes.
+    Vers { min: u32, max: u32 },
+    /// `xprtrdma_err_chunk`: ERR_CHUNK.
+    Chunk,
+    /// `xprtrdma_err_unrecognized`: another error code.
+    Unrecognized { procedure: u32 },
+}
+
+/// `xprtrdma_err_{vers,chunk,unrecognized}`: the server answered the Call
+/// `task` gives with RDMA_ERROR.
+#[inline(always)]
+pub(crate) fn xprtrdma_err(err: RdmaErr, task: impl FnOnce() -> Task) {
+    match err {
+        RdmaErr::Vers { min, max } if on!(xprtrdma_err_vers) => {
+            let t = task();
+            call!(xprtrdma_err_vers(t.task_id, t.client_id, t.xid, min, max));
+        }
+        RdmaErr::Chunk if on!(xprtrdma_err_chunk) => {
+            let t = task();
+            call!(xprtrdma_err_chunk(t.task_id, t.client_id, t.xid));
+        }
+        RdmaErr::Unrecognized { procedure } if on!(xprtrdma_err_unrecognized) => {
+            let t = task();
+            call!(xprtrdma_err_unrecognized(
+                t.task_id,
+                t.client_id,
+                t.xid,
+                procedure
+            ));
+        }
+        _ => {}
+    }
+}
+
+/// `xprtrdma_cb_call` (a backward Call, `xid` host order, goes to the
+/// callback service) or `xprtrdma_cb_reply` (its Reply is marshalled).
+#[inline(always)]
+pub(crate) fn xprtrdma_cb(reply: bool, xprt: &super::Xprt, xid: u32) {
+    if reply {
+        if on!(xprtrdma_cb_reply) {
+            let (a, p) = peer(xprt);
+            call!(xprtrdma_cb_reply(a, p, xid));
+        }
+    } else if on!(xprtrdma_cb_call) {
+        let (a, p) = peer(xprt);
+        call!(xprtrdma_cb_call(a, p, xid));
+    }
+}
+
+/// `xprtrdma_cb_setup`: the backchannel is set up for `reqs` requests.
+#[inline(always)]
+pub(crate) fn xprtrdma_cb_setup(xprt: &super::Xprt, reqs: u32) {
+    if on!(xprtrdma_cb_setup) {
+        let (a, p) = peer(xprt);
+        call!(xprtrdma_cb_setup(a, p, reqs));
+    }
+}
+
+/// `xprtrdma_op_connect`: a connect is scheduled `delay` jiffies out.
+#[inline(always)]
+pub(crate) fn xprtrdma_op_connect(xprt: &super::Xprt, delay: core::ffi::c_ulong) {
+    if on!(xprtrdma_op_connect) {
+        let (a, p) = peer(xprt);
+        call!(xprtrdma_op_connect(a, p, delay));
+    }
+}
+
+/// `xprtrdma_op_set_cto`: the upper layer sets the connect and reconnect
+/// timeouts (jiffies).
+#[inline(always)]
+pub(crate) fn xprtrdma_op_set_cto(
+    xprt: &super::Xprt,
+    connect: core::ffi::c_ulong,
+    reconnect: core::ffi::c_ulong,
+) {
+    if on!(xprtrdma_op_set_cto) {
+        let (a, p) = peer(xprt);
+        call!(xprtrdma_op_set_cto(a, p, connect, reconnect));
+    }
+}
+
+/// `xprtrdma_op_inject_dsc`: a disconnect is injected (sunrpc's fault
+/// injection).
+#[inline(always)]
+pub(crate) fn xprtrdma_op_inject_dsc(xprt: &super::Xprt) {
+    if on!(xprtrdma_op_inject_dsc) {
+        let (a, p) = peer(xprt);
+        call!(xprtrdma_op_inject_dsc(a, p));
+    }
+}
+
 /// The server's decode events' view of a received message: where it came
 /// in and its transport header's fixed words, host order.
 #[derive(Clone, Copy)]
@@ -699,6 +844,18 @@ pub(crate) fn svcrdma_rq_post_err(addr: &CStr, err: kernel::error::Error) {
 pub(crate) fn svcrdma_device_removal(name: &CStr, peer: &super::SockAddr) {
     if on!(svcrdma_device_removal) {
         call!(svcrdma_device_removal(
+            name.as_char_ptr().cast(),
+            peer.as_ptr()
+        ));
+    }
+}
+
+/// `xprtrdma_device_removal`: device `name` goes away, and with it the
+/// client's connection to `peer`.
+#[inline(always)]
+pub(crate) fn xprtrdma_device_removal(name: &CStr, peer: &super::SockAddr) {
+    if on!(xprtrdma_device_removal) {
+        call!(xprtrdma_device_removal(
             name.as_char_ptr().cast(),
             peer.as_ptr()
         ));

@@ -202,6 +202,221 @@ TRACE_EVENT(xprtrdma_reply,
 		__entry->credits)
 );
 
+/* rpcrdma.ko's xprtrdma_reply_class: a received message that matched no
+ * waiting Call, or did not decode; its fixed words as far as they go (0
+ * past the end). */
+DECLARE_EVENT_CLASS(xprtrdma_reply_class,
+	TP_PROTO(u32 xid, u32 version, u32 proc, const char *addr,
+		 const char *port),
+	TP_ARGS(xid, version, proc, addr, port),
+	TP_STRUCT__entry(
+		__field(u32, xid)
+		__field(u32, version)
+		__field(u32, proc)
+		__string(addr, addr)
+		__string(port, port)
+	),
+	TP_fast_assign(
+		__entry->xid = xid;
+		__entry->version = version;
+		__entry->proc = proc;
+		__assign_str(addr);
+		__assign_str(port);
+	),
+	TP_printk("peer=[%s]:%s xid=0x%08x version=%u proc=%u",
+		__get_str(addr), __get_str(port),
+		__entry->xid, __entry->version, __entry->proc)
+);
+
+#define DEFINE_REPLY_EVENT(name)					\
+		DEFINE_EVENT(xprtrdma_reply_class,			\
+			xprtrdma_reply_##name##_err,			\
+			TP_PROTO(u32 xid, u32 version, u32 proc,	\
+				 const char *addr, const char *port),	\
+			TP_ARGS(xid, version, proc, addr, port))
+
+DEFINE_REPLY_EVENT(vers);
+DEFINE_REPLY_EVENT(rqst);
+DEFINE_REPLY_EVENT(short);
+DEFINE_REPLY_EVENT(hdr);
+
+TRACE_EVENT(xprtrdma_err_vers,
+	TP_PROTO(unsigned int task_id, unsigned int client_id, u32 xid,
+		 u32 min, u32 max),
+	TP_ARGS(task_id, client_id, xid, min, max),
+	TP_STRUCT__entry(
+		__field(unsigned int, task_id)
+		__field(unsigned int, client_id)
+		__field(u32, xid)
+		__field(u32, min)
+		__field(u32, max)
+	),
+	TP_fast_assign(
+		__entry->task_id = task_id;
+		__entry->client_id = client_id;
+		__entry->xid = xid;
+		__entry->min = min;
+		__entry->max = max;
+	),
+	TP_printk("task:%08x@%08x xid=0x%08x versions=[%u, %u]",
+		__entry->task_id, __entry->client_id, __entry->xid,
+		__entry->min, __entry->max)
+);
+
+TRACE_EVENT(xprtrdma_err_chunk,
+	TP_PROTO(unsigned int task_id, unsigned int client_id, u32 xid),
+	TP_ARGS(task_id, client_id, xid),
+	TP_STRUCT__entry(
+		__field(unsigned int, task_id)
+		__field(unsigned int, client_id)
+		__field(u32, xid)
+	),
+	TP_fast_assign(
+		__entry->task_id = task_id;
+		__entry->client_id = client_id;
+		__entry->xid = xid;
+	),
+	TP_printk("task:%08x@%08x xid=0x%08x",
+		__entry->task_id, __entry->client_id, __entry->xid)
+);
+
+/* rpcrdma.ko leaves xid unset here; ours carries the Call's. */
+TRACE_EVENT(xprtrdma_err_unrecognized,
+	TP_PROTO(unsigned int task_id, unsigned int client_id, u32 xid,
+		 u32 procedure),
+	TP_ARGS(task_id, client_id, xid, procedure),
+	TP_STRUCT__entry(
+		__field(unsigned int, task_id)
+		__field(unsigned int, client_id)
+		__field(u32, xid)
+		__field(u32, procedure)
+	),
+	TP_fast_assign(
+		__entry->task_id = task_id;
+		__entry->client_id = client_id;
+		__entry->xid = xid;
+		__entry->procedure = procedure;
+	),
+	TP_printk("task:%08x@%08x xid=0x%08x procedure=%u",
+		__entry->task_id, __entry->client_id, __entry->xid,
+		__entry->procedure)
+);
+
+DECLARE_EVENT_CLASS(xprtrdma_callback_class,
+	TP_PROTO(const char *addr, const char *port, u32 xid),
+	TP_ARGS(addr, port, xid),
+	TP_STRUCT__entry(
+		__field(u32, xid)
+		__string(addr, addr)
+		__string(port, port)
+	),
+	TP_fast_assign(
+		__entry->xid = xid;
+		__assign_str(addr);
+		__assign_str(port);
+	),
+	TP_printk("peer=[%s]:%s xid=0x%08x",
+		__get_str(addr), __get_str(port), __entry->xid)
+);
+
+#define DEFINE_CALLBACK_EVENT(name)					\
+		DEFINE_EVENT(xprtrdma_callback_class,			\
+			xprtrdma_cb_##name,				\
+			TP_PROTO(const char *addr, const char *port,	\
+				 u32 xid),				\
+			TP_ARGS(addr, port, xid))
+
+DEFINE_CALLBACK_EVENT(call);
+DEFINE_CALLBACK_EVENT(reply);
+
+TRACE_EVENT(xprtrdma_cb_setup,
+	TP_PROTO(const char *addr, const char *port, unsigned int reqs),
+	TP_ARGS(addr, port, reqs),
+	TP_STRUCT__entry(
+		__field(unsigned int, reqs)
+		__string(addr, addr)
+		__string(port, port)
+	),
+	TP_fast_assign(
+		__entry->reqs = reqs;
+		__assign_str(addr);
+		__assign_str(port);
+	),
+	TP_printk("peer=[%s]:%s %u reqs",
+		__get_str(addr), __get_str(port), __entry->reqs)
+);
+
+TRACE_EVENT(xprtrdma_device_removal,
+	TP_PROTO(const char *name, const struct sockaddr *sap),
+	TP_ARGS(name, sap),
+	TP_STRUCT__entry(
+		__string(name, name)
+		__array(unsigned char, addr, sizeof(struct sockaddr_in6))
+	),
+	TP_fast_assign(
+		__assign_str(name);
+		memcpy(__entry->addr, sap, sizeof(struct sockaddr_in6));
+	),
+	TP_printk("device %s to be removed, disconnecting %pISpc\n",
+		__get_str(name), __entry->addr)
+);
+
+DECLARE_EVENT_CLASS(xprtrdma_rxprt,
+	TP_PROTO(const char *addr, const char *port),
+	TP_ARGS(addr, port),
+	TP_STRUCT__entry(
+		__string(addr, addr)
+		__string(port, port)
+	),
+	TP_fast_assign(
+		__assign_str(addr);
+		__assign_str(port);
+	),
+	TP_printk("peer=[%s]:%s", __get_str(addr), __get_str(port))
+);
+
+DEFINE_EVENT(xprtrdma_rxprt, xprtrdma_op_inject_dsc,
+	TP_PROTO(const char *addr, const char *port),
+	TP_ARGS(addr, port));
+
+TRACE_EVENT(xprtrdma_op_connect,
+	TP_PROTO(const char *addr, const char *port, unsigned long delay),
+	TP_ARGS(addr, port, delay),
+	TP_STRUCT__entry(
+		__field(unsigned long, delay)
+		__string(addr, addr)
+		__string(port, port)
+	),
+	TP_fast_assign(
+		__entry->delay = delay;
+		__assign_str(addr);
+		__assign_str(port);
+	),
+	TP_printk("peer=[%s]:%s delay=%lu",
+		__get_str(addr), __get_str(port), __entry->delay)
+);
+
+TRACE_EVENT(xprtrdma_op_set_cto,
+	TP_PROTO(const char *addr, const char *port, unsigned long connect,
+		 unsigned long reconnect),
+	TP_ARGS(addr, port, connect, reconnect),
+	TP_STRUCT__entry(
+		__field(unsigned long, connect)
+		__field(unsigned long, reconnect)
+		__string(addr, addr)
+		__string(port, port)
+	),
+	TP_fast_assign(
+		__entry->connect = connect;
+		__entry->reconnect = reconnect;
+		__assign_str(addr);
+		__assign_str(port);
+	),
+	TP_printk("peer=[%s]:%s connect=%lu reconnect=%lu",
+		__get_str(addr), __get_str(port),
+		__entry->connect / HZ, __entry->reconnect / HZ)
+);
+
 #define rpcrdma_rs_show_direction(x)					\
 		__print_symbolic(x,					\
 				{ DMA_BIDIRECTIONAL, "BIDIR" },		\

@@ -178,6 +178,88 @@ bcalls_dropped() {
         { dmesg | grep rpcrdma_rs | tail -n 5; return 1; }
 }
 
+# rr.mod=rs: each mode's mount is recorded through the rpcrdma trace
+# events (lib.sh), and the client's decode events must name the XIDs and
+# fields the peer sent.
+# call_xids MODE: the XIDs of the Calls the peer logged for MODE.
+call_xids() { peer_log | sed -n "s/.* mode=$1 call xid=\(0x[0-9a-f]*\) .*/\1/p" | sort -u; }
+
+# xids_in EVENT FILE: EVENT fired, each time with an XID of FILE's.
+xids_in() {
+    trace_field "$1" xid | sort -u > /tmp/ev.xids
+    [ -s /tmp/ev.xids ] || { echo "$1 never fired"; return 1; }
+    awk 'NR == FNR { k[$1] = 1; next } !($1 in k) { print; bad = 1 } END { exit bad }' \
+        "$2" /tmp/ev.xids > /tmp/ev.bad ||
+        { echo "$1 with XIDs the peer never sent: $(head -n 3 /tmp/ev.bad | tr '\n' ' ')"; return 1; }
+}
+
+# all_field EVENT FIELD VALUE: every EVENT line has FIELD=VALUE.
+all_field() {
+    ! trace_field "$1" "$2" | grep -v -m1 -x "$3" > /tmp/ev.other ||
+        { echo "$1 $2=$(cat /tmp/ev.other), the peer sent $3"; return 1; }
+}
+
+# none_fired EVENT...: no EVENT line.
+none_fired() {
+    for e in "$@"; do
+        [ "$(trace_count "$e")" -eq 0 ] || { echo "$(head -n 1 "$TRACE_DIR/$e")"; return 1; }
+    done
+}
+
+# hdr_err PROC: each Reply failed its Call as xprtrdma_reply_hdr_err, with
+# the Call's XID, version 1 and procedure PROC.
+hdr_err() {
+    xids_in xprtrdma_reply_hdr_err /tmp/call.xids &&
+        all_field xprtrdma_reply_hdr_err version 1 && all_field xprtrdma_reply_hdr_err proc "$1"
+}
+
+# decode_events T MODE: the events of mode T's mount (MODE without short-).
+decode_events() {
+    trace_stop || return 1
+    call_xids "$2" > /tmp/call.xids
+    case $1 in
+    msgp | short-msgp) hdr_err 2 ;;
+    badproc) hdr_err 7 ;;
+    # As rpcrdma.ko: no error code, no xprtrdma_err_* event.
+    err-trunc) hdr_err 4 && none_fired xprtrdma_err_chunk xprtrdma_err_unrecognized ;;
+    err-unknown)
+        xids_in xprtrdma_err_unrecognized /tmp/call.xids &&
+            all_field xprtrdma_err_unrecognized procedure 99 && hdr_err 4 ;;
+    err-chunk) xids_in xprtrdma_err_chunk /tmp/call.xids && hdr_err 4 ;;
+    zero-reply-chunk) hdr_err 1 ;;
+    wrong-xid)
+        while read -r x; do printf '0x%08x\n' $((x + 1)); done < /tmp/call.xids > /tmp/call1.xids
+        xids_in xprtrdma_reply_rqst_err /tmp/call1.xids && all_field xprtrdma_reply_rqst_err proc 0 &&
+            none_fired xprtrdma_reply_hdr_err ;;
+    ok-null) none_fired xprtrdma_reply_hdr_err xprtrdma_reply_rqst_err ;;
+    # A backward Call with a Write list is no backward Call: rpcrdma.ko
+    # looks its XID up as a Reply's. A CB_NULL that comes once the client
+    # has its callback service (after its first COMPOUND) goes to it
+    # (xprtrdma_cb_call), and is answered (xprtrdma_cb_reply) unless the
+    # failed mount's connection went first.
+    bcall)
+        peer_log | sed -n 's/.* mode=bcall backward call xid=\(0x[0-9a-f]*\) .* write-list$/\1/p' |
+            sort -u > /tmp/bcall.xids
+        xids_in xprtrdma_reply_rqst_err /tmp/bcall.xids || return 1
+        peer_log | sed -n 's/.* mode=bcall backward call xid=\(0x[0-9a-f]*\) .*/\1/p' | sort -u > /tmp/bc.xids
+        trace_field xprtrdma_cb_call xid | sort -u > /tmp/cb_call.xids
+        [ "$(trace_count xprtrdma_cb_call)" -eq 0 ] || xids_in xprtrdma_cb_call /tmp/bc.xids || return 1
+        [ "$(trace_count xprtrdma_cb_reply)" -eq 0 ] || xids_in xprtrdma_cb_reply /tmp/cb_call.xids ;;
+    esac || return 1
+    # Our version 2 probe, which the peer refuses with ERR_VERS 1..1.
+    if [ "$(trace_count xprtrdma_err_vers)" -gt 0 ]; then
+        xids_in xprtrdma_err_vers /tmp/call.xids || return 1
+        ! grep -v -m1 'versions=\[1, 1\]$' "$TRACE_DIR/xprtrdma_err_vers" ||
+            { echo "ERR_VERS 1..1 traced otherwise"; return 1; }
+        # check runs us in a subshell: counted in a file.
+        trace_count xprtrdma_err_vers >> /tmp/probes.refused
+    fi
+    for e in xprtrdma_err_vers xprtrdma_err_chunk xprtrdma_err_unrecognized \
+        xprtrdma_reply_hdr_err xprtrdma_reply_rqst_err; do
+        [ "$(trace_count $e)" -eq 0 ] || trace_sample $e
+    done
+}
+
 debug_on() {
     [ "${RR_MOD:-c}" = rs ] || return 0
     echo 'module rpcrdma_rs +p' > /sys/kernel/debug/dynamic_debug/control && dmesg -n 8
@@ -193,6 +275,7 @@ hostile_client() {
     *) modname=rpcrdma_rs; dflt="$dflt write-huge" ;;
     esac
     dflt="$dflt short-msgp short-silent"
+    : > /tmp/probes.refused
     check client_net net_up 192.0.2.2 2001:db8::2 &&
         check client_transport load_transport "${RR_MOD:-c}" &&
         check client_debug debug_on &&
@@ -201,10 +284,12 @@ hostile_client() {
         m=${t#short-}
         note "mode $t on port $(mode_port "$m")"
         before=$(peer_conns "$m")
+        [ "$modname" != rpcrdma_rs ] || check "${t}_trace_start" trace_start
         case $t in
         short-*) try_mount "$m" 10 3 "$t" ;;
         *) try_mount "$m" $LONG_TIMEO $LONG_RETRANS "$t" ;;
         esac
+        [ "$modname" != rpcrdma_rs ] || check "${t}_decode_events" decode_events "$t" "$m"
         check "${t}_mount_fails" mount_failed
         case " $FAST_MODES " in
         *" $t "*) check "${t}_fails_within_10s" failed_fast ;;
@@ -216,6 +301,8 @@ hostile_client() {
         fi
         check "${t}_no_idle_connections" no_idle "$m" "$before"
     done
+    [ "$modname" != rpcrdma_rs ] || check version_probe_refused_traced \
+        awk '{ n += $1 } END { if (n < 1) { print "xprtrdma_err_vers never fired"; exit 1 } }' /tmp/probes.refused
     check unload_transport unload $modname
 }
 

@@ -460,12 +460,14 @@ trace_field() {
 # trace_check_client: the events of a mount's I/O through rpcrdma_rs.
 trace_check_client() {
     # read_back remounts: the first connection was torn down.
-    trace_fired xprtrdma_connect xprtrdma_disconnect xprtrdma_marshal xprtrdma_post_send \
-        xprtrdma_wc_receive xprtrdma_reply xprtrdma_mr_map || return 1
+    trace_fired xprtrdma_connect xprtrdma_disconnect xprtrdma_op_connect xprtrdma_marshal \
+        xprtrdma_post_send xprtrdma_wc_receive xprtrdma_reply xprtrdma_mr_map || return 1
     grep " xprtrdma_connect: " $TRACE_OUT | grep -q "peer=\[$SERVER4\]:$NFS_RDMA_PORT rc=0 connection status=1" ||
         { echo "no connect to $SERVER4:$NFS_RDMA_PORT: $(grep -m1 ' xprtrdma_connect: ' $TRACE_OUT)"; return 1; }
-    m=$(trace_count xprtrdma_marshal) p=$(trace_count xprtrdma_post_send)
-    [ "$m" -eq "$p" ] || { echo "$m Calls marshalled, $p Sends posted"; return 1; }
+    # Backchannel Replies are posted too, by a task without a client (-1).
+    b=$(grep -c "@ffffffff " "$TRACE_DIR/xprtrdma_post_send")
+    m=$(trace_count xprtrdma_marshal) p=$(($(trace_count xprtrdma_post_send) - b))
+    [ "$m" -eq "$p" ] || { echo "$m Calls marshalled, $p Sends posted for Calls"; return 1; }
     # Every Reply's XID is one a Call was marshalled with; the filters
     # let no zero XID through.
     trace_field xprtrdma_marshal xid | sort -u > /tmp/marshal.xids
@@ -486,9 +488,16 @@ trace_check_client() {
     grep " xprtrdma_mr_map: " $TRACE_OUT | sed -n 's/.* nents=\([0-9]*\) \([0-9]*\)@0x[0-9a-f]*:0x[0-9a-f]* (\(.*\))$/\1 \2 \3/p' |
         awk '{ n++ } $1 < 1 || $2 < 1 || $2 > 1048576 || ($3 != "TO_DEVICE" && $3 != "FROM_DEVICE") { print "mr_map: " $0; exit 1 }
              END { if (!n) { print "no mr_map line parsed"; exit 1 } }' || return 1
-    trace_sample xprtrdma_connect xprtrdma_marshal xprtrdma_post_send xprtrdma_wc_receive \
-        xprtrdma_reply xprtrdma_mr_map xprtrdma_disconnect
-    note "client trace: $m Calls, $(wc -l < /tmp/reply.xids) Reply XIDs, all marshalled"
+    # sunrpc's connect, at once for the mount's first.
+    grep -q " xprtrdma_op_connect: peer=\[$SERVER4\]:$NFS_RDMA_PORT delay=0$" "$TRACE_DIR/xprtrdma_op_connect" ||
+        { echo "no op_connect to $SERVER4:$NFS_RDMA_PORT: $(head -n 1 "$TRACE_DIR/xprtrdma_op_connect" 2>&1)"; return 1; }
+    trace_sample xprtrdma_connect xprtrdma_op_connect xprtrdma_marshal xprtrdma_post_send \
+        xprtrdma_wc_receive xprtrdma_reply xprtrdma_mr_map xprtrdma_disconnect
+    # Session setup (NFSv4.1+): the backchannel and the lease's timeouts.
+    for e in xprtrdma_cb_setup xprtrdma_op_set_cto; do
+        [ "$(trace_count $e)" -eq 0 ] || trace_sample $e
+    done
+    note "client trace: $m Calls, $(wc -l < /tmp/reply.xids) Reply XIDs, all marshalled; $b backchannel Replies"
     trace_check_frwr
 }
 
@@ -540,11 +549,11 @@ trace_check_frwr() {
     # Sends complete in order, so a Send completion comes after those of
     # every signalled Send posted before it on its connection: each of
     # those completed, with its post's cq.id and cid, successfully or
-    # flushed as its connection went. Matched regardless of order in the
-    # trace: xprtrdma_post_send fires once the post returned, and the
-    # completion may be handled first. (A Reply may complete its RPC
-    # before its Call's Send completion is handled, so the last Sends'
-    # completions may come after tracing stopped.)
+    # flushed as its connection went. xprtrdma_post_send fires before the
+    # post, as rpcrdma.ko's: a completion follows its post in the trace.
+    # (A Reply may complete its RPC before its Call's Send completion is
+    # handled, so the last Sends' completions may come after tracing
+    # stopped.)
     grep -E " xprtrdma_(post_send|wc_send): " $TRACE_OUT |
     awk '{ ev = ""; q = ""; c = ""; st = ""
            for (i = 1; i <= NF; i++) {
@@ -552,12 +561,14 @@ trace_check_frwr() {
                else if ($i ~ /^cq\.id=/) q = substr($i, 7)
                else if ($i ~ /^cid=/) c = substr($i, 5) + 0
                else if ($i ~ /^status=/) st = substr($i, 8) } }
-         ev == "xprtrdma_post_send:" && $NF == "signaled" { sig[q " " c] = 1; ns++ }
+         ev == "xprtrdma_post_send:" { posted[q " " c] = 1; if ($NF == "signaled") { sig[q " " c] = 1; ns++ } }
          ev == "xprtrdma_wc_send:" {
-             if (st != "SUCCESS" && st != "WR_FLUSH_ERR") { print "wc_send: " $0; exit 1 }
+             if (st != "SUCCESS" && st != "WR_FLUSH_ERR") { print "wc_send: " $0; bad = 1; exit 1 }
+             if (!((q " " c) in posted)) { print "wc_send cq.id=" q " cid=" c " before its post_send"; bad = 1; exit 1 }
              if (c > done[q]) done[q] = c
              comp[q " " c] = 1; nw++ }
-         END { for (k in sig) { if (k in comp) continue
+         END { if (bad) exit 1
+               for (k in sig) { if (k in comp) continue
                    split(k, a, " ")
                    if (a[2] + 0 < done[a[1]]) { print "signalled Send cq.id=" a[1] " cid=" a[2] " never completed, cid=" done[a[1]] " did"; exit 1 }
                    pend++ }

@@ -101,12 +101,45 @@ one_connection() {
     note "server holds one connection $(($(uptime_s) - t0)) s after the client's first write"
 }
 
+# rpcrdma_rs: the callbacks of recall_one and recall_many through the
+# rpcrdma trace events (lib.sh). Every backward Call handed to the
+# callback service (xprtrdma_cb_call) is answered once, under its XID
+# (xprtrdma_cb_reply, fired as the Reply is marshalled), from the server
+# the mount names; one CB_RECALL at least per delegation recalled.
+cb_events() {
+    trace_stop || return 1
+    trace_fired xprtrdma_cb_call xprtrdma_cb_reply || return 1
+    c=$(trace_count xprtrdma_cb_call) r=$(trace_count xprtrdma_cb_reply)
+    [ "$c" -ge $((many + 1)) ] || { echo "$c callbacks for $((many + 1)) recalls"; return 1; }
+    grep -h -v -m1 "peer=\[$SERVER4\]:$NFS_RDMA_PORT xid=0x[0-9a-f]\{8\}$" \
+        "$TRACE_DIR/xprtrdma_cb_call" "$TRACE_DIR/xprtrdma_cb_reply" > /tmp/cb.other &&
+        { echo "$(cat /tmp/cb.other)"; return 1; }
+    # In recording order: a Reply answers a Call not yet answered.
+    grep -h -E " xprtrdma_cb_(call|reply): " $TRACE_OUT |
+        awk '{ ev = ""; x = ""
+               for (i = 1; i <= NF; i++) {
+                   if (ev == "" && $i ~ /^xprtrdma_cb_(call|reply):$/) ev = $i
+                   else if ($i ~ /^xid=/) x = substr($i, 5) } }
+             ev == "xprtrdma_cb_call:" { open[x]++; if (seen[x]++) dup++; else nx++ }
+             ev == "xprtrdma_cb_reply:" {
+                 if (open[x] < 1) { print "cb_reply xid=" x " answers no cb_call"; bad = 1; exit 1 }
+                 open[x]-- }
+             END { if (bad) exit 1
+                   for (k in open) if (open[k]) { print "cb_call xid=" k " never answered"; exit 1 }
+                   printf "%d distinct XIDs, %d seen again\n", nx, dup }' > /tmp/cb.check ||
+        { cat /tmp/cb.check; return 1; }
+    trace_sample xprtrdma_cb_call xprtrdma_cb_reply
+    note "backchannel trace: $c backward Calls, $r Replies; $(cat /tmp/cb.check)"
+}
+
 check client_net net_up 192.0.2.2 2001:db8::2
 check client_transport load_transport "${RR_MOD:-c}"
 if check mount nfs_mount; then
     check transport_in_use transport_in_use
+    [ "${RR_MOD:-c}" != rs ] || check cb_trace_start trace_start
     check recall_one one recall-one
     check recall_many many_files recall-many
+    [ "${RR_MOD:-c}" != rs ] || check cb_trace_events cb_events
     for f in ${RR_FAULTS:-}; do
         check fault_$f fault $f && check old_connection_gone_after_$f one_connection after-$f &&
             check recall_after_$f one recall-after-$f

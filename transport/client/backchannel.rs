@@ -36,13 +36,19 @@ use super::connection::Shared;
 use super::state::RdmaXprt;
 use crate::proto::backchannel::{self, CallDropped};
 use crate::proto::negotiate::Version;
-use crate::sunrpc::BC_BUF;
+use crate::sunrpc::{trace, BC_BUF};
 
 impl RdmaXprt {
-    /// A backward Call whose RPC message is `payload` arrived in
+    /// A backward Call `xid` whose RPC message is `payload` arrived in
     /// `version` (Receive completion): hand it to the callback service,
     /// or drop it. The Receive buffer is free again when this returns.
-    pub(super) fn backward_call(&self, shared: &Shared, payload: &[u8], version: Version) {
+    pub(super) fn backward_call(
+        &self,
+        shared: &Shared,
+        xid: u32,
+        payload: &[u8],
+        version: Version,
+    ) {
         self.stats.bcall_received.add(1);
         let inline = shared.inline();
         let max = if version == Version::V2 {
@@ -61,6 +67,8 @@ impl RdmaXprt {
             .and_then(|()| self.bc_pool().claim().ok_or(CallDropped::NoSlot));
         match claimed {
             Ok(slot) => {
+                // Before the callback service can have answered it.
+                trace::xprtrdma_cb(false, self.xprt(), xid);
                 if let Err(err) = slot.deliver(self.xprt(), payload) {
                     self.stats.bcall_dropped.add(1);
                     rwarn!("backward call not delivered ({})\n", err.to_errno());
@@ -77,9 +85,10 @@ impl RdmaXprt {
     }
 }
 
-/// `bc_setup`, once the requests are allocated: publishes the counters
-/// in the transport's debugfs directory, once.
-pub(super) fn publish(rx: &RdmaXprt) {
+/// `bc_setup` for `reqs` requests, once they are allocated: publishes
+/// the counters in the transport's debugfs directory, once.
+pub(super) fn publish(rx: &RdmaXprt, reqs: u32) {
+    trace::xprtrdma_cb_setup(rx.xprt(), reqs);
     if !rx.bc.published.xchg(true, Relaxed) {
         let s = &rx.stats;
         for (name, counter) in [

@@ -119,8 +119,8 @@ impl ClientTransport for XprtState {
         xprt::print_stats(this, m)
     }
 
-    fn bc_setup(this: &RdmaXprt) {
-        backchannel::publish(this)
+    fn bc_setup(this: &RdmaXprt, reqs: c_uint) {
+        backchannel::publish(this, reqs)
     }
 
     fn bc_max_payload(this: &RdmaXprt) -> usize {

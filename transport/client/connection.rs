@@ -17,6 +17,7 @@
 
 use kernel::error::to_result;
 use kernel::prelude::*;
+use kernel::str::CStr;
 use kernel::sync::atomic::{Acquire, Atomic, Full, Relaxed, Release};
 use kernel::sync::{new_condvar, new_spinlock, Arc, CondVar, CondVarTimeoutResult, SpinLock};
 
@@ -32,7 +33,7 @@ use crate::rdma::{
     CmEvent, CmHandler, CmId, ConnParam, Cq, ExclusiveCell, FrwrMr, FrwrOwner, FrwrPool, InvList,
     ParkedRecv, Pd, QpCaps, RecvRing, Registered, SendRing, MAX_MAPPED_PAGES,
 };
-use crate::sunrpc::{trace, PageList, PinnedRqst, XprtLocked, XprtRef};
+use crate::sunrpc::{trace, PageList, PinnedRqst, SockAddr, XprtLocked, XprtRef};
 
 /// Receive buffers: one per credit we ask for, one per backchannel slot
 /// (RFC 8167 §2.2.1: a backward Call must always find one), a quarter
@@ -184,6 +185,10 @@ impl Shared {
 }
 
 impl CmHandler for Shared {
+    fn device_removal(&self, dev: &CStr, peer: &SockAddr) {
+        trace::xprtrdma_device_removal(dev, peer);
+    }
+
     fn event(&self, event: CmEvent) {
         rdebug!("cm event {:?}\n", event);
         match event {

@@ -377,7 +377,7 @@ impl RdmaXprt {
             Version::V1 => ep.inline().send,
             Version::V2 => ep.inline_v2().send,
         } as usize;
-        let sent = ep.send_backward(|buf| {
+        let sent = ep.send_backward(rqst, |buf| {
             let hdr = backchannel::encode_backward(buf, xid, CLIENT_SLOTS, MsgType::Reply, version)
                 .ok()?;
             let end = hdr.checked_add(len)?;
@@ -385,6 +385,8 @@ impl RdmaXprt {
                 return None;
             }
             snd.read(0, buf.get_mut(hdr..end)?).ok()?;
+            // Marshalled, not yet posted, as rpcrdma.ko reports it.
+            trace::xprtrdma_cb(true, self.xprt(), xid);
             Some((end, end))
         });
         match sent {

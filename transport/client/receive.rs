@@ -13,10 +13,11 @@ use super::placement::Verdict;
 use super::request::MAX_RPC_MRS;
 use super::state::RdmaXprt;
 use crate::params;
+use crate::proto::error::DecodeError;
 use crate::proto::negotiate::{Action, Version};
 use crate::proto::plan::{self, CantReply};
-use crate::proto::reply::{BadReply, Inbound, ReplyBody};
-use crate::proto::v2;
+use crate::proto::reply::{BadReply, Dropped, Inbound, ReplyBody};
+use crate::proto::{v1, v2};
 use crate::rdma::{RecvOwner, RecvRing, RecvToken, Wc};
 use crate::sunrpc::trace;
 
@@ -43,7 +44,6 @@ impl RdmaXprt {
             repost(shared, buf);
             return;
         };
-        trace::xprtrdma_reply(|| rqst.trace_task(), credits);
         // Only a message that matched a waiting RPC may move the window.
         self.update_cwnd(credits);
         let pending = Pending {
@@ -154,14 +154,23 @@ impl RdmaXprt {
             } => (xid, credits, body, answer),
             Inbound::BackwardCall(call) => {
                 // Copied out: the buffer is reposted at once.
-                self.backward_call(shared, call.payload, Version::V1);
+                self.backward_call(shared, call.fixed.xid, call.payload, Version::V1);
                 return None;
             }
             Inbound::BackwardCall2(call) => {
-                self.backward_call(shared, call.payload, Version::V2);
+                self.backward_call(shared, call.fixed.xid, call.payload, Version::V2);
                 return None;
             }
-            Inbound::Dropped(_) => return None,
+            Inbound::Dropped(why) => {
+                let why = match why {
+                    Dropped::Short => trace::ReplyErr::Short,
+                    Dropped::Version { .. } => trace::ReplyErr::Vers,
+                    // rpcrdma.ko takes it for a Reply no Call waits for.
+                    Dropped::BackwardWithChunks => trace::ReplyErr::Rqst,
+                };
+                trace::xprtrdma_reply_err(why, self.xprt(), msg);
+                return None;
+            }
         };
         // The negotiation learns from the probe's answer even when its
         // RPC is gone (killed, timed out): otherwise every other Call
@@ -170,8 +179,15 @@ impl RdmaXprt {
         // `rq_xid` holds the XID as it is on the wire.
         let Some((rqst, st)) = self.lookup(xid.to_be()) else {
             rdebug!("reply for unknown xid {:#x}\n", xid);
+            trace::xprtrdma_reply_err(trace::ReplyErr::Rqst, self.xprt(), msg);
             return None;
         };
+        trace::xprtrdma_reply(|| rqst.trace_task(), credits);
+        if let Err(bad) = body {
+            if let Some(err) = trace_rdma_error(bad, msg) {
+                trace::xprtrdma_err(err, || rqst.trace_task());
+            }
+        }
         if matches!(action, Action::ResendAsV1 { .. }) {
             return Some((rqst, st, credits, Verdict::Resend));
         }
@@ -200,6 +216,9 @@ impl RdmaXprt {
         let reply = body
             .and_then(|body: ReplyBody<'_>| self.check_reply(msg, body, st))
             .map_or(Verdict::Fail, Verdict::Place);
+        if matches!(reply, Verdict::Fail) {
+            trace::xprtrdma_reply_err(trace::ReplyErr::Hdr, self.xprt(), msg);
+        }
         Some((rqst, st, credits, reply))
     }
 
@@ -220,6 +239,36 @@ impl RdmaXprt {
             rcv.pool.release(mr, !ok);
         }
         self.complete(pending.rqst, pending.reply, buf.buffer());
+    }
+}
+
+/// What `xprtrdma_err_*` reports of the RDMA_ERROR that failed a Reply
+/// (`msg`) as `bad`, as rpcrdma.ko's `rpcrdma_decode_error` does: the
+/// code of one it does not know, nothing for a truncated one or another
+/// failure.
+fn trace_rdma_error(bad: BadReply, msg: &[u8]) -> Option<trace::RdmaErr> {
+    let word = |i: usize| {
+        msg.get(i * 4..i * 4 + 4)
+            .and_then(|w| <[u8; 4]>::try_from(w).ok())
+            .map(u32::from_be_bytes)
+    };
+    match bad {
+        BadReply::Error(v1::RdmaError::Vers { low, high })
+        | BadReply::Error2(v2::RdmaError::Vers { low, high }) => Some(trace::RdmaErr::Vers {
+            min: low,
+            max: high,
+        }),
+        BadReply::Error(v1::RdmaError::Chunk) => Some(trace::RdmaErr::Chunk),
+        // Version 2's other errors are codes rpcrdma.ko does not know.
+        BadReply::Error2(_) => word(4).map(|procedure| trace::RdmaErr::Unrecognized { procedure }),
+        // A version 1 RDMA_ERROR with an unknown code does not decode.
+        BadReply::Header(DecodeError::MalformedError) if word(3) == Some(v1::proc::ERROR) => {
+            match word(4)? {
+                v1::err::VERS | v1::err::CHUNK => None,
+                procedure => Some(trace::RdmaErr::Unrecognized { procedure }),
+            }
+        }
+        BadReply::Header(_) => None,
     }
 }
 

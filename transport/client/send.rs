@@ -70,18 +70,20 @@ impl Ep {
             chained,
             mapped,
             u64::from(BC_SENDS),
-            Some(rqst),
+            rqst,
             fill,
         )
     }
 
-    /// Sends a backchannel Reply that `fill` writes (see [`Ep::send`]),
-    /// from any free Send buffer, the reserved ones included.
+    /// Sends the backchannel Reply `rqst` that `fill` writes (see
+    /// [`Ep::send`]), from any free Send buffer, the reserved ones
+    /// included.
     pub(crate) fn send_backward(
         &self,
+        rqst: &SendRqst<'_>,
         fill: impl FnOnce(&mut [u8]) -> Option<(usize, usize)>,
     ) -> Result<(), SendError> {
-        self.post_send(None, RpcMrs::new(), drop, 0, None, 0, None, fill)
+        self.post_send(None, RpcMrs::new(), drop, 0, None, 0, rqst, fill)
     }
 
     /// [`Ep::send`], leaving `keep` Send buffers free.
@@ -94,7 +96,7 @@ impl Ep {
         chained: u32,
         mapped: Option<MappedPages>,
         keep: u64,
-        rqst: Option<&SendRqst<'_>>,
+        rqst: &SendRqst<'_>,
         fill: impl FnOnce(&mut [u8]) -> Option<(usize, usize)>,
     ) -> Result<(), SendError> {
         let Some(tx) = self.tx.as_ref() else {
@@ -108,16 +110,15 @@ impl Ep {
                 .try_borrow_mut()
                 .is_none_or(|mut s| s.next(chained, awaited))
         };
-        let SendPosted {
-            seq,
-            sges,
-            signalled,
-        } = tx.post(keep, pool, mrs, hold, mapped, signal, fill)?;
-        if let Some(rqst) = rqst {
-            // The Send's number stands for rpcrdma.ko's completion id.
+        // Before the post, as rpcrdma.ko (a backchannel Reply's too: its
+        // task has no client, -1): the completion may be handled before
+        // the post returns. The Send's number stands for rpcrdma.ko's
+        // completion id.
+        let posting = |p: &SendPosted| {
             let cq_id = || tx.cq_id();
-            trace::xprtrdma_post_send(cq_id, seq, || rqst.trace_task(), sges, signalled);
-        }
+            trace::xprtrdma_post_send(cq_id, p.seq, || rqst.trace_task(), p.sges, p.signalled);
+        };
+        tx.post(keep, pool, mrs, hold, mapped, signal, fill, posting)?;
         Ok(())
     }
 }

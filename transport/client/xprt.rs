@@ -11,7 +11,7 @@ use kernel::sync::atomic::Relaxed;
 
 use super::connection::Ep;
 use super::state::RdmaXprt;
-use crate::sunrpc::{hz, jiffies, XprtLocked};
+use crate::sunrpc::{hz, jiffies, trace, XprtLocked};
 
 /// Initial reconnect backoff, doubled per failure up to
 /// `max_reconnect_timeout`.
@@ -30,6 +30,7 @@ pub(super) fn connect(rx: &RdmaXprt, locked: &XprtLocked<'_>) -> c_ulong {
         delay = locked.backoff(init_reestablish());
     }
     rdebug!("connect in {} jiffies\n", delay);
+    trace::xprtrdma_op_connect(rx.xprt(), delay);
     delay
 }
 
@@ -112,6 +113,7 @@ pub(super) fn set_connect_timeout(
     connect_timeout: c_ulong,
     reconnect_timeout: c_ulong,
 ) {
+    trace::xprtrdma_op_set_cto(rx.xprt(), connect_timeout, reconnect_timeout);
     let initval = connect_timeout.max(init_reestablish() << 1);
     rx.lower_timeouts(initval, connect_timeout, reconnect_timeout);
 }
