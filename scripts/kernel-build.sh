@@ -8,6 +8,8 @@
 #   KERNEL_VARIANT=bench  the same without the lock and memory debugging (as a
 #                         distribution ships it), plus the function profiler;
 #                         scripts/bench.sh measures on this one
+#   KERNEL_VARIANT=kasan  the test kernel with generic KASAN and fault injection
+#                         (make test KERNEL=kasan, scripts/alloc-faults.sh)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -16,7 +18,8 @@ FRAGS=("$REPO_DIR/scripts/kconfig/test-kernel.config")
 case $VARIANT in
 test) ;;
 bench) FRAGS+=("$REPO_DIR/scripts/kconfig/bench-kernel.config") ;;
-*) die "KERNEL_VARIANT=$VARIANT: test or bench" ;;
+kasan) FRAGS+=("$REPO_DIR/scripts/kconfig/kasan-kernel.config") ;;
+*) die "KERNEL_VARIANT=$VARIANT: test, bench or kasan" ;;
 esac
 LLVM=${LLVM:--19}
 ksrc=$("$REPO_DIR/scripts/kernel-source.sh")

@@ -3,6 +3,8 @@
 # module build with clippy, then KUnit and the end-to-end scenarios in the VM
 # pair. One line per test, then "N passed, N failed"; exit 1 on any failure.
 #
+#   KERNEL=test      the kernel the VMs boot: test, or kasan (the test kernel
+#                    with generic KASAN: scenario timeouts doubled)
 #   FUZZ_SECONDS=60  seconds per fuzz target (0 skips fuzzing)
 #   ONLY=regex       run only the VM scenarios whose name matches
 #   TEST_JOBS=2      VM pairs run at once
@@ -18,6 +20,13 @@ set -uo pipefail
 . "$REPO_DIR/scripts/vm.sh"
 
 FUZZ_SECONDS=${FUZZ_SECONDS:-60}
+KERNEL=${KERNEL:-test}
+case $KERNEL in
+test) TIME_SCALE=1 ;;
+# KASAN checks every access: the guests run about half as fast under TCG.
+kasan) TIME_SCALE=2 ;;
+*) die "KERNEL=$KERNEL: test or kasan" ;;
+esac
 ONLY=${ONLY:-.}
 T_PASS=0 T_FAIL=0
 RUN_DIR=${RUN_DIR:-$REPO_DIR/out/test-$(date +%Y%m%d-%H%M%S)}
@@ -56,8 +65,8 @@ if [ "$FUZZ_SECONDS" -gt 0 ]; then
     fuzz_pid=$!
 fi
 
-step "build: test kernel and rpcrdma_rs.ko"
-if kbuild=$(scripts/kernel-build.sh 2> >(tee "$RUN_DIR/kernel-build.log" >&2)); then
+step "build: $KERNEL kernel and rpcrdma_rs.ko"
+if kbuild=$(KERNEL_VARIANT=$KERNEL scripts/kernel-build.sh 2> >(tee "$RUN_DIR/kernel-build.log" >&2)); then
     report build/kernel PASS
 else
     report build/kernel FAIL "see $RUN_DIR/kernel-build.log"
@@ -98,7 +107,7 @@ if want runner; then
     done < <(scripts/selftest-runner.sh "$kbuild" "$RUN_DIR/runner" | grep -E '^(PASS|FAIL) ')
 fi
 if want kunit && [ -n "$rs_ko" ]; then
-    step "vm: kunit"; run_single kunit 300 "rr.script=kunit"
+    step "vm: kunit"; run_single kunit $((300 * TIME_SCALE)) "rr.script=kunit"
     vm_collect_ktap kunit vm
 fi
 # scenario NAME TIMEOUT SERVER_MOD DESCRIPTION "client rr.* words" ["server rr.* words"]
@@ -106,7 +115,7 @@ fi
 S_NAME=() S_T=() S_SWORDS=() S_CWORDS=() S_DESC=()
 scenario() {
     want "$1" || return 0
-    S_NAME+=("$1") S_T+=("$2") S_DESC+=("$4") S_CWORDS+=("$5") S_SWORDS+=("rr.mod=$3${6:+ $6}")
+    S_NAME+=("$1") S_T+=("$(($2 * TIME_SCALE))") S_DESC+=("$4") S_CWORDS+=("$5") S_SWORDS+=("rr.mod=$3${6:+ $6}")
 }
 
 # run_scenarios: TEST_JOBS VM pairs at a time (default 2), the longest

@@ -673,3 +673,97 @@ trace_check_server() {
     [ "$RR_TRACE" != chunks ] || trace_sample svcrdma_post_reply_chunk svcrdma_wc_reply
     note "server chunks: $(trace_count svcrdma_post_read_chunk) Read posts, $(trace_count svcrdma_post_write_chunk) Write chunks ($(trace_count svcrdma_wc_write) completed), $(trace_count svcrdma_post_reply_chunk) Reply chunks ($(trace_count svcrdma_wc_reply) completed), $(trace_count svcrdma_sq_full) Send Queue waits"
 }
+
+# rdma_counts: the RDMA resources held, by kind ("rdma resource show").
+rdma_counts() { rdma resource show | sed 's/^[0-9]*: //'; }
+
+# Allocation failures (scripts/alloc-faults.sh, the kasan kernel's
+# failslab and fail_page_alloc): /scenario/alloc-sites.txt lists, as
+# "INDEX SYMBOL", the module's functions that allocate (directly, or
+# through the C call that allocates for them). Arming INDEX fails the next
+# slab and the next page allocation made with that function on the stack
+# (the stack-trace filter, bounded by the function's text in kallsyms),
+# once each.
+FI_DIR=/sys/kernel/debug
+FI_ATTRS="failslab fail_page_alloc"
+AF_SITES=/scenario/alloc-sites.txt
+
+# fi_setup: every kind of allocation may fail (GFP_KERNEL, order 0 and
+# highmem too), each failure's stack goes to the kernel log, nothing is
+# armed yet.
+fi_setup() {
+    for a in $FI_ATTRS; do
+        d=$FI_DIR/$a
+        [ -d $d ] || { echo "no $d: not the kasan kernel?"; return 1; }
+        echo 0 > $d/probability && echo 0 > $d/times && echo 1 > $d/interval &&
+            echo 0 > $d/space && echo N > $d/task-filter && echo N > $d/ignore-gfp-wait &&
+            echo 32 > $d/stacktrace-depth && echo 2 > $d/verbose || return 1
+    done
+    echo N > $FI_DIR/failslab/cache-filter && echo 0 > $FI_DIR/fail_page_alloc/min-order &&
+        echo N > $FI_DIR/fail_page_alloc/ignore-gfp-highmem
+}
+
+# fi_range INDEX: "START END" of site INDEX's function in this kernel, from
+# kallsyms (its address up to the next symbol's); nothing if not loaded.
+fi_range() {
+    sym=$(awk -v i="$1" '$1 == i { print $2; exit }' $AF_SITES)
+    [ -n "$sym" ] || return 1
+    # shellcheck disable=SC2016 # awk's own $
+    awk '$4 == "[rpcrdma_rs]" { print $1, $3 }' /proc/kallsyms | sort |
+        awk -v s="$sym" 'found { print "0x" start, "0x" $1; exit } $2 == s { found = 1; start = $1 }'
+}
+
+# fi_arm INDEX: the next slab and page allocation with site INDEX on the
+# stack fail, once each.
+fi_arm() {
+    set -- $(fi_range "$1")
+    [ $# -eq 2 ] || { echo "site not in kallsyms"; return 1; }
+    for a in $FI_ATTRS; do
+        d=$FI_DIR/$a
+        # debugfs reads 0x numbers (kstrtoull base 0); ash's arithmetic
+        # would take them as signed.
+        echo "$1" > $d/require-start && echo "$2" > $d/require-end &&
+            echo 1 > $d/times && echo 100 > $d/probability || return 1
+    done
+    echo "af-armed" > /dev/kmsg
+}
+
+# fi_disarm: stop failing; prints what was failed since fi_arm ("slab",
+# "page", both, or nothing).
+fi_disarm() {
+    hit=
+    for a in $FI_ATTRS; do
+        echo 0 > $FI_DIR/$a/probability
+        [ "$(cat $FI_DIR/$a/times)" != 0 ] || hit="$hit ${a#fail}"
+        echo 0 > $FI_DIR/$a/times
+    done
+    echo $hit
+}
+
+# fi_log_bad: the kernel log since the last fi_arm, without the stacks the
+# injections dumped: any oops, WARN, KASAN or lockdep report there.
+fi_log_bad() {
+    dmesg | awk '/af-armed/ { n = NR } { l[NR] = $0 } END { for (i = n; i <= NR; i++) print l[i] }' |
+        fi_strip | grep -aE "$GUEST_BAD_LOG" | head -n 2
+}
+
+# fi_strip: a kernel log without the reports of injected failures (the
+# notice and the stack dump_stack printed, up to its </TASK>).
+fi_strip() {
+    awk '/FAULT_INJECTION: forcing a failure/ { skip = 1 }
+         !skip { print } skip && /<\/TASK>/ { skip = 0 }'
+}
+
+# fi_where: the function that allocated and its caller in the module, from
+# the last injected failure's stack ("callee < module function").
+fi_where() {
+    dmesg | awk '/af-armed/ { n = NR } { l[NR] = $0 } END { for (i = n; i <= NR; i++) print l[i] }' |
+        awk '/FAULT_INJECTION: forcing a failure/ { on = 1; prev = ""; next }
+             on && /\[rpcrdma_rs\]/ { sub(/^.*\] /, ""); sub(/\+0x.*/, ""); gsub(/^ +| +$/, "");
+                                      sub(/^.*\] /, "", prev); sub(/\+0x.*/, "", prev); gsub(/^ +| +$/, "", prev)
+                                      print prev " < " $0; exit }
+             on && /^\[[^]]*\] +[a-zA-Z_]/ { prev = $0 }'
+}
+
+# The host's BAD_LOG (scripts/vm.sh), for the guest's own checks.
+GUEST_BAD_LOG='Kernel panic|BUG:|WARNING:|Oops|general protection fault|possible circular locking|possible recursive locking|inconsistent lock state|suspicious RCU usage|KFENCE:|blocked for more than|soft lockup|hard LOCKUP|UBSAN:|panicked at|list_add corruption|list_del corruption|Call Trace:'

@@ -274,7 +274,6 @@ cpu_watch() {
 # What `rdma resource show` counts (pd, cq, qp, cm_id, mr ...), without
 # the device's index, which a device deleted and added back changes; and
 # the QPs it lists.
-rdma_counts() { rdma resource show | sed 's/^[0-9]*: //'; }
 qp_count() { rdma resource show qp | wc -l; }
 
 # counts_snapshot: with the caches dropped, what counts_req compares: the
@@ -476,6 +475,21 @@ teardown() {
     [ "$now" = "$BASELINE" ] || { echo "RDMA resources before: $BASELINE; after: $now" | tr '\n' ' '; return 1; }
 }
 
+# allocfault_req REQUEST: alloc-faults.sh (rr.side=server) through
+# /export/.allocfault: "setup", "arm INDEX" (answered "done RC"), "disarm"
+# (answered "done HIT|WHERE|BAD", lib.sh fi_disarm, fi_where, fi_log_bad).
+allocfault_req() {
+    set -- $1
+    case $1 in
+    setup) fi_setup > /dev/null 2>&1; echo "done $?" >> /export/.allocfault ;;
+    arm) fi_arm "$2" > /dev/null 2>&1; echo "done $?" >> /export/.allocfault ;;
+    disarm)
+        hit=$(fi_disarm)
+        echo "done ${hit:--}|$(fi_where)|$(fi_log_bad | tr '\n|' '  ')" >> /export/.allocfault ;;
+    *) echo "done 1 unknown request" >> /export/.allocfault ;;
+    esac
+}
+
 # status_httpd: what the server publishes for the client (publish), over
 # HTTP on the link: readable when nfsd is stopped or the client has
 # unmounted, unlike the export.
@@ -622,6 +636,10 @@ fault_watch() {
             rc=$?
             echo "RR-TEARDOWN-DONE" > "$RESULTS"
             publish teardown "done $rc"
+        fi
+        if [ -s /export/.allocfault ] && req=$(cat /export/.allocfault 2>/dev/null) && [ -n "$req" ] &&
+            [ "${req#*done}" = "$req" ]; then
+            allocfault_req "$req"
         fi
         # nfs-io.sh's server_counters.
         if [ -s /export/.xprtstats ] && req=$(cat /export/.xprtstats 2>/dev/null) && [ "$req" = req ]; then
