@@ -402,6 +402,8 @@ TRACE_OUT=/tmp/rpcrdma.trace
 # TRACE_OUT's lines split by event, one file each (trace_stop).
 TRACE_DIR=/tmp/rpcrdma.trace.d
 
+# TRACE_ALSO: more events to record beside the rpcrdma system's, as
+# SYSTEM/EVENT words (recall.sh: the NFS client's nfs4/nfs4_cb_sequence).
 # trace_start EVENT=FILTER...: clears the buffer, gives each EVENT a filter
 # on rpcrdma.ko's field names (a field the event lacks makes the write
 # fail), and enables every rpcrdma event.
@@ -414,12 +416,16 @@ trace_start() {
         echo "${ef#*=}" > "$TRACEFS/events/rpcrdma/${ef%%=*}/filter" ||
             { echo "filter '${ef#*=}' refused by ${ef%%=*}"; return 1; }
     done
+    for e in ${TRACE_ALSO:-}; do
+        echo 1 > "$TRACEFS/events/$e/enable" || { echo "no event $e"; return 1; }
+    done
     echo 1 > $TRACEFS/events/rpcrdma/enable && echo 1 > $TRACEFS/tracing_on
 }
 
 # trace_stop: disables the events and keeps what they recorded in
 # TRACE_OUT.
 trace_stop() {
+    for e in ${TRACE_ALSO:-}; do echo 0 > "$TRACEFS/events/$e/enable"; done
     echo 0 > $TRACEFS/events/rpcrdma/enable && cat $TRACEFS/trace > $TRACE_OUT &&
         echo > $TRACEFS/trace || return 1
     # One pass over what may be tens of thousands of lines: each check
@@ -427,7 +433,7 @@ trace_stop() {
     # under TCG).
     rm -rf $TRACE_DIR && mkdir $TRACE_DIR || return 1
     note "rpcrdma events: $(awk -v d=$TRACE_DIR '
-        { for (i = 1; i <= NF && i < 8; i++) if ($i ~ /^(xprt|svc)rdma_[a-z_0-9]*:$/) {
+        { for (i = 1; i <= NF && i < 8; i++) if ($i ~ /^((xprt|svc)rdma|nfs4)_[a-z_0-9]*:$/) {
               e = substr($i, 1, length($i) - 1); n[e]++; print > (d "/" e); break } }
         END { for (e in n) printf "%s:%d ", e, n[e] }' $TRACE_OUT)"
     grep -q "LOST\|overrun" $TRACE_OUT && note "trace buffer overran"
