@@ -63,7 +63,7 @@ for side in $SIDES; do
     # INDEX HIT VERDICT... | WHERE, with the function's name demangled.
     tr -d '\r' < "$log" | awk '$1 == "RR-AF" && $3 != "-"' | while read -r _ idx rest; do
         sym=$(awk -v i="$idx" '$1 == i { print $2 }' "$RUN_DIR/alloc-sites.txt" | c++filt | sed 's/\[[0-9a-f]*\]//g')
-        printf '  %-4s %s\n       %s\n' "$idx" "$sym" "$rest"
+        printf '  %-4s %s\n       %s\n' "$idx" "$sym" "$(echo "$rest" | c++filt | sed 's/\[[0-9a-f]*\]//g')"
     done | tee "$RUN_DIR/$scen.sites.txt"
     reached=$(tr -d '\r' < "$log" | awk '$1 == "RR-AF" && $3 != "-"' | wc -l)
     echo "  $scen: $nsites sites, $reached reached, in $((SECONDS - start)) s"

@@ -740,7 +740,7 @@ fi_disarm() {
     hit=
     for a in $FI_ATTRS; do
         echo 0 > $FI_DIR/$a/probability
-        [ "$(cat $FI_DIR/$a/times)" != 0 ] || hit="$hit ${a#fail}"
+        [ "$(cat $FI_DIR/$a/times)" != 0 ] || case $a in failslab) hit="$hit slab" ;; *) hit="$hit page" ;; esac
         echo 0 > $FI_DIR/$a/times
     done
     echo $hit
@@ -760,15 +760,18 @@ fi_strip() {
          !skip { print } skip && /<\/TASK>/ { skip = 0 }'
 }
 
-# fi_where: the function that allocated and its caller in the module, from
-# the last injected failure's stack ("callee < module function").
+# fi_where: where the last injected failure hit, from its stack: the
+# module's innermost function and what it called ("callee < function").
 fi_where() {
     dmesg | awk '/af-armed/ { n = NR } { l[NR] = $0 } END { for (i = n; i <= NR; i++) print l[i] }' |
-        awk '/FAULT_INJECTION: forcing a failure/ { on = 1; prev = ""; next }
-             on && /\[rpcrdma_rs\]/ { sub(/^.*\] /, ""); sub(/\+0x.*/, ""); gsub(/^ +| +$/, "");
-                                      sub(/^.*\] /, "", prev); sub(/\+0x.*/, "", prev); gsub(/^ +| +$/, "", prev)
-                                      print prev " < " $0; exit }
-             on && /^\[[^]]*\] +[a-zA-Z_]/ { prev = $0 }'
+        awk '/FAULT_INJECTION: forcing a failure/ { on = 1; frames = 0; prev = ""; next }
+             on && /Call Trace:/ { frames = 1; next }
+             !frames { next }
+             { sub(/^\[[^]]*\] */, "") }
+             /^(<|\? )/ { next }
+             { f = $1; sub(/\+0x.*/, "", f) }
+             / \[rpcrdma_rs\]$/ { print prev " < " f; exit }
+             { prev = f }'
 }
 
 # The host's BAD_LOG (scripts/vm.sh), for the guest's own checks.
