@@ -449,10 +449,12 @@ impl<H: CmHandler> CmId<H> {
         to_result(unsafe { sys::rdma_connect(self.ptr.as_ptr(), &mut param.raw) })
     }
 
-    /// Disconnects (best effort; any error is ignored).
-    pub(crate) fn disconnect(&self) {
+    /// Disconnects: moves the QP to the error state and sends the DREQ.
+    /// An error (the DREQ could not be allocated, or the id was not
+    /// connected) means no DISCONNECTED event will answer it.
+    pub(crate) fn disconnect(&self) -> Result {
         // SAFETY: `self.ptr` is live.
-        let _ = unsafe { sys::rdma_disconnect(self.ptr.as_ptr()) };
+        to_result(unsafe { sys::rdma_disconnect(self.ptr.as_ptr()) })
     }
 
     /// Closes the QP's gate, which flushes its queues and waits for
