@@ -265,6 +265,27 @@ pub(crate) fn xprtrdma_post_recvs(
     }
 }
 
+/// `xprtrdma_fixup`: `fixup` bytes of an inline Reply were copied past
+/// the head of the Call's receive buffer, whose parts are `xdr` long.
+#[inline(always)]
+pub(crate) fn xprtrdma_fixup(
+    task: impl FnOnce() -> Task,
+    fixup: u64,
+    xdr: impl FnOnce() -> [u32; 3],
+) {
+    if on!(xprtrdma_fixup) {
+        let (t, [head, page, tail]) = (task(), xdr());
+        call!(xprtrdma_fixup(
+            t.task_id,
+            t.client_id,
+            fixup as core::ffi::c_ulong,
+            head as usize,
+            page,
+            tail as usize
+        ));
+    }
+}
+
 /// `xprtrdma_decode_seg` for each segment of the Write list and the Reply
 /// chunk a Reply returned, in rpcrdma.ko's order.
 #[inline(always)]

@@ -347,6 +347,32 @@ TRACE_EVENT(xprtrdma_post_recvs_err,
 		__entry->status)
 );
 
+TRACE_EVENT(xprtrdma_fixup,
+	TP_PROTO(unsigned int task_id, unsigned int client_id,
+		 unsigned long fixup, size_t headlen, unsigned int pagelen,
+		 size_t taillen),
+	TP_ARGS(task_id, client_id, fixup, headlen, pagelen, taillen),
+	TP_STRUCT__entry(
+		__field(unsigned int, task_id)
+		__field(unsigned int, client_id)
+		__field(unsigned long, fixup)
+		__field(size_t, headlen)
+		__field(unsigned int, pagelen)
+		__field(size_t, taillen)
+	),
+	TP_fast_assign(
+		__entry->task_id = task_id;
+		__entry->client_id = client_id;
+		__entry->fixup = fixup;
+		__entry->headlen = headlen;
+		__entry->pagelen = pagelen;
+		__entry->taillen = taillen;
+	),
+	TP_printk("task:%08x@%08x fixup=%lu xdr=%zu/%u/%zu",
+		__entry->task_id, __entry->client_id, __entry->fixup,
+		__entry->headlen, __entry->pagelen, __entry->taillen)
+);
+
 TRACE_EVENT(xprtrdma_decode_seg,
 	TP_PROTO(u32 handle, u32 length, u64 offset),
 	TP_ARGS(handle, length, offset),
