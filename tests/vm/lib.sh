@@ -544,14 +544,15 @@ trace_check_client_io() {
          ev == "xprtrdma_mr_map:" { dir[task " " seg] = $NF; next }
          ev == "xprtrdma_chunk_read:" || ev == "xprtrdma_chunk_write:" || ev == "xprtrdma_chunk_reply:" {
              want = ev == "xprtrdma_chunk_read:" ? "(TO_DEVICE)" : "(FROM_DEVICE)"
-             if (dir[task " " seg] != want) { print ev " " task " " seg " not mapped " want; exit 1 }
+             if (dir[task " " seg] != want) { print ev " " task " " seg " not mapped " want; bad = 1; exit 1 }
              if ($NF == "(last)") last[ev " " task] = 1
              n[ev]++; next }
          ev == "xprtrdma_marshal:" {
              if ($0 ~ /[ *]read list\//) need["xprtrdma_chunk_read: " task] = 1
              if ($0 ~ /\/write list$/) need["xprtrdma_chunk_write: " task] = 1
              if ($0 ~ /\/reply chunk$/) need["xprtrdma_chunk_reply: " task] = 1 }
-         END { for (k in need) if (!(k in last)) { print "marshalled with no last segment: " k; exit 1 }
+         END { if (bad) exit 1
+               for (k in need) if (!(k in last)) { print "marshalled with no last segment: " k; exit 1 }
                printf "%d Read, %d Write, %d Reply chunk segments, each an MR mapped for its Call\n",
                    n["xprtrdma_chunk_read:"], n["xprtrdma_chunk_write:"], n["xprtrdma_chunk_reply:"] }' > /tmp/chunks.check ||
         { cat /tmp/chunks.check; return 1; }
@@ -566,9 +567,9 @@ trace_check_client_io() {
            split(seg, a, "@"); len = a[1] + 0; key = a[2] }
          ev != "xprtrdma_decode_seg:" { if (len > off[key]) off[key] = len; next }
          ev == "xprtrdma_decode_seg:" {
-             if (!(key in off) || len > off[key]) { print "decode_seg " seg " never offered as long"; exit 1 }
+             if (!(key in off) || len > off[key]) { print "decode_seg " seg " never offered as long"; bad = 1; exit 1 }
              nd++ }
-         END { printf "%d returned segments, each offered\n", nd }' > /tmp/decode.check ||
+         END { if (bad) exit 1; printf "%d returned segments, each offered\n", nd }' > /tmp/decode.check ||
         { cat /tmp/decode.check; return 1; }
     # Nothing failed to post.
     for e in xprtrdma_post_send_err xprtrdma_post_recvs_err; do
