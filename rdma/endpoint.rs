@@ -557,13 +557,15 @@ where
     O::RecvState: Default,
     O::SendState: Default,
 {
-    /// Allocates a PD, two CQs and the buffers on `dev`, sized by `sizes`
-    /// and clamped to what the device allows: the sizes used, and the
-    /// tokens of the Send buffers. The Receives are posted by
+    /// Allocates two CQs and the buffers on `dev`, with `pd` (a PD of
+    /// `dev`, allocated by the caller, which traces its failure), sized
+    /// by `sizes` and clamped to what the device allows: the sizes used,
+    /// and the tokens of the Send buffers. The Receives are posted by
     /// [`Endpoint::accept`].
     #[allow(clippy::type_complexity)]
     pub(crate) fn new(
         dev: &Device,
+        pd: Arc<Pd>,
         sizes: EpSizes,
     ) -> Result<(Self, EpSizes, KVec<Parked<SendKind>>)> {
         let mut sizes = sizes;
@@ -573,7 +575,6 @@ where
         sizes.recvs = sizes.recvs.min(max_wr.saturating_sub(1)).max(1);
         sizes.sends = sizes.sends.clamp(1, MAX_SENDS);
         let send_wr = (sizes.sends + sizes.send_extra + 1).min(max_wr);
-        let pd = Pd::new(dev)?;
         let recv_cq = Cq::new(dev, (sizes.recvs + 1).min(dev.max_cqe()))?;
         let send_cq = Cq::new(dev, (send_wr + sizes.rw_ctxs).min(dev.max_cqe()))?;
         let caps = QpCaps {

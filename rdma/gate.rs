@@ -55,6 +55,7 @@ pub(crate) struct QpGate {
     /// their work to the drain (a lock-free look, unlike a post).
     closed: Atomic<bool>,
     send_cq_id: Atomic<u32>,
+    recv_cq_id: Atomic<u32>,
 }
 
 impl QpGate {
@@ -68,6 +69,7 @@ impl QpGate {
                 closing <- new_mutex!((), "rpcrdma_rs_qp_gate_close"),
                 closed: Atomic::new(false),
                 send_cq_id: Atomic::new(0),
+                recv_cq_id: Atomic::new(0),
             }),
             GFP_KERNEL,
         )
@@ -81,6 +83,7 @@ impl QpGate {
     /// calls [`QpGate::close`] on this gate first.
     pub(super) unsafe fn open(&self, qp: Qp) {
         self.send_cq_id.store(qp.send_cq_id(), Release);
+        self.recv_cq_id.store(qp.recv_cq_id(), Release);
         // INVARIANT: live until closed, by the caller's promise.
         *self.qp.lock() = Some(QpPtr(qp.ptr));
     }
@@ -88,6 +91,11 @@ impl QpGate {
     /// The restrack id of the QP's Send CQ, for the trace events.
     pub(crate) fn send_cq_id(&self) -> u32 {
         self.send_cq_id.load(Acquire)
+    }
+
+    /// The restrack id of the QP's Receive CQ, for the trace events.
+    pub(crate) fn recv_cq_id(&self) -> u32 {
+        self.recv_cq_id.load(Acquire)
     }
 
     /// Whether closing began: from then on nothing is posted, and every

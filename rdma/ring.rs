@@ -57,6 +57,12 @@ pub(crate) trait RecvOwner: Send + Sync + Sized + 'static {
         mrs: InvList,
         wc: &Wc<'_>,
     );
+    /// Buffer `idx` is about to be posted, on the Receive CQ `cq_id`.
+    fn posting(&self, _cq_id: u32, _idx: u32) {}
+    /// A pass posted `count` buffers with result `res` (`ESHUTDOWN`, the
+    /// connection going, is no failure: nothing was posted); `active`
+    /// counts those posted before them.
+    fn posted(&self, _cq_id: u32, _count: u32, _active: impl FnOnce() -> u32, _res: &Result) {}
 }
 
 /// Posted: the device's.
@@ -238,6 +244,19 @@ impl<O: RecvOwner> RecvRing<O> {
         Some(RecvToken { ring: self, entry })
     }
 
+    /// The restrack id of the QP's Receive CQ.
+    fn cq_id(&self) -> u32 {
+        self.gate.recv_cq_id()
+    }
+
+    /// Buffers posted now: the device's.
+    fn active(&self) -> u32 {
+        self.entries
+            .iter()
+            .filter(|e| e.state.load(Relaxed) == POSTED)
+            .count() as u32
+    }
+
     /// Hands the idle buffers back to the device, in one chain per pass.
     /// Whoever finds another thread at it leaves the work to that thread,
     /// which looks again before it stops. Once the gate is closed, the
@@ -271,6 +290,7 @@ impl<O: RecvOwner> RecvRing<O> {
                     }
                     head = wr;
                     n += 1;
+                    self.owner.posting(self.cq_id(), e.idx);
                 }
             }
             self.idle.fetch_sub(n, Full);
@@ -279,7 +299,10 @@ impl<O: RecvOwner> RecvRing<O> {
             } else {
                 // SAFETY: A chain of our entries' Receives, whose buffers
                 // and entries stay until the gate is closed (`Drop`).
-                match unsafe { self.gate.post_recv(head) } {
+                let res = unsafe { self.gate.post_recv(head) };
+                let active = || self.active().saturating_sub(n);
+                self.owner.posted(self.cq_id(), n, active, &res);
+                match res {
                     // The connection is going: nothing to post on.
                     Err(e) if e == ESHUTDOWN => Ok(()),
                     res => res,
@@ -334,6 +357,11 @@ impl<'a, O: RecvOwner> RecvToken<'a, O> {
     /// The whole buffer.
     pub(crate) fn buffer(&self) -> &[u8] {
         self.entry.buf.as_slice()
+    }
+
+    /// The buffer's number in its ring.
+    pub(crate) fn idx(&self) -> u32 {
+        self.entry.idx
     }
 
     /// The owner's state of this buffer.
@@ -594,7 +622,7 @@ impl<O: SendOwner> SendRing<O> {
     /// pages stay mapped until the Send completed. At least `keep` free
     /// buffers are left. `posting` sees the Send just before it is posted
     /// (its completion may run before the post returns), as rpcrdma.ko
-    /// traces it.
+    /// traces it; `failed` gets the error of a post that failed.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn post<F: FrwrOwner>(
         &self,
@@ -606,9 +634,10 @@ impl<O: SendOwner> SendRing<O> {
         signal: impl FnOnce(bool) -> bool,
         fill: impl FnOnce(&mut [u8]) -> Option<(usize, usize)>,
         posting: impl FnOnce(&SendPosted),
+        failed: impl FnOnce(Error),
     ) -> core::result::Result<SendPosted, SendError> {
         let mut held = Some((mrs, hold));
-        let res = self.post_inner(keep, regs, &mut held, mapped, signal, fill, posting);
+        let res = self.post_inner(keep, regs, &mut held, mapped, signal, fill, posting, failed);
         // On every path the MRs go to `hold`, once.
         if let Some((mrs, hold)) = held {
             hold(mrs);
@@ -626,6 +655,7 @@ impl<O: SendOwner> SendRing<O> {
         signal: impl FnOnce(bool) -> bool,
         fill: impl FnOnce(&mut [u8]) -> Option<(usize, usize)>,
         posting: impl FnOnce(&SendPosted),
+        failed: impl FnOnce(Error),
     ) -> core::result::Result<SendPosted, SendError> {
         let Some(_sender) = self.sender.try_borrow_mut() else {
             return Err(SendError::Post);
@@ -723,7 +753,8 @@ impl<O: SendOwner> SendRing<O> {
                 .first()
                 .map_or(Err(EINVAL), |first| self.gate.post_send(first))
         };
-        if res.is_err() {
+        if let Err(err) = res {
+            failed(err);
             // The Send, last in the chain, was not posted: the mapping is
             // still ours.
             drop(e.mapped.take());

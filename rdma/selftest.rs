@@ -21,7 +21,7 @@ use kernel::time::msecs_to_jiffies;
 
 use super::{
     owner, CmEvent, CmHandler, ConnParam, ConnRequest, CqEntry, CqHandler, Dialing, Endpoint,
-    EpOwner, EpSizes, ListenHandler, Listener, Mr, Parked, PendingConn, RecvBuf, RecvKind,
+    EpOwner, EpSizes, ListenHandler, Listener, Mr, Parked, Pd, PendingConn, RecvBuf, RecvKind,
     Registered, Retired, SendKind, Wc,
 };
 use crate::sunrpc::{Net, PageRefs, SockAddr};
@@ -374,7 +374,8 @@ fn dial(client: Pin<&Peer>, addr: &SockAddr) -> Check<KVec<Parked<SendKind>>> {
     id.resolve_route().map_err(|_| "client: resolve_route")?;
     client.wait_event(EV_ROUTE, "client: route resolution")?;
     let dev = id.device().map_err(|_| "client: no device")?;
-    let (ep, _, sends) = Endpoint::new(&dev, CLIENT_SIZES).map_err(|_| "client: endpoint")?;
+    let pd = Pd::new(&dev).map_err(|_| "client: pd")?;
+    let (ep, _, sends) = Endpoint::new(&dev, pd, CLIENT_SIZES).map_err(|_| "client: endpoint")?;
     if !client.ep.populate(ep) {
         return Err("client: endpoint twice");
     }
@@ -526,8 +527,9 @@ fn exchange(
         .board
         .wait("server: no request", |s| s.pending.take().map(Ok))?;
     let dev = pending.device().map_err(|_| "server: no device")?;
+    let pd = Pd::new(&dev).map_err(|_| "server: pd")?;
     let (ep, _, mut server_sends) =
-        Endpoint::new(&dev, SERVER_SIZES).map_err(|_| "server: endpoint")?;
+        Endpoint::new(&dev, pd, SERVER_SIZES).map_err(|_| "server: endpoint")?;
     if !server.ep.populate(ep) {
         return Err("server: endpoint twice");
     }

@@ -142,6 +142,163 @@ pub(crate) fn xprtrdma_post_send(
     }
 }
 
+/// `xprtrdma_inline_thresh`: the client connected from `src` to `dst`
+/// with the negotiated inline thresholds `neg` (send, receive) and the
+/// largest RPC Call and Reply they leave room for inline, `calc`.
+#[inline(always)]
+pub(crate) fn xprtrdma_inline_thresh(
+    neg: (u32, u32),
+    calc: impl FnOnce() -> (u32, u32),
+    src: &super::SockAddr,
+    dst: &super::SockAddr,
+) {
+    if on!(xprtrdma_inline_thresh) {
+        let (max_send, max_recv) = calc();
+        call!(xprtrdma_inline_thresh(
+            neg.0,
+            neg.1,
+            max_send,
+            max_recv,
+            src.as_ptr(),
+            dst.as_ptr()
+        ));
+    }
+}
+
+/// `xprtrdma_prepsend_failed`: a marshalled Call got no Send (`ret` a
+/// negative errno: `-EAGAIN` when no Send buffer is free).
+#[inline(always)]
+pub(crate) fn xprtrdma_prepsend_failed(task: impl FnOnce() -> Task, ret: i32) {
+    if on!(xprtrdma_prepsend_failed) {
+        let t = task();
+        call!(xprtrdma_prepsend_failed(t.task_id, t.client_id, t.xid, ret));
+    }
+}
+
+/// Which chunk a segment a Call offers belongs to, as rpcrdma.ko's
+/// `xprtrdma_chunk_*` events name it.
+#[derive(Clone, Copy)]
+pub(crate) enum ChunkKind {
+    /// `xprtrdma_chunk_read`: a Read chunk at XDR position `pos`.
+    Read { pos: u32 },
+    /// `xprtrdma_chunk_write`: the Write chunk.
+    Write,
+    /// `xprtrdma_chunk_reply`: the Reply chunk.
+    Reply,
+    /// `xprtrdma_chunk_wp`: the Write chunk pad.
+    WritePad,
+}
+
+/// `xprtrdma_chunk_{read,write,reply,wp}`: a segment of the Call `task`
+/// gives is encoded, registered as `reg`; `is_last` for its chunk's last.
+#[inline(always)]
+pub(crate) fn xprtrdma_chunk(
+    kind: ChunkKind,
+    task: impl FnOnce() -> Task,
+    reg: &crate::rdma::Registered,
+    is_last: bool,
+) {
+    let on = match kind {
+        ChunkKind::Read { .. } => on!(xprtrdma_chunk_read),
+        ChunkKind::Write => on!(xprtrdma_chunk_write),
+        ChunkKind::Reply => on!(xprtrdma_chunk_reply),
+        ChunkKind::WritePad => on!(xprtrdma_chunk_wp),
+    };
+    if !on {
+        return;
+    }
+    let t = task();
+    let (c, n, h, l, o) = (t.client_id, reg.nents, reg.rkey, reg.length, reg.iova);
+    match kind {
+        ChunkKind::Read { pos } => {
+            call!(xprtrdma_chunk_read(t.task_id, c, pos, n, h, l, o, is_last))
+        }
+        ChunkKind::Write => call!(xprtrdma_chunk_write(t.task_id, c, n, h, l, o, is_last)),
+        ChunkKind::Reply => call!(xprtrdma_chunk_reply(t.task_id, c, n, h, l, o, is_last)),
+        ChunkKind::WritePad => call!(xprtrdma_chunk_wp(t.task_id, c, n, h, l, o, is_last)),
+    }
+}
+
+/// `xprtrdma_post_send_err`: posting the Send of the Call `task` gives
+/// failed with `rc`, on the connection whose Send CQ is `cq_id`.
+#[inline(always)]
+pub(crate) fn xprtrdma_post_send_err(
+    cq_id: impl FnOnce() -> u32,
+    task: impl FnOnce() -> Task,
+    rc: i32,
+) {
+    if on!(xprtrdma_post_send_err) {
+        let t = task();
+        call!(xprtrdma_post_send_err(cq_id(), t.task_id, t.client_id, rc));
+    }
+}
+
+/// `xprtrdma_post_recv`: Receive buffer `cid` is about to be posted on
+/// the Receive CQ `cq_id`.
+#[inline(always)]
+pub(crate) fn xprtrdma_post_recv(cq_id: u32, cid: u32) {
+    if on!(xprtrdma_post_recv) {
+        call!(xprtrdma_post_recv(cq_id, cid as i32));
+    }
+}
+
+/// `xprtrdma_post_recvs` (`count` Receives posted, `active()` were
+/// posted before them) or, if `rc` is an error, `xprtrdma_post_recvs_err`
+/// first: a pass of reposting on `xprt`'s connection, Receive CQ `cq_id`.
+#[inline(always)]
+pub(crate) fn xprtrdma_post_recvs(
+    xprt: &super::Xprt,
+    cq_id: u32,
+    count: u32,
+    active: impl FnOnce() -> u32,
+    rc: kernel::error::Result,
+) {
+    if let Err(e) = rc {
+        if on!(xprtrdma_post_recvs_err) {
+            let (a, p) = peer(xprt);
+            call!(xprtrdma_post_recvs_err(a, p, cq_id, e.to_errno()));
+        }
+    }
+    if on!(xprtrdma_post_recvs) {
+        let (a, p) = peer(xprt);
+        call!(xprtrdma_post_recvs(a, p, cq_id, count, active() as i32));
+    }
+}
+
+/// `xprtrdma_fixup`: `fixup` bytes of an inline Reply were copied past
+/// the head of the Call's receive buffer, whose parts are `xdr` long.
+#[inline(always)]
+pub(crate) fn xprtrdma_fixup(
+    task: impl FnOnce() -> Task,
+    fixup: u64,
+    xdr: impl FnOnce() -> [u32; 3],
+) {
+    if on!(xprtrdma_fixup) {
+        let (t, [head, page, tail]) = (task(), xdr());
+        call!(xprtrdma_fixup(
+            t.task_id,
+            t.client_id,
+            fixup as core::ffi::c_ulong,
+            head as usize,
+            page,
+            tail as usize
+        ));
+    }
+}
+
+/// `xprtrdma_decode_seg` for each segment of the Write list and the Reply
+/// chunk a Reply returned, in rpcrdma.ko's order.
+#[inline(always)]
+pub(crate) fn xprtrdma_decode_segs(chunks: &ChunkLists<'_>) {
+    if on!(xprtrdma_decode_seg) {
+        for chunk in chunks.writes.chunks().chain(chunks.reply) {
+            for s in chunk.segments() {
+                call!(xprtrdma_decode_seg(s.handle, s.length, s.offset));
+            }
+        }
+    }
+}
+
 /// `xprtrdma_wc_receive`: a Receive completed (any status), the `cid`th
 /// of its connection.
 #[inline(always)]
@@ -879,6 +1036,8 @@ pub(crate) fn svcrdma_qp_error(event: u32, dev: &CStr, peer: &super::SockAddr) {
 /// events name it.
 #[derive(Clone, Copy)]
 pub(crate) enum AcceptErr {
+    /// `svcrdma_pd_err`: its protection domain could not be allocated.
+    Pd,
     /// `svcrdma_qp_err`: its QP, CQs or buffers could not be set up.
     Qp,
     /// `svcrdma_initdepth_err`: the client takes no RDMA Reads.
@@ -887,7 +1046,7 @@ pub(crate) enum AcceptErr {
     Accept,
 }
 
-/// `svcrdma_{qp,initdepth,accept}_err`: the request from `peer` could not
+/// `svcrdma_{pd,qp,initdepth,accept}_err`: the request from `peer` could not
 /// be accepted (`err`).
 #[inline(always)]
 pub(crate) fn svcrdma_accept_err(
@@ -896,6 +1055,7 @@ pub(crate) fn svcrdma_accept_err(
     err: kernel::error::Error,
 ) {
     let on = match why {
+        AcceptErr::Pd => on!(svcrdma_pd_err),
         AcceptErr::Qp => on!(svcrdma_qp_err),
         AcceptErr::InitDepth => on!(svcrdma_initdepth_err),
         AcceptErr::Accept => on!(svcrdma_accept_err),
@@ -910,6 +1070,7 @@ pub(crate) fn svcrdma_accept_err(
     unsafe { sys::rpcrdma_rs_addr_str(peer.as_ptr(), buf.as_mut_ptr(), buf.len()) };
     let (addr, status) = (buf.as_ptr(), err.to_errno().into());
     match why {
+        AcceptErr::Pd => call!(svcrdma_pd_err(addr, status)),
         AcceptErr::Qp => call!(svcrdma_qp_err(addr, status)),
         AcceptErr::InitDepth => call!(svcrdma_initdepth_err(addr, status)),
         AcceptErr::Accept => call!(svcrdma_accept_err(addr, status)),
@@ -973,6 +1134,29 @@ pub(crate) fn svcrdma_encode_wseg<I: Iterator<Item = (usize, usize, Segment)>>(
         for (_, j, s) in segs() {
             call!(svcrdma_encode_wseg(
                 q, cid as i32, j as u32, s.handle, s.length, s.offset
+            ));
+        }
+    }
+}
+
+/// `svcrdma_small_wrch_err`: a result payload is `remaining` bytes longer
+/// than its Write chunk of `num_segs` segments, all taken (`seg_no`, as
+/// rpcrdma.ko counts them when it gives up); `chunk` gives the two, if it
+/// finds the chunk. The Reply has no Send buffer yet: cid -1, on the Send
+/// CQ `cq_id` gives.
+#[inline(always)]
+pub(crate) fn svcrdma_small_wrch_err(
+    cq_id: impl FnOnce() -> u32,
+    chunk: impl FnOnce() -> Option<(u32, u32)>,
+) {
+    if on!(svcrdma_small_wrch_err) {
+        if let Some((remaining, num_segs)) = chunk() {
+            call!(svcrdma_small_wrch_err(
+                cq_id(),
+                -1,
+                remaining,
+                num_segs,
+                num_segs
             ));
         }
     }

@@ -38,6 +38,21 @@
 				{ 5, "write list" },			\
 				{ 6, "reply chunk" })
 
+/* Used by client and server. */
+DECLARE_EVENT_CLASS(rpcrdma_simple_cid_class,
+	TP_PROTO(u32 cq_id, int completion_id),
+	TP_ARGS(cq_id, completion_id),
+	TP_STRUCT__entry(
+		__field(u32, cq_id)
+		__field(int, completion_id)
+	),
+	TP_fast_assign(
+		__entry->cq_id = cq_id;
+		__entry->completion_id = completion_id;
+	),
+	TP_printk("cq.id=%d cid=%d", __entry->cq_id, __entry->completion_id)
+);
+
 /**
  ** Client
  **/
@@ -128,6 +143,252 @@ TRACE_EVENT(xprtrdma_marshal_failed,
 	TP_printk("task:%08x@%08x xid=0x%08x ret=%d",
 		__entry->task_id, __entry->client_id, __entry->xid,
 		__entry->ret)
+);
+
+TRACE_EVENT(xprtrdma_inline_thresh,
+	TP_PROTO(unsigned int inline_send, unsigned int inline_recv,
+		 unsigned int max_send, unsigned int max_recv,
+		 const struct sockaddr *src, const struct sockaddr *dst),
+	TP_ARGS(inline_send, inline_recv, max_send, max_recv, src, dst),
+	TP_STRUCT__entry(
+		__field(unsigned int, inline_send)
+		__field(unsigned int, inline_recv)
+		__field(unsigned int, max_send)
+		__field(unsigned int, max_recv)
+		__array(unsigned char, srcaddr, sizeof(struct sockaddr_in6))
+		__array(unsigned char, dstaddr, sizeof(struct sockaddr_in6))
+	),
+	TP_fast_assign(
+		__entry->inline_send = inline_send;
+		__entry->inline_recv = inline_recv;
+		__entry->max_send = max_send;
+		__entry->max_recv = max_recv;
+		memcpy(__entry->srcaddr, src, sizeof(struct sockaddr_in6));
+		memcpy(__entry->dstaddr, dst, sizeof(struct sockaddr_in6));
+	),
+	TP_printk("%pISpc -> %pISpc neg send/recv=%u/%u, calc send/recv=%u/%u",
+		__entry->srcaddr, __entry->dstaddr,
+		__entry->inline_send, __entry->inline_recv,
+		__entry->max_send, __entry->max_recv)
+);
+
+TRACE_EVENT(xprtrdma_prepsend_failed,
+	TP_PROTO(unsigned int task_id, unsigned int client_id, u32 xid,
+		 int ret),
+	TP_ARGS(task_id, client_id, xid, ret),
+	TP_STRUCT__entry(
+		__field(unsigned int, task_id)
+		__field(unsigned int, client_id)
+		__field(u32, xid)
+		__field(int, ret)
+	),
+	TP_fast_assign(
+		__entry->task_id = task_id;
+		__entry->client_id = client_id;
+		__entry->xid = xid;
+		__entry->ret = ret;
+	),
+	TP_printk("task:%08x@%08x xid=0x%08x ret=%d",
+		__entry->task_id, __entry->client_id, __entry->xid,
+		__entry->ret)
+);
+
+/* rpcrdma.ko's xprtrdma_rdch_event: a Read chunk segment encoded, the
+ * MR's fields. */
+DECLARE_EVENT_CLASS(xprtrdma_rdch_event,
+	TP_PROTO(unsigned int task_id, unsigned int client_id,
+		 unsigned int pos, int nents, u32 handle, u32 length,
+		 u64 offset, bool is_last),
+	TP_ARGS(task_id, client_id, pos, nents, handle, length, offset,
+		is_last),
+	TP_STRUCT__entry(
+		__field(unsigned int, task_id)
+		__field(unsigned int, client_id)
+		__field(unsigned int, pos)
+		__field(int, nents)
+		__field(u32, handle)
+		__field(u32, length)
+		__field(u64, offset)
+		__field(bool, is_last)
+	),
+	TP_fast_assign(
+		__entry->task_id = task_id;
+		__entry->client_id = client_id;
+		__entry->pos = pos;
+		__entry->nents = nents;
+		__entry->handle = handle;
+		__entry->length = length;
+		__entry->offset = offset;
+		__entry->is_last = is_last;
+	),
+	TP_printk("task:%08x@%08x pos=%u %u@0x%016llx:0x%08x (%s)",
+		__entry->task_id, __entry->client_id,
+		__entry->pos, __entry->length,
+		(unsigned long long)__entry->offset, __entry->handle,
+		__entry->is_last ? "last" : "more")
+);
+
+DEFINE_EVENT(xprtrdma_rdch_event, xprtrdma_chunk_read,
+	TP_PROTO(unsigned int task_id, unsigned int client_id,
+		 unsigned int pos, int nents, u32 handle, u32 length,
+		 u64 offset, bool is_last),
+	TP_ARGS(task_id, client_id, pos, nents, handle, length, offset,
+		is_last));
+
+/* rpcrdma.ko's xprtrdma_wrch_event: a Write or Reply chunk segment (or
+ * the Write chunk pad) encoded. */
+DECLARE_EVENT_CLASS(xprtrdma_wrch_event,
+	TP_PROTO(unsigned int task_id, unsigned int client_id, int nents,
+		 u32 handle, u32 length, u64 offset, bool is_last),
+	TP_ARGS(task_id, client_id, nents, handle, length, offset, is_last),
+	TP_STRUCT__entry(
+		__field(unsigned int, task_id)
+		__field(unsigned int, client_id)
+		__field(int, nents)
+		__field(u32, handle)
+		__field(u32, length)
+		__field(u64, offset)
+		__field(bool, is_last)
+	),
+	TP_fast_assign(
+		__entry->task_id = task_id;
+		__entry->client_id = client_id;
+		__entry->nents = nents;
+		__entry->handle = handle;
+		__entry->length = length;
+		__entry->offset = offset;
+		__entry->is_last = is_last;
+	),
+	TP_printk("task:%08x@%08x %u@0x%016llx:0x%08x (%s)",
+		__entry->task_id, __entry->client_id,
+		__entry->length, (unsigned long long)__entry->offset,
+		__entry->handle,
+		__entry->is_last ? "last" : "more")
+);
+
+#define DEFINE_WRCH_EVENT(name)						\
+		DEFINE_EVENT(xprtrdma_wrch_event, xprtrdma_chunk_##name,\
+			TP_PROTO(unsigned int task_id,			\
+				 unsigned int client_id, int nents,	\
+				 u32 handle, u32 length, u64 offset,	\
+				 bool is_last),				\
+			TP_ARGS(task_id, client_id, nents, handle,	\
+				length, offset, is_last))
+
+DEFINE_WRCH_EVENT(write);
+DEFINE_WRCH_EVENT(reply);
+DEFINE_WRCH_EVENT(wp);
+
+TRACE_EVENT(xprtrdma_post_send_err,
+	TP_PROTO(u32 cq_id, unsigned int task_id, unsigned int client_id,
+		 int rc),
+	TP_ARGS(cq_id, task_id, client_id, rc),
+	TP_STRUCT__entry(
+		__field(u32, cq_id)
+		__field(unsigned int, task_id)
+		__field(unsigned int, client_id)
+		__field(int, rc)
+	),
+	TP_fast_assign(
+		__entry->cq_id = cq_id;
+		__entry->task_id = task_id;
+		__entry->client_id = client_id;
+		__entry->rc = rc;
+	),
+	TP_printk("task:%08x@%08x cq.id=%u rc=%d",
+		__entry->task_id, __entry->client_id,
+		__entry->cq_id, __entry->rc)
+);
+
+DEFINE_EVENT(rpcrdma_simple_cid_class, xprtrdma_post_recv,
+	TP_PROTO(u32 cq_id, int completion_id),
+	TP_ARGS(cq_id, completion_id));
+
+TRACE_EVENT(xprtrdma_post_recvs,
+	TP_PROTO(const char *addr, const char *port, u32 cq_id,
+		 unsigned int count, int posted),
+	TP_ARGS(addr, port, cq_id, count, posted),
+	TP_STRUCT__entry(
+		__field(u32, cq_id)
+		__field(unsigned int, count)
+		__field(int, posted)
+		__string(addr, addr)
+		__string(port, port)
+	),
+	TP_fast_assign(
+		__entry->cq_id = cq_id;
+		__entry->count = count;
+		__entry->posted = posted;
+		__assign_str(addr);
+		__assign_str(port);
+	),
+	TP_printk("peer=[%s]:%s cq.id=%d %u new recvs, %d active",
+		__get_str(addr), __get_str(port), __entry->cq_id,
+		__entry->count, __entry->posted)
+);
+
+TRACE_EVENT(xprtrdma_post_recvs_err,
+	TP_PROTO(const char *addr, const char *port, u32 cq_id, int status),
+	TP_ARGS(addr, port, cq_id, status),
+	TP_STRUCT__entry(
+		__field(u32, cq_id)
+		__field(int, status)
+		__string(addr, addr)
+		__string(port, port)
+	),
+	TP_fast_assign(
+		__entry->cq_id = cq_id;
+		__entry->status = status;
+		__assign_str(addr);
+		__assign_str(port);
+	),
+	TP_printk("peer=[%s]:%s cq.id=%d rc=%d",
+		__get_str(addr), __get_str(port), __entry->cq_id,
+		__entry->status)
+);
+
+TRACE_EVENT(xprtrdma_fixup,
+	TP_PROTO(unsigned int task_id, unsigned int client_id,
+		 unsigned long fixup, size_t headlen, unsigned int pagelen,
+		 size_t taillen),
+	TP_ARGS(task_id, client_id, fixup, headlen, pagelen, taillen),
+	TP_STRUCT__entry(
+		__field(unsigned int, task_id)
+		__field(unsigned int, client_id)
+		__field(unsigned long, fixup)
+		__field(size_t, headlen)
+		__field(unsigned int, pagelen)
+		__field(size_t, taillen)
+	),
+	TP_fast_assign(
+		__entry->task_id = task_id;
+		__entry->client_id = client_id;
+		__entry->fixup = fixup;
+		__entry->headlen = headlen;
+		__entry->pagelen = pagelen;
+		__entry->taillen = taillen;
+	),
+	TP_printk("task:%08x@%08x fixup=%lu xdr=%zu/%u/%zu",
+		__entry->task_id, __entry->client_id, __entry->fixup,
+		__entry->headlen, __entry->pagelen, __entry->taillen)
+);
+
+TRACE_EVENT(xprtrdma_decode_seg,
+	TP_PROTO(u32 handle, u32 length, u64 offset),
+	TP_ARGS(handle, length, offset),
+	TP_STRUCT__entry(
+		__field(u32, handle)
+		__field(u32, length)
+		__field(u64, offset)
+	),
+	TP_fast_assign(
+		__entry->handle = handle;
+		__entry->length = length;
+		__entry->offset = offset;
+	),
+	TP_printk("%u@0x%016llx:0x%08x",
+		__entry->length, (unsigned long long)__entry->offset,
+		__entry->handle)
 );
 
 TRACE_EVENT(xprtrdma_post_send,
@@ -775,20 +1036,6 @@ TRACE_EVENT(svcrdma_post_send,
 		__entry->num_sge, __entry->inv_rkey)
 );
 
-DECLARE_EVENT_CLASS(rpcrdma_simple_cid_class,
-	TP_PROTO(u32 cq_id, int completion_id),
-	TP_ARGS(cq_id, completion_id),
-	TP_STRUCT__entry(
-		__field(u32, cq_id)
-		__field(int, completion_id)
-	),
-	TP_fast_assign(
-		__entry->cq_id = cq_id;
-		__entry->completion_id = completion_id;
-	),
-	TP_printk("cq.id=%d cid=%d", __entry->cq_id, __entry->completion_id)
-);
-
 DEFINE_EVENT(rpcrdma_simple_cid_class, svcrdma_wc_send,
 	TP_PROTO(u32 cq_id, int completion_id),
 	TP_ARGS(cq_id, completion_id));
@@ -1084,6 +1331,7 @@ DECLARE_EVENT_CLASS(svcrdma_accept_class,
 			TP_PROTO(const char *addr, long status),	\
 			TP_ARGS(addr, status))
 
+DEFINE_ACCEPT_EVENT(pd);
 DEFINE_ACCEPT_EVENT(qp);
 DEFINE_ACCEPT_EVENT(initdepth);
 DEFINE_ACCEPT_EVENT(accept);
@@ -1166,6 +1414,29 @@ TRACE_EVENT(svcrdma_encode_wseg,
 		__entry->cq_id, __entry->completion_id,
 		__entry->segno, __entry->length,
 		(unsigned long long)__entry->offset, __entry->handle)
+);
+
+TRACE_EVENT(svcrdma_small_wrch_err,
+	TP_PROTO(u32 cq_id, int completion_id, unsigned int remaining,
+		 unsigned int seg_no, unsigned int num_segs),
+	TP_ARGS(cq_id, completion_id, remaining, seg_no, num_segs),
+	TP_STRUCT__entry(
+		__field(u32, cq_id)
+		__field(int, completion_id)
+		__field(unsigned int, remaining)
+		__field(unsigned int, seg_no)
+		__field(unsigned int, num_segs)
+	),
+	TP_fast_assign(
+		__entry->cq_id = cq_id;
+		__entry->completion_id = completion_id;
+		__entry->remaining = remaining;
+		__entry->seg_no = seg_no;
+		__entry->num_segs = num_segs;
+	),
+	TP_printk("cq.id=%u cid=%d remaining=%u seg_no=%u num_segs=%u",
+		__entry->cq_id, __entry->completion_id,
+		__entry->remaining, __entry->seg_no, __entry->num_segs)
 );
 
 #endif /* _RPCRDMA_RS_TRACE_H */

@@ -504,7 +504,93 @@ trace_check_client() {
         [ "$(trace_count $e)" -eq 0 ] || trace_sample $e
     done
     note "client trace: $m Calls, $(wc -l < /tmp/reply.xids) Reply XIDs, all marshalled; $b backchannel Replies"
-    trace_check_frwr
+    trace_check_client_io && trace_check_frwr
+}
+
+# trace_check_client_io: the client's thresholds, Receives and chunks.
+# 16 MiB written and read back in 1 MiB WRITEs and READs take Read and
+# Write chunks; READDIRs take Reply chunks.
+trace_check_client_io() {
+    trace_fired xprtrdma_inline_thresh xprtrdma_post_recv xprtrdma_post_recvs \
+        xprtrdma_chunk_read xprtrdma_chunk_write xprtrdma_chunk_reply xprtrdma_decode_seg || return 1
+    # Once per connection established, before the connect event: our
+    # address to the server's, thresholds of 1 KiB or more, each leaving
+    # room for less than itself once the largest header is taken off.
+    c=$(grep -c " rc=0 connection status=1$" "$TRACE_DIR/xprtrdma_connect")
+    [ "$(trace_count xprtrdma_inline_thresh)" -eq "$c" ] ||
+        { echo "$(trace_count xprtrdma_inline_thresh) inline_thresh for $c connects"; return 1; }
+    sed 's/.* xprtrdma_inline_thresh: //' "$TRACE_DIR/xprtrdma_inline_thresh" |
+        awk -v dst="$SERVER4:$NFS_RDMA_PORT" '{ split($5, n, "[=/,]"); split($7, k, "[=/,]") }
+             $1 !~ /^192\.0\.2\.[0-9]+:[0-9]+$/ || $3 != dst || n[3] < 1024 || n[4] < 1024 ||
+             k[3] < 1 || k[3] >= n[3] || k[4] < 1 || k[4] >= n[4] { print "inline_thresh: " $0; exit 1 }' ||
+        return 1
+    # Every Receive posted is numbered; each completion (the successful
+    # ones pass the filter) is of a Receive posted, under its CQ and
+    # number; the passes' counts add up to the Receives posted (but for
+    # one pass that tracing stopped in: lease renewals go on).
+    trace_pairs done xprtrdma_post_recv xprtrdma_wc_receive || return 1
+    r=$(sed -n 's/.* cq\.id=[0-9]* \([0-9]*\) new recvs, \(-*[0-9]*\) active$/\1 \2/p' "$TRACE_DIR/xprtrdma_post_recvs" |
+        awk '$2 < 0 { print "active=" $2; exit 1 } { n += $1; if ($1 > max) max = $1 } END { print n, max }') ||
+        { echo "post_recvs: $r"; return 1; }
+    set -- $r
+    pr=$(trace_count xprtrdma_post_recv)
+    [ "$1" -le "$pr" ] && [ "$pr" -le $(($1 + $2)) ] ||
+        { echo "post_recvs count $1 new Receives, post_recv $pr"; return 1; }
+    # Each chunk segment is an MR mapped for its Call (same task, length,
+    # offset and handle), toward the device for a Read chunk, from it
+    # for a Write or Reply chunk; each Call marshalled with a chunk had
+    # its chunk's last segment encoded.
+    cat "$TRACE_DIR/xprtrdma_mr_map" "$TRACE_DIR/xprtrdma_chunk_read" "$TRACE_DIR/xprtrdma_chunk_write" \
+        "$TRACE_DIR/xprtrdma_chunk_reply" "$TRACE_DIR/xprtrdma_marshal" |
+    awk '{ ev = ""; task = ""; seg = ""
+           for (i = 1; i <= NF; i++) {
+               if (ev == "" && $i ~ /^xprtrdma_[a-z_]*:$/) ev = $i
+               else if ($i ~ /^task:/) task = $i
+               else if ($i ~ /^[0-9]+@0x[0-9a-f]+:0x[0-9a-f]+$/) seg = $i } }
+         ev == "xprtrdma_mr_map:" { dir[task " " seg] = $NF; next }
+         ev == "xprtrdma_chunk_read:" || ev == "xprtrdma_chunk_write:" || ev == "xprtrdma_chunk_reply:" {
+             want = ev == "xprtrdma_chunk_read:" ? "(TO_DEVICE)" : "(FROM_DEVICE)"
+             if (dir[task " " seg] != want) { print ev " " task " " seg " not mapped " want; bad = 1; exit 1 }
+             if ($NF == "(last)") last[ev " " task] = 1
+             n[ev]++; next }
+         ev == "xprtrdma_marshal:" {
+             if ($0 ~ /[ *]read list\//) need["xprtrdma_chunk_read: " task] = 1
+             if ($0 ~ /\/write list$/) need["xprtrdma_chunk_write: " task] = 1
+             if ($0 ~ /\/reply chunk$/) need["xprtrdma_chunk_reply: " task] = 1 }
+         END { if (bad) exit 1
+               for (k in need) if (!(k in last)) { print "marshalled with no last segment: " k; exit 1 }
+               printf "%d Read, %d Write, %d Reply chunk segments, each an MR mapped for its Call\n",
+                   n["xprtrdma_chunk_read:"], n["xprtrdma_chunk_write:"], n["xprtrdma_chunk_reply:"] }' > /tmp/chunks.check ||
+        { cat /tmp/chunks.check; return 1; }
+    # Each segment a Reply returns is one offered (offset and handle), no
+    # longer than offered.
+    cat "$TRACE_DIR/xprtrdma_chunk_write" "$TRACE_DIR/xprtrdma_chunk_reply" "$TRACE_DIR/xprtrdma_chunk_wp" \
+        "$TRACE_DIR/xprtrdma_decode_seg" 2>/dev/null |
+    awk '{ ev = ""; seg = ""
+           for (i = 1; i <= NF; i++) {
+               if (ev == "" && $i ~ /^xprtrdma_[a-z_]*:$/) ev = $i
+               else if ($i ~ /^[0-9]+@0x[0-9a-f]+:0x[0-9a-f]+$/) seg = $i }
+           split(seg, a, "@"); len = a[1] + 0; key = a[2] }
+         ev != "xprtrdma_decode_seg:" { if (len > off[key]) off[key] = len; next }
+         ev == "xprtrdma_decode_seg:" {
+             if (!(key in off) || len > off[key]) { print "decode_seg " seg " never offered as long"; bad = 1; exit 1 }
+             nd++ }
+         END { if (bad) exit 1; printf "%d returned segments, each offered\n", nd }' > /tmp/decode.check ||
+        { cat /tmp/decode.check; return 1; }
+    # Nothing failed to post.
+    for e in xprtrdma_post_send_err xprtrdma_post_recvs_err; do
+        [ "$(trace_count $e)" -eq 0 ] || { echo "$(head -n 1 "$TRACE_DIR/$e")"; return 1; }
+    done
+    # No Send buffer free: rpcrdma.ko's -EAGAIN, and sunrpc tries again.
+    [ "$(trace_count xprtrdma_prepsend_failed)" -eq 0 ] || {
+        trace_field xprtrdma_prepsend_failed ret | awk '$1 != -11 { print "prepsend_failed ret=" $1; exit 1 }' || return 1
+        trace_sample xprtrdma_prepsend_failed; }
+    trace_sample xprtrdma_inline_thresh xprtrdma_post_recv xprtrdma_post_recvs xprtrdma_chunk_read \
+        xprtrdma_chunk_write xprtrdma_chunk_reply xprtrdma_decode_seg
+    for e in xprtrdma_chunk_wp xprtrdma_fixup; do
+        [ "$(trace_count $e)" -eq 0 ] || trace_sample $e
+    done
+    note "client I/O: $c connects; $(trace_count xprtrdma_post_recv) Receives posted in $(trace_count xprtrdma_post_recvs) passes; $(cat /tmp/chunks.check); $(cat /tmp/decode.check); $(trace_count xprtrdma_prepsend_failed) Calls without a Send buffer"
 }
 
 # trace_check_frwr: the client's MRs and Send completions. 1 MiB READs
@@ -669,7 +755,8 @@ trace_check_server() {
     # say so.
     for e in svcrdma_wc_send_err svcrdma_wc_recv_err svcrdma_wc_read_err svcrdma_wc_write_err \
         svcrdma_wc_reply_err svcrdma_sq_post_err svcrdma_send_err svcrdma_rq_post_err \
-        svcrdma_qp_err svcrdma_initdepth_err svcrdma_accept_err; do
+        svcrdma_qp_err svcrdma_initdepth_err svcrdma_accept_err svcrdma_pd_err \
+        svcrdma_small_wrch_err; do
         [ "$(trace_count $e)" -eq 0 ] || { echo "$(grep -m1 " $e: " $TRACE_OUT)"; return 1; }
     done
     ! grep " svcrdma_wc_[a-z]*_flush: " $TRACE_OUT | grep -v -m1 "status=WR_FLUSH_ERR " ||

@@ -59,7 +59,13 @@ check client_transport load_transport "${RR_MOD:-c}"
     'xprtrdma_mr_unmap=length > 0' 'xprtrdma_wc_li_done=completion_id >= 0' \
     'xprtrdma_wc_send=completion_id > 0' 'xprtrdma_wc_fastreg=vendor_err >= 0' \
     'xprtrdma_wc_li=cq_id >= 0' 'xprtrdma_frwr_alloc=rc < 0' 'xprtrdma_frwr_dereg=rc != 0' \
-    'xprtrdma_frwr_sgerr=nents >= 0' 'xprtrdma_frwr_maperr=num_mapped >= 0'
+    'xprtrdma_frwr_sgerr=nents >= 0' 'xprtrdma_frwr_maperr=num_mapped >= 0' \
+    'xprtrdma_inline_thresh=inline_send > 0' 'xprtrdma_post_recv=completion_id >= 0' \
+    'xprtrdma_post_recvs=count > 0' 'xprtrdma_post_recvs_err=status != 0' \
+    'xprtrdma_post_send_err=rc != 0' 'xprtrdma_prepsend_failed=ret < 0' \
+    'xprtrdma_chunk_read=nents > 0' 'xprtrdma_chunk_write=length > 0' \
+    'xprtrdma_chunk_reply=handle != 0' 'xprtrdma_chunk_wp=offset != 0' \
+    'xprtrdma_decode_seg=handle != 0' 'xprtrdma_fixup=fixup > 0'
 if check mount nfs_mount; then
     check transport_in_use transport_in_use
     check write_${size}MiB write_file

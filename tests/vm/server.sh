@@ -684,7 +684,8 @@ check server_net net_up $SERVER4 $SERVER6 &&
         'svcrdma_post_read_chunk=sqecount >= 0' 'svcrdma_wc_read=read_latency >= 0' \
         'svcrdma_post_write_chunk=completion_id >= 0' 'svcrdma_wc_write=cq_id >= 0' \
         'svcrdma_sq_full=depth > 0' 'svcrdma_wc_recv_flush=vendor_err >= 0' \
-        'svcrdma_accept_err=addr ~ "*"'; } &&
+        'svcrdma_accept_err=addr ~ "*"' 'svcrdma_pd_err=status != 0' \
+        'svcrdma_small_wrch_err=num_segs > 0'; } &&
     check server_export export_fs &&
     check server_nfsd_tune nfsd_tune &&
     check server_rpc_daemons rpc_daemons &&

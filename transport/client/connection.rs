@@ -26,7 +26,7 @@ use super::state::{RdmaXprt, XprtState};
 use super::Config;
 use crate::params;
 use crate::proto::backchannel;
-use crate::proto::plan::DeviceLimits;
+use crate::proto::plan::{self, DeviceLimits};
 use crate::proto::pvt::{self, InlineThresholds, PrivateData};
 use crate::proto::queue::{self, SendSignals};
 use crate::rdma::{
@@ -445,6 +445,14 @@ impl Ep {
         if status != ESTABLISHED {
             to_result(status)?;
             return Err(ENOTCONN);
+        }
+        if let Some(id) = ep.id.as_ref() {
+            let (neg, limits) = (ep.shared.inline(), &ep.limits);
+            let calc = || {
+                let c = plan::Connection::new(neg, limits);
+                (c.max_inline_send, c.max_inline_recv)
+            };
+            trace::xprtrdma_inline_thresh((neg.send, neg.recv), calc, id.src_addr(), id.dst_addr());
         }
         ep.register_write_pad()?;
         Ok(ep)

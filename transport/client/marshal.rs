@@ -100,13 +100,14 @@ pub(super) fn send_request(
         return EIO.to_errno();
     };
     let page_list: &mut PageList = &mut page_guard;
-    let mut register = |buf: Buf, range: plan::Range, writing, out: &mut [Segment]| {
+    let mut register = |buf: Buf, range: plan::Range, kind, out: &mut [Segment]| {
         let pages = call.pages(buf, range.offset, range.len, page_list)?;
-        register_pages(rqst, pool, pages, writing, out, &mut held)
+        register_pages(rqst, pool, pages, kind, out, &mut held)
     };
     let registered = (|| -> Result {
         if let Some((position, range)) = regs.read {
-            let (n, _) = register(Buf::Call, range, false, &mut segs)?;
+            let pos = trace::ChunkKind::Read { pos: position };
+            let (n, _) = register(Buf::Call, range, pos, &mut segs)?;
             for (r, seg) in reads.iter_mut().zip(segs.iter().take(n)) {
                 *r = ReadSegment {
                     position,
@@ -117,7 +118,8 @@ pub(super) fn send_request(
             stats.read_chunk_count.add(n as u64);
         }
         if let Some((range, pad)) = regs.write {
-            let (mut n, mut bytes) = register(Buf::Reply, range, true, &mut writes)?;
+            let write = trace::ChunkKind::Write;
+            let (mut n, mut bytes) = register(Buf::Reply, range, write, &mut writes)?;
             // Some servers want room for the XDR pad.
             if pad {
                 let pad = ep.write_pad().ok_or(EIO)?;
@@ -126,6 +128,7 @@ pub(super) fn send_request(
                     length: pad.length,
                     offset: pad.iova,
                 };
+                trace::xprtrdma_chunk(trace::ChunkKind::WritePad, || rqst.trace_task(), &pad, true);
                 n += 1;
                 bytes = bytes.saturating_add(pad.length);
             }
@@ -137,7 +140,7 @@ pub(super) fn send_request(
             stats.write_chunk_count.add(n as u64);
         }
         if let Some(range) = regs.reply {
-            let (n, bytes) = register(Buf::Reply, range, true, &mut reply)?;
+            let (n, bytes) = register(Buf::Reply, range, trace::ChunkKind::Reply, &mut reply)?;
             nreply = n;
             stats.total_rdma_request.add(u64::from(bytes));
             st.offered_reply.store(bytes, Relaxed);
@@ -247,6 +250,7 @@ pub(super) fn send_request(
         Ok(()) => {}
         Err(SendError::NoBuffer) => {
             rx.stats.empty_sendctx_q.add(1);
+            trace::xprtrdma_prepsend_failed(|| rqst.trace_task(), EAGAIN.to_errno());
             return ENOBUFS.to_errno();
         }
         Err(SendError::TooBig) => {
@@ -306,14 +310,14 @@ fn rpc_shape(rqst: &SendRqst<'_>) -> (plan::Rpc, plan::CallBuf, plan::ReplyBuf) 
 
 const PAGE: usize = kernel::page::PAGE_SIZE;
 
-/// Registers the memory of `pages` on as many MRs as needed, writing one
-/// segment each into `out`; returns the segments and bytes. Each MR holds
-/// the pages until it is released.
+/// Registers the memory of `pages` for a chunk of `kind` on as many MRs
+/// as needed, writing one segment each into `out`; returns the segments
+/// and bytes. Each MR holds the pages until it is released.
 fn register_pages(
     rqst: &SendRqst<'_>,
     pool: &MrPool,
     pages: HeldPages<'_>,
-    writing: bool,
+    kind: trace::ChunkKind,
     out: &mut [Segment],
     held: &mut FrwrList<MAX_RPC_MRS>,
 ) -> Result<(usize, u32)> {
@@ -331,12 +335,16 @@ fn register_pages(
         .min(segs.len());
         let (now, later) = rest.split_at(take);
         let slot = out.get_mut(n).ok_or(EMSGSIZE)?;
+        // The server writes Write and Reply chunks, reads Read chunks.
+        let writing = !matches!(kind, trace::ChunkKind::Read { .. });
         let (mr, reg) = pool.register_held(now, writing)?;
         trace::xprtrdma_mr(
             trace::MrEvent::Map,
             || Some(rqst.trace_task()),
             || Some(reg),
         );
+        let last = later.segs().is_empty();
+        trace::xprtrdma_chunk(kind, || rqst.trace_task(), &reg, last);
         if let Err(mr) = held.push(mr) {
             pool.release(mr, false);
             return Err(EMSGSIZE);
@@ -397,6 +405,7 @@ impl RdmaXprt {
             }
             Err(SendError::NoBuffer) => {
                 self.stats.empty_sendctx_q.add(1);
+                trace::xprtrdma_prepsend_failed(|| rqst.trace_task(), EAGAIN.to_errno());
                 ENOBUFS.to_errno()
             }
             Err(SendError::TooBig) => {

@@ -11,7 +11,7 @@ use super::state::RdmaXprt;
 use super::Stats;
 use crate::proto::plan::{self, ReplyShape};
 use crate::proto::reply::ReplyBody;
-use crate::sunrpc::PinnedRqst;
+use crate::sunrpc::{trace, PinnedRqst};
 
 /// A Reply checked against what its RPC offered, to be placed: decided
 /// when the Reply arrives and kept while the RPC's MRs are invalidated,
@@ -121,6 +121,7 @@ fn write_chunk_fixup(
     if !rest.is_empty() {
         rqst.write(f.rest_offset, rest).map_err(|_| EIO)?;
         stats.fixup_copy_count.add(rest.len() as u64);
+        trace_fixup(rqst, rest.len());
     }
     let room = rqst.private_buf().room();
     Ok(u32::try_from(u64::from(f.total).min(room)).unwrap_or(u32::MAX))
@@ -138,6 +139,19 @@ fn copy_to_rcv_buf(rqst: &mut PinnedRqst, payload: &[u8], stats: &Stats) -> Resu
         .map_err(|_| EIO)?;
     // Bytes that landed past the head: what rpcrdma.ko's fixup copies.
     let head = rqst.private_buf().head_len() as usize;
-    stats.fixup_copy_count.add(len.saturating_sub(head) as u64);
+    let fixup = len.saturating_sub(head);
+    stats.fixup_copy_count.add(fixup as u64);
+    if fixup > 0 {
+        trace_fixup(rqst, fixup);
+    }
     u32::try_from(len).map_err(|_| EIO)
+}
+
+/// `xprtrdma_fixup` of `fixup` bytes copied past the head.
+fn trace_fixup(rqst: &PinnedRqst, fixup: usize) {
+    let xdr = || {
+        let b = rqst.private_buf();
+        [b.head_len(), b.page_len(), b.tail_len()]
+    };
+    trace::xprtrdma_fixup(|| rqst.trace_task(), fixup as u64, xdr);
 }

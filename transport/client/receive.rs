@@ -4,6 +4,7 @@
 //! credit grants, invalidating the request's MRs before it completes, and
 //! holding a Reply until its Call's Send completed.
 
+use kernel::error::{code::ESHUTDOWN, Result};
 use kernel::sync::atomic::{Acquire, Full, Relaxed, Release};
 use kernel::sync::barrier::{smp_mb, Full as Barrier};
 
@@ -183,6 +184,9 @@ impl RdmaXprt {
             return None;
         };
         trace::xprtrdma_reply(|| rqst.trace_task(), credits);
+        if let Ok(b) = &body {
+            trace::xprtrdma_decode_segs(&b.lists);
+        }
         if let Err(bad) = body {
             if let Some(err) = trace_rdma_error(bad, msg) {
                 trace::xprtrdma_err(err, || rqst.trace_task());
@@ -285,8 +289,8 @@ impl RecvOwner for Receiver {
 
     fn received(&self, ring: &RecvRing<Self>, buf: RecvBuf<'_>, wc: &Wc<'_>) {
         let xprt = self.shared.xprt();
-        // Receives are not numbered in ours: completion_id is 0.
-        trace::xprtrdma_wc_receive(wc, 0);
+        // The buffer's number, as `xprtrdma_post_recv` gave it.
+        trace::xprtrdma_wc_receive(wc, buf.idx());
         if !wc.ok() {
             if !wc.flushed() {
                 rwarn!("receive failed, status {}\n", wc.status());
@@ -295,6 +299,19 @@ impl RecvOwner for Receiver {
             return;
         }
         xprt.receive(self, ring, buf, wc.invalidated_rkey());
+    }
+
+    fn posting(&self, cq_id: u32, idx: u32) {
+        trace::xprtrdma_post_recv(cq_id, idx);
+    }
+
+    fn posted(&self, cq_id: u32, count: u32, active: impl FnOnce() -> u32, res: &Result) {
+        // ESHUTDOWN: nothing was posted, the connection is going.
+        let rc = match res {
+            Err(e) if *e != ESHUTDOWN => Err(*e),
+            _ => Ok(()),
+        };
+        trace::xprtrdma_post_recvs(self.shared.xprt().xprt(), cq_id, count, active, rc);
     }
 
     /// The last (signalled) LOCAL_INV of a Reply's RPC completed.

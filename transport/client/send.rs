@@ -118,7 +118,10 @@ impl Ep {
             let cq_id = || tx.cq_id();
             trace::xprtrdma_post_send(cq_id, p.seq, || rqst.trace_task(), p.sges, p.signalled);
         };
-        tx.post(keep, pool, mrs, hold, mapped, signal, fill, posting)?;
+        let failed = |e: Error| {
+            trace::xprtrdma_post_send_err(|| tx.cq_id(), || rqst.trace_task(), e.to_errno());
+        };
+        tx.post(keep, pool, mrs, hold, mapped, signal, fill, posting, failed)?;
         Ok(())
     }
 }

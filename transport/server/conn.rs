@@ -21,7 +21,7 @@ use super::{Counter, SvcConfig, TOTALS};
 use crate::proto::pvt::{self, InlineThresholds, PrivateData};
 use crate::proto::responder::{self, CallAt, MAX_PAYLOADS};
 use crate::rdma::{
-    read_wrs, CmEvent, CmHandler, ConnParam, Device, Endpoint, EpOwner, EpSizes, Parked,
+    read_wrs, CmEvent, CmHandler, ConnParam, Device, Endpoint, EpOwner, EpSizes, Parked, Pd,
     PendingConn, PostError, RecvBuf, RecvKind, Retired, SendBuf, SendKind, Wc, MAX_SENDS,
 };
 use crate::sunrpc::{new_object, trace, CounterDir, Net, Serv, SockAddr, SvcStat, SvcXprt};
@@ -517,13 +517,20 @@ impl SvcConn {
             recv: cfg.inline,
         };
         let peer = pvt::negotiate(ours, req.private());
+        // Traced where it failed, as rpcrdma.ko: once, not as `qp` too.
+        let mut pd_failed = false;
         let setup = (|| -> Result<_> {
             let dev = req.device()?;
+            let pd = Pd::new(&dev).inspect_err(|e| {
+                trace::svcrdma_accept_err(trace::AcceptErr::Pd, req.dst_addr(), *e);
+                pd_failed = true;
+            })?;
             let nsend = send_count(&cfg);
             let lazy = lazy_room(nsend);
             let rw = rw_wrs(&dev, req.port_num(), nsend + lazy);
             let (ep, sizes, sends) = Endpoint::new(
                 &dev,
+                pd,
                 EpSizes {
                     recvs: recv_count(&cfg),
                     recv_len: cfg.inline as usize,
@@ -598,7 +605,9 @@ impl SvcConn {
         let (conn, swi) = match setup {
             Ok(parts) => parts,
             Err(e) => {
-                trace::svcrdma_accept_err(trace::AcceptErr::Qp, req.dst_addr(), e);
+                if !pd_failed {
+                    trace::svcrdma_accept_err(trace::AcceptErr::Qp, req.dst_addr(), e);
+                }
                 rwarn!("server: cannot set up a connection: {:?}\n", e);
                 return None;
             }

@@ -11,9 +11,10 @@ use kernel::prelude::*;
 use super::backchannel::BC_SLOTS;
 use super::conn::SvcConn;
 use crate::proto::backchannel;
+use crate::proto::chunk::ChunkLists;
 use crate::proto::header::MsgType;
 use crate::proto::negotiate::Version;
-use crate::proto::responder::{self, ErrorBody, ReplyPlan, ReplyShape};
+use crate::proto::responder::{self, Cause, ErrorBody, ReplyPlan, ReplyShape};
 use crate::proto::v2;
 use crate::rdma::RecvBuf;
 use crate::sunrpc::{trace, Ctxt, HeldBytes, SendRqst, SvcRqst, SvcStat, XptFlag};
@@ -54,6 +55,10 @@ fn answer(conn: &SvcConn, rqst: &mut SvcRqst<'_>, buf: &mut RecvBuf<'_, SvcConn>
     let plan = match responder::plan_call_reply(&call, shape, inline_send) {
         Ok(plan) => plan,
         Err(cause) => {
+            if let Cause::PayloadTooLong { segment, needed } = cause {
+                let chunk = || short_write_chunk(&call.chunks, segment, needed);
+                trace::svcrdma_small_wrch_err(|| ep_cq(conn), chunk);
+            }
             rwarn!(
                 "server: cannot send a Reply of {} bytes ({:?}), xid {:#x}\n",
                 shape.len,
@@ -168,6 +173,22 @@ fn reply(
 }
 
 /// The connection's Send CQ, for the trace events.
+/// The Write chunk that holds segment `segment` (counted from 1 over the
+/// Write list) which would need `needed` bytes: the bytes the payload
+/// overruns it by, and its segment count.
+fn short_write_chunk(chunks: &ChunkLists<'_>, segment: u32, needed: u32) -> Option<(u32, u32)> {
+    let mut first = 1u32;
+    for chunk in chunks.writes.chunks() {
+        let n = u32::try_from(chunk.len()).unwrap_or(u32::MAX);
+        if segment < first.saturating_add(n) {
+            let last = chunk.segments().last().map_or(0, |s| s.length);
+            return Some((needed.saturating_sub(last), n));
+        }
+        first = first.saturating_add(n);
+    }
+    None
+}
+
 fn ep_cq(conn: &SvcConn) -> u32 {
     conn.ep().map_or(0, |ep| ep.cq_ids().0)
 }
