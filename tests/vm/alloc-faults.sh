@@ -67,6 +67,16 @@ af_disarm() {
 unarmed_ok() { [ "$(af_cycle)" = ok ]; }
 server_fi_setup() { server_ask $CTL/.allocfault 60 setup && [ "$answer" = "done 0" ]; }
 cm_ids() { rdma resource show cm_id | grep -c .; }
+# settled_ids: the CM ids held here, once no more than before the sweep or
+# after 60 s (a connection's id lingers until its DREQ is answered).
+settled_ids() {
+    i=0
+    while [ "$(cm_ids)" -gt "$base_ids" ] && [ $i -lt 60 ]; do
+        i=$((i + 1))
+        sleep 1
+    done
+    cm_ids
+}
 # rdma_back BASE: the RDMA resource counts back to BASE, 120 s at most (a
 # disconnected id lingers until its DREQ is answered or the CM gives up).
 rdma_back() {
@@ -79,7 +89,7 @@ rdma_back() {
 }
 
 sweep() {
-    n=0 reached=0 bad=0
+    n=0 reached=0 bad=0 base_ids=$(cm_ids)
     # The other side's functions cannot be reached here: transport/client
     # (mangled "9transport6client") on the server, transport/server on the
     # client.
@@ -116,13 +126,15 @@ EOF
             after=$(af_cycle)
             [ "$after" = ok ] || ok=0
         fi
-        # CM ids held once the mounts are gone (a leak shows which site
-        # left it; an id may linger a while for its DREQ's answer).
-        echo "RR-AF $idx $hit $v${log:+ log:$log} then:$after ids:$(cm_ids) | $where" > "$RESULTS"
+        # CM ids still held once the mounts are gone and their DREQs
+        # answered (60 s at most): an id this site left behind.
+        ids=$(settled_ids)
+        [ "$ids" -le "$base_ids" ] || ok=0
+        echo "RR-AF $idx $hit $v${log:+ log:$log} then:$after ids:$ids | $where" > "$RESULTS"
         if [ $ok = 1 ]; then
             result "alloc_fault_$idx" PASS
         else
-            result "alloc_fault_$idx" FAIL "$hit in $where: $v, then $after${log:+; $log}"
+            result "alloc_fault_$idx" FAIL "$hit in $where: $v, then $after, CM ids $ids (before $base_ids)${log:+; $log}"
             bad=$((bad + 1))
         fi
     done 3< $AF_SITES
