@@ -48,6 +48,7 @@ nsites=$(wc -l < "$RUN_DIR/alloc-sites.txt")
 [ "$nsites" -gt 0 ] || die "no allocation site found in $rs_ko"
 step "$nsites allocating functions in rpcrdma_rs.ko ($RUN_DIR/alloc-sites.txt)"
 
+vm_for_kasan
 VM_SCENARIO_FILES=$RUN_DIR/alloc-sites.txt vm_prepare "$kbuild" "$rs_ko" "$RUN_DIR"
 for side in $SIDES; do
     case $side in

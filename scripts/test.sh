@@ -24,18 +24,7 @@ KERNEL=${KERNEL:-test}
 case $KERNEL in
 test) TIME_SCALE=1 ;;
 # KASAN checks every access: the guests run about half as fast under TCG.
-# Its shadow takes an eighth of their memory and its quarantine and
-# redzones more: with the usual sizes, nfsd's state shrinker ran during
-# srv-recall-c's storms and recalled the delegations the test counts
-# (CB_RECALL_ANY).
-# 4-level paging: with QEMU's -cpu max the guests run 5-level (LA57), and
-# about one boot in twenty took an interrupt in early boot whose irq
-# descriptor's lock KASAN called a wild access (ff11... is LA57's direct
-# map), before any module was loaded.
-kasan)
-    TIME_SCALE=2
-    VM_MEM_SERVER=$((VM_MEM_SERVER * 4 / 3)) VM_MEM_CLIENT=$((VM_MEM_CLIENT * 4 / 3))
-    VM_APPEND_BASE="$VM_APPEND_BASE no5lvl" ;;
+kasan) TIME_SCALE=2; vm_for_kasan ;;
 *) die "KERNEL=$KERNEL: test or kasan" ;;
 esac
 ONLY=${ONLY:-.}

@@ -29,6 +29,19 @@ VM_APPEND_BASE="console=ttyS0 panic=-1 loglevel=7 printk.devkmsg=on"
 # Kernel log lines that fail a scenario whatever its guest said.
 BAD_LOG='Kernel panic|BUG:|WARNING:|Oops|general protection fault|possible circular locking|possible recursive locking|inconsistent lock state|suspicious RCU usage|KFENCE:|blocked for more than|soft lockup|hard LOCKUP|UBSAN:|panicked at|list_add corruption|list_del corruption|Call Trace:'
 
+# vm_for_kasan: guests for the kasan kernel. A third more memory: KASAN's
+# shadow takes an eighth of it and its quarantine and redzones more (with
+# the usual sizes, nfsd's state shrinker ran during srv-recall-c's storms
+# and recalled the delegations the test counts, CB_RECALL_ANY). 4-level
+# paging: with QEMU's -cpu max the guests run 5-level (LA57), and about one
+# boot in twenty took an interrupt in early boot whose irq descriptor's
+# lock KASAN called a wild access (ff11..., LA57's direct map), before any
+# module was loaded.
+vm_for_kasan() {
+    VM_MEM_SERVER=$((VM_MEM_SERVER * 4 / 3)) VM_MEM_CLIENT=$((VM_MEM_CLIENT * 4 / 3))
+    VM_APPEND_BASE="$VM_APPEND_BASE no5lvl"
+}
+
 # vm_prepare KBUILD RS_KO RUNDIR: stage kernel, initramfs and the overlay.
 # VM_EXTRA_BINS: host binaries to add to the overlay with their libraries
 # (the bench's perf), kept out of the tests' base initramfs.
