@@ -501,9 +501,8 @@ impl Drop for Ep {
     fn drop(&mut self) {
         // Our own disconnect must not schedule another close.
         self.shared.status.store(ECONNABORTED.to_errno(), Release);
-        let mut dreq_sent = false;
         if let Some(id) = self.id.as_mut() {
-            dreq_sent = id.disconnect().is_ok();
+            id.disconnect();
             // Close the gate and flush every posted Receive and Send:
             // afterwards nothing is posted, no buffer is in use by the
             // device and no handler runs.
@@ -533,12 +532,9 @@ impl Drop for Ep {
             drop(pool);
         }
         drop(self.pd.take());
-        // An established connection's DREQ may still be on its way. One
-        // that could not be sent (no memory for it) gets no answer, and
-        // nothing would end the wait: the id goes now, and destroying it
-        // sends the DREQ once more.
+        // An established connection's DREQ may still be on its way.
         if let Some(id) = self.id.take() {
-            id.linger(|shared| dreq_sent && shared.cm_up.load(Acquire));
+            id.linger(|shared| shared.cm_up.load(Acquire));
         }
         rdebug!("connection torn down\n");
     }

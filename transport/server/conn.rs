@@ -915,10 +915,7 @@ impl SvcConn {
     /// `xpo_detach`: disconnect, and wake whoever waits.
     pub(super) fn detach(&self) {
         if let Some(id) = self.id() {
-            // Nothing waits for the DISCONNECTED event here: the id is
-            // destroyed with the connection, which sends the DREQ again
-            // if this one could not go.
-            let _ = id.disconnect();
+            id.disconnect();
         }
         self.wake_waiters();
     }
