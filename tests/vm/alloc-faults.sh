@@ -89,7 +89,10 @@ rdma_back() {
 }
 
 sweep() {
-    n=0 reached=0 bad=0 base_ids=$(cm_ids)
+    n=0 reached=0 bad=0
+    # What the unarmed cycle's connection leaves once settled.
+    base_ids=0
+    base_ids=$(settled_ids)
     # The other side's functions cannot be reached here: transport/client
     # (mangled "9transport6client") on the server, transport/server on the
     # client.
