@@ -39,12 +39,12 @@ struct RpcRdma {
     _client: transport::client::Registration,
     _server: transport::server::Registration,
     /// Last: the transports, and with them every connection, go first.
-    _lingering: rdma::LingeringIds,
+    _lingering: Pin<KBox<rdma::LingeringIds>>,
 }
 
 impl kernel::Module for RpcRdma {
     fn init(module: &'static ThisModule) -> Result<Self> {
-        let lingering = rdma::LingeringIds::init();
+        let lingering = rdma::LingeringIds::init()?;
         let client = transport::client::Registration::new(module).inspect_err(|e| {
             pr_err!("rpcrdma_rs: cannot register the client transport \"rdma\" ({e:?}): is rpcrdma.ko loaded?\n")
         })?;

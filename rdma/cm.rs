@@ -3,7 +3,7 @@
 //! RDMA-CM identifiers: address and route resolution, the RC QP an id
 //! owns, connection parameters and events.
 
-use core::ffi::c_void;
+use core::ffi::{c_ulong, c_void};
 use core::ptr::NonNull;
 
 use kernel::error::{from_err_ptr, to_result};
@@ -12,7 +12,7 @@ use kernel::str::CStr;
 use kernel::sync::Arc;
 
 use super::{Cq, Device, Pd, Qp, QpGate};
-use crate::sunrpc::{Net, SockAddr};
+use crate::sunrpc::{hz, jiffies, DelayedWork, HasDelayedWork, Net, SockAddr};
 use crate::sys;
 
 /// Timeout for address and route resolution, in milliseconds
@@ -500,7 +500,8 @@ impl<H: CmHandler> CmId<H> {
     /// reported the end of the connection yet, the id is left to the CM,
     /// which keeps resending its DREQ until the peer answers or the CM
     /// gives up (about a minute on RoCE), and is destroyed then, by
-    /// rdma_cm itself, or at module unload ([`LingeringIds`]).
+    /// rdma_cm itself, or after [`LINGER_MAX_SECS`] or at module unload
+    /// ([`LingeringIds`]).
     /// Destroying it at once stops those retries: a DREQ lost while the
     /// link was down then never reaches the peer, which keeps its end of
     /// the connection until one of its own Sends times out (rpcrdma.ko
@@ -517,11 +518,7 @@ impl<H: CmHandler> CmId<H> {
         // SAFETY: The context is a `H` that outlives the id (type
         // invariant), and no event handler runs.
         let wait = awaiting(unsafe { &*(*id).context.cast::<H>() });
-        let kept = wait
-            && LINGERING
-                .lock()
-                .push(Lingering(self.ptr), GFP_KERNEL)
-                .is_ok();
+        let kept = wait && LINGERING.lock().keep(self.ptr);
         if kept {
             // SAFETY: The handler lock is held; rdma_cm reads both fields
             // only under it. From now on no event reaches `H`.
@@ -541,59 +538,159 @@ impl<H: CmHandler> CmId<H> {
     }
 }
 
+/// How long an id may wait for the end of its disconnect. The CM gives
+/// up on an unanswered DREQ well before (about a minute on RoCE) and
+/// reports DISCONNECTED then; but a DREQ that could not be allocated
+/// leaves ib_cm in timewait while rdma_disconnect returns 0, and rdma_cm,
+/// still in its CONNECT state, reports nothing at all: that id would
+/// wait until unload (make alloc-faults found it).
+const LINGER_MAX_SECS: c_ulong = 90;
+
 /// An id handed over by [`CmId::linger`], waiting for the end of its
-/// disconnect.
+/// disconnect since `since` (jiffies).
 ///
 /// # Invariants
 ///
 /// A live id without a QP, whose handler is [`linger_handler`]; owned by
 /// [`LINGERING`] while it is listed there.
-struct Lingering(NonNull<sys::rdma_cm_id>);
+struct Lingering {
+    id: NonNull<sys::rdma_cm_id>,
+    since: c_ulong,
+}
 
 // SAFETY: An `rdma_cm_id` may be destroyed from any thread.
 unsafe impl Send for Lingering {}
 
+/// The lingering ids, and the work that destroys those past their time.
+struct LingerList {
+    ids: KVec<Lingering>,
+    /// Set while the module's [`LingeringIds`] exists.
+    reaper: Option<NonNull<LingeringIds>>,
+}
+
+// SAFETY: `reaper` is only read under the list's lock, and points to a
+// `LingeringIds`, whose work may be queued from any thread.
+unsafe impl Send for LingerList {}
+
+impl LingerList {
+    const fn new() -> Self {
+        Self {
+            ids: KVec::new(),
+            reaper: None,
+        }
+    }
+
+    /// Keeps `id` until its disconnect ends or its time is up; false if
+    /// there is no memory to list it.
+    fn keep(&mut self, id: NonNull<sys::rdma_cm_id>) -> bool {
+        let since = jiffies();
+        if self.ids.push(Lingering { id, since }, GFP_KERNEL).is_err() {
+            return false;
+        }
+        if let Some(reaper) = self.reaper {
+            // SAFETY: Set, under this lock, only while the `LingeringIds`
+            // it points to exists; its drop clears it under this lock
+            // before the work and the memory go.
+            unsafe { reaper.as_ref() }
+                .reap
+                .queue(LINGER_MAX_SECS * hz());
+        }
+        true
+    }
+
+    /// Takes one id off the list that is past its time (any, with
+    /// `all`).
+    fn take_expired(&mut self, all: bool) -> Option<Lingering> {
+        let (now, max) = (jiffies(), LINGER_MAX_SECS * hz());
+        let i = self
+            .ids
+            .iter()
+            .position(|l| all || now.wrapping_sub(l.since) >= max)?;
+        self.ids.remove(i).ok()
+    }
+}
+
 kernel::sync::global_lock! {
     // SAFETY: Initialised by `LingeringIds::init` in the module initialiser,
     // before any connection exists.
-    unsafe(uninit) static LINGERING: Mutex<KVec<Lingering>> = KVec::new();
+    unsafe(uninit) static LINGERING: Mutex<LingerList> = LingerList::new();
+}
+
+/// Destroys the lingering ids past their time (all of them, with `all`);
+/// with the list's lock not held: rdma_destroy_id waits for a running
+/// [`linger_handler`], which takes it.
+fn reap(all: bool) {
+    loop {
+        let Some(l) = LINGERING.lock().take_expired(all) else {
+            break;
+        };
+        // SAFETY: Taken off the list, the id is ours (type invariant of
+        // `Lingering`); a concurrent `linger_handler` finds it missing and
+        // leaves it to us, and rdma_destroy_id waits for it.
+        unsafe { sys::rdma_destroy_id(l.id.as_ptr()) };
+    }
 }
 
 /// The module's hold on [`LINGERING`]: made once at load, before any
 /// connection; dropped at unload, after the last connection is gone, it
 /// destroys the ids still lingering, so that no event reaches the
-/// module's code afterwards.
-pub(crate) struct LingeringIds(());
+/// module's code afterwards. Meanwhile its work destroys those whose
+/// disconnect outlived [`LINGER_MAX_SECS`].
+#[pin_data(PinnedDrop)]
+pub(crate) struct LingeringIds {
+    #[pin]
+    reap: DelayedWork<LingeringIds>,
+}
+
+// SAFETY: Its only field is a work item, which the workqueue API lets any
+// thread queue and cancel, and which runs on any thread.
+unsafe impl Send for LingeringIds {}
+// SAFETY: As for `Send`: `&LingeringIds` only queues or runs the work.
+unsafe impl Sync for LingeringIds {}
 
 impl LingeringIds {
     /// Sets up the list; called once, by the module initialiser.
-    pub(crate) fn init() -> Self {
+    pub(crate) fn init() -> Result<Pin<KBox<Self>>> {
         // SAFETY: Called once, from the module initialiser, before any id
         // can linger.
         unsafe { LINGERING.init() };
-        Self(())
+        let this = KBox::pin_init(pin_init!(Self { reap <- DelayedWork::new() }), GFP_KERNEL)?;
+        LINGERING.lock().reaper = Some(NonNull::from(&*this));
+        Ok(this)
     }
 }
 
-impl Drop for LingeringIds {
-    fn drop(&mut self) {
-        let ids = core::mem::take(&mut *LINGERING.lock());
-        if !ids.is_empty() {
-            rdebug!("{} ids still disconnecting at unload\n", ids.len());
+// SAFETY: `reap` is a `DelayedWork<Self>` field at this offset; the drop
+// cancels it synchronously, after no one can queue it any more, before
+// the memory goes.
+unsafe impl HasDelayedWork for LingeringIds {
+    const OFFSET: usize = core::mem::offset_of!(Self, reap);
+
+    fn run(&self) {
+        reap(false);
+        let left = !LINGERING.lock().ids.is_empty();
+        if left {
+            self.reap.queue(hz());
         }
-        for id in ids.iter() {
-            // SAFETY: Taken off the list, the id is ours (type invariant
-            // of `Lingering`); a concurrent `linger_handler` finds it
-            // missing and leaves it to us, and rdma_destroy_id waits for
-            // it.
-            unsafe { sys::rdma_destroy_id(id.0.as_ptr()) };
+    }
+}
+
+#[pinned_drop]
+impl PinnedDrop for LingeringIds {
+    fn drop(self: Pin<&mut Self>) {
+        LINGERING.lock().reaper = None;
+        self.reap.cancel_sync();
+        let left = LINGERING.lock().ids.len();
+        if left > 0 {
+            rdebug!("{} ids still disconnecting at unload\n", left);
         }
+        reap(true);
     }
 }
 
 /// The handler of a lingering id: at the end of the connection it asks
-/// rdma_cm to destroy the id (by returning non-zero), unless module
-/// unload took it first. Device removal ends it too, which also keeps
+/// rdma_cm to destroy the id (by returning non-zero), unless [`reap`]
+/// took it first (its time was up, or the module unloads). Device removal ends it too, which also keeps
 /// the device's removal from waiting on it.
 ///
 /// # Safety
@@ -613,11 +710,11 @@ unsafe extern "C" fn linger_handler(
     ) {
         return 0;
     }
-    let mut ids = LINGERING.lock();
-    match ids.iter().position(|l| l.0.as_ptr() == id) {
+    let mut list = LINGERING.lock();
+    match list.ids.iter().position(|l| l.id.as_ptr() == id) {
         Some(i) => {
             // The list no longer owns it: rdma_cm destroys it on return.
-            let _ = ids.remove(i);
+            let _ = list.ids.remove(i);
             1
         }
         None => 0,

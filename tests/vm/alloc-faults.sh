@@ -68,10 +68,11 @@ unarmed_ok() { [ "$(af_cycle)" = ok ]; }
 server_fi_setup() { server_ask $CTL/.allocfault 60 setup && [ "$answer" = "done 0" ]; }
 cm_ids() { rdma resource show cm_id | grep -c .; }
 # settled_ids: the CM ids held here, once no more than before the sweep or
-# after 60 s (a connection's id lingers until its DREQ is answered).
+# after 120 s (a connection's id lingers until its DREQ is answered, 90 s
+# at most: rdma/cm.rs LINGER_MAX_SECS).
 settled_ids() {
     i=0
-    while [ "$(cm_ids)" -gt "$base_ids" ] && [ $i -lt 60 ]; do
+    while [ "$(cm_ids)" -gt "$base_ids" ] && [ $i -lt 120 ]; do
         i=$((i + 1))
         sleep 1
     done
@@ -130,7 +131,7 @@ EOF
             [ "$after" = ok ] || ok=0
         fi
         # CM ids still held once the mounts are gone and their DREQs
-        # answered (60 s at most): an id this site left behind.
+        # answered: an id this site left behind.
         ids=$(settled_ids)
         [ "$ids" -le "$base_ids" ] || ok=0
         echo "RR-AF $idx $hit $v${log:+ log:$log} then:$after ids:$ids | $where" > "$RESULTS"
