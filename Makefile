@@ -6,6 +6,8 @@
 #   make demo         build everything, boot the VM pair, mount NFS over RDMA, do I/O
 #   make test         every test: host, fuzz, build checks, KUnit and VM scenarios
 #   make bench        fio over NFS/RDMA: rpcrdma.ko vs rpcrdma_rs as client and server, REPS=3; tables, PNGs
+#   make soak         an hour of I/O under link outages, nfsd restarts, device removals and
+#                     umount -f per client/server pair (PAIRS, SOAK_MINUTES); one table
 #   make module       rpcrdma_rs.ko against KDIR (default: the cached test kernel)
 #   make install      rpcrdma_rs.ko into /lib/modules/$KVER/updates, depmod, and
 #                     /etc/modprobe.d/rpcrdma_rs.conf: it loads in place of rpcrdma.ko
@@ -17,7 +19,7 @@ KDIR ?=
 LLVM ?= -19
 export KDIR LLVM
 
-.PHONY: all module install uninstall demo test bench provision kernel check clean
+.PHONY: all module install uninstall demo test bench soak provision kernel check clean
 all: module
 
 provision:
@@ -43,6 +45,9 @@ test: provision
 
 bench: provision
 	scripts/bench.sh
+
+soak: provision
+	scripts/soak.sh
 
 clean:
 	[ -z "$(KDIR)" ] || $(MAKE) -C $(KDIR) M=$(CURDIR) clean
