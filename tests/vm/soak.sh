@@ -244,7 +244,7 @@ one_fault() {
         return 1
     fi
     gap=$(max_gap "$(last_progress_le $t_req)" "$first")
-    stall=$(awk -v g="$gap" -v s="$secs" 'BEGIN { x = g / 1000 - s; printf "%.1f", x > 0 ? x : 0 }')
+    stall=$(awk -v g="$gap" -v s="$secs" 'BEGIN { x = g / 1000 - s; printf "%.1f", (x > 0 ? x : 0) }')
     echo "RR-SOAK-FAULT $id $kind $secs $stall 1 rc=$rc" > "$RESULTS"
     note "fault $id $kind ${secs}s: longest I/O gap $gap ms, stall $stall s beyond the fault; ${FAULT_ANSWER:-}"
 }
