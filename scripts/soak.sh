@@ -24,6 +24,7 @@
 #   SOAK_SEED=1       the schedule's shuffle and outage lengths
 #   SOAK_BOUND=180    seconds after a fault's end within which I/O must move
 #   SOAK_SIZE=8       MiB of the streaming write-read-compare file
+#   SOAK_TIMEOUT=s    per pair, for a guest that hangs (SOAK_MINUTES x 90 + 900)
 #   SOAK_OUT=dir      run into this directory (pairs already there stay in
 #                     the table: one lock-holding run per pair, one table)
 #   REPORT=dir        no VMs: print the table of that run again
