@@ -90,14 +90,14 @@ stats() {
 # faults_of DIR [KIND]: the RR-SOAK-FAULT lines of a pair's client,
 # "id kind secs stall survived rest".
 faults_of() {
-    tr -d '\r' < "$1/client.results.log" 2>/dev/null |
+    { tr -d '\r' < "$1/client.results.log"; } 2>/dev/null |
         awk -v k="${2:-}" '$1 == "RR-SOAK-FAULT" && (k == "" || $3 == k) { $1 = ""; print substr($0, 2) }'
 }
 
 # sum_field DIR NAME: NAME=value of the client's RR-SOAK-SUM line, or -.
 sum_field() {
     local v
-    v=$(tr -d '\r' < "$1/client.results.log" 2>/dev/null | awk '$1 == "RR-SOAK-SUM"' | tr ' ' '\n' | sed -n "s/^$2=//p")
+    v=$({ tr -d '\r' < "$1/client.results.log"; } 2>/dev/null | awk '$1 == "RR-SOAK-SUM"' | tr ' ' '\n' | sed -n "s/^$2=//p")
     echo "${v:--}"
 }
 
@@ -105,9 +105,9 @@ sum_field() {
 # check failed, or "?" for one that never ran (the run stopped first).
 leaks() {
     local out= r
-    r=$(tr -d '\r' < "$1/client.results.log" 2>/dev/null | awk '$1 == "RR-RESULT" && $2 == "client_no_leak" { print $3 }')
+    r=$({ tr -d '\r' < "$1/client.results.log"; } 2>/dev/null | awk '$1 == "RR-RESULT" && $2 == "client_no_leak" { print $3 }')
     case $r in PASS) ;; FAIL) out=cli ;; *) out="cli?" ;; esac
-    r=$(tr -d '\r' < "$1/server.results.log" 2>/dev/null | awk '$1 == "RR-RESULT" && $2 == "server_teardown_unload_no_leak" { print $3 }')
+    r=$({ tr -d '\r' < "$1/server.results.log"; } 2>/dev/null | awk '$1 == "RR-RESULT" && $2 == "server_teardown_unload_no_leak" { print $3 }')
     case $r in PASS) ;; FAIL) out=${out:+$out,}srv ;; *) out=${out:+$out,}"srv?" ;; esac
     echo "${out:-0}"
 }
