@@ -18,7 +18,9 @@
 # The stall of a fault is measured on this clock alone: the longest gap
 # between two progress events from the last one before the fault was
 # asked for to the first one after we learned that it ended, minus the
-# fault's own length (the server's clock is another VM's). The server
+# fault's own length (the server's clock is another VM's; ours is
+# jiffies, which lags under host load: a gap can read shorter than the
+# outage the host timed, and the stall is then 0). The server
 # answers over HTTP (server.sh publish), which a stuck mount does not
 # block.
 # shellcheck shell=sh
