@@ -8,6 +8,8 @@
 #   make bench        fio over NFS/RDMA: rpcrdma.ko vs rpcrdma_rs as client and server, REPS=3; tables, PNGs
 #   make alloc-faults every allocation site of rpcrdma_rs failed in turn, client and server (kasan kernel)
 #   make test KERNEL=kasan   the whole suite on the test kernel with generic KASAN
+#   make soak         an hour of I/O under link outages, nfsd restarts, device removals and
+#                     umount -f per client/server pair (PAIRS, SOAK_MINUTES); one table
 #   make module       rpcrdma_rs.ko against KDIR (default: the cached test kernel)
 #   make install      rpcrdma_rs.ko into /lib/modules/$KVER/updates, depmod, and
 #                     /etc/modprobe.d/rpcrdma_rs.conf: it loads in place of rpcrdma.ko
@@ -19,7 +21,7 @@ KDIR ?=
 LLVM ?= -19
 export KDIR LLVM
 
-.PHONY: all module install uninstall demo test bench alloc-faults provision kernel check clean
+.PHONY: all module install uninstall demo test bench soak alloc-faults provision kernel check clean
 all: module
 
 provision:
@@ -48,6 +50,9 @@ bench: provision
 
 alloc-faults: provision
 	scripts/alloc-faults.sh
+
+soak: provision
+	scripts/soak.sh
 
 clean:
 	[ -z "$(KDIR)" ] || $(MAKE) -C $(KDIR) M=$(CURDIR) clean

@@ -56,11 +56,26 @@ nfsd_restart() {
 # scripts/vm.sh) and follow it on eth0's carrier. Downing eth0 from in here
 # churned rxe's port, GIDs and routes, which is not what a cable pull does,
 # and on a loaded host left clients unable to connect again.
+# A second argument (the soak's many outages) skips link_state_log, whose
+# two minutes of logging would overlap the next outage's.
 link_loss() {
     echo "RR-FAULT link $1" > "$RESULTS"
     wait_carrier 0 60 && note "link down" &&
-        wait_carrier 1 $(($1 + 60)) && note "link back up" &&
-        console_bg link_state_log
+        wait_carrier 1 $(($1 + 60)) && note "link back up" || return 1
+    [ -n "${2:-}" ] || console_bg link_state_log
+}
+
+# gsi_state: the state of our GSI QP (QP 1), which carries the IB CM's
+# messages: RTS, or the node is deaf to connection requests (issue 30).
+gsi_state() { rdma resource show qp lqpn 1 2>&1 | sed -n 's/.* state \([A-Z_]*\).*/\1/p'; }
+
+# gsi_watch: the soak (rr.soak) publishes the GSI QP's state every 5 s,
+# readable over HTTP when the client's mount is stuck.
+gsi_watch() {
+    while :; do
+        publish gsi "$(gsi_state) $(uptime_s)"
+        sleep 5
+    done
 }
 
 # cm_send_lost: nfsd restarts while the link takes no packet over 200
@@ -654,20 +669,28 @@ fault_watch() {
         fi
         # Each fault answers in /export/.fault-NAME.done once over, for
         # clients that wait for it (srv-faults.sh); reconnect.sh does not.
+        # The soak (soak.sh) writes "SECS ID": the length of a link
+        # outage or device removal, and an ID under which the answer is
+        # also published over HTTP (fault-ID), readable while the mount
+        # is stuck. Others write "go": the defaults.
         for f in nfsd link devdel threads cmloss; do
             [ -e /export/.fault-$f ] || continue
+            set -- $(cat /export/.fault-$f 2>/dev/null)
             rm -f /export/.fault-$f
+            secs=${1:-} id=${2:-}
+            case $secs in '' | *[!0-9]*) secs= ;; esac
             [ "${RR_MOD:-c}" != rs ] || qp_error_trace start
             case $f in
             nfsd) check server_fault_nfsd_restart nfsd_restart ;;
-            link) check server_fault_link_loss link_loss 20 ;;
-            devdel) check server_fault_device_removed_readded dev_del 10 ;;
+            link) check server_fault_link_loss link_loss "${secs:-20}" $id ;;
+            devdel) check server_fault_device_removed_readded dev_del "${secs:-10}" ;;
             threads) check server_fault_thread_churn thread_churn 2 16 8 ;;
             cmloss) check server_fault_cm_message_lost cm_send_lost ;;
             esac
             rc=$?
             [ "${RR_MOD:-c}" != rs ] || check server_fault_${f}_qp_events qp_error_trace stop $f
             echo "done $rc" > /export/.fault-$f.done
+            [ -z "$id" ] || publish "fault-$id" "done $rc gsi=$(gsi_state)"
         done
         sleep 1
     done
@@ -695,4 +718,5 @@ check server_net net_up $SERVER4 $SERVER6 &&
     echo "RR-READY" > "$RESULTS"
 # The host powers us off once the client is done.
 [ "${RR_SRVCPU:-}" != on ] || cpu_watch &
+! grep -q ' rr\.soak=' /proc/cmdline || gsi_watch &
 fault_watch
