@@ -247,17 +247,6 @@ dirmod() {
     fi
 }
 
-# stats V...: "median min max count" of the numbers among the arguments
-# ("- - - 0" if none).
-stats() {
-    printf '%s\n' "$@" | { grep -E '^[0-9.]+$' || true; } | sort -g | awk '
-        { v[NR] = $1 }
-        END {
-            if (NR == 0) { print "- - - 0"; exit }
-            m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-            print m, v[1], v[NR], NR
-        }'
-}
 
 # fmt UNIT V: a value as the table shows it.
 fmt() {

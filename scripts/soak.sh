@@ -75,17 +75,8 @@ if [ -z "$REPORT" ]; then
     rm -f "$RUN_DIR"/*.cpio
 fi
 
-# stats V...: "median worst count" of the numbers among the arguments
-# ("- - 0" if none).
-stats() {
-    printf '%s\n' "$@" | { grep -E '^[0-9.]+$' || true; } | sort -g | awk '
-        { v[NR] = $1 }
-        END {
-            if (NR == 0) { print "- - 0"; exit }
-            m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-            printf "%.1f %.1f %d\n", m, v[NR], NR
-        }'
-}
+# one_decimal V: V to a tenth ("-", no value, as it is).
+one_decimal() { if [ "$1" = - ]; then echo -; else printf '%.1f' "$1"; fi; }
 
 # faults_of DIR [KIND]: the RR-SOAK-FAULT lines of a pair's client,
 # "id kind secs stall survived rest".
@@ -133,7 +124,8 @@ table() {
         mapfile -t stalls < <(faults_of "$d" | awk '$5 == 1 { print $4 }')
         run=$(faults_of "$d" | grep -c . || true)
         surv=$(faults_of "$d" | awk '$5 == 1' | grep -c . || true)
-        read -r med worst _ < <(stats "${stalls[@]}")
+        read -r med _ worst _ < <(stats "${stalls[@]}")
+        med=$(one_decimal "$med") worst=$(one_decimal "$worst")
         printf '%-6s %-11s %-11s %6s %8s %14s %11s %11s %6s %8s %4s\n' "$pair" \
             "$(mod_name "${pair%-*}")" "$(mod_name "${pair#*-}")" "$run/$(sum_field "$d" faults)" "$surv" \
             "$med/$worst" "$(sum_field "$d" dataerr)" "$(sum_field "$d" ioerr)" "$(splats "$d")" "$(leaks "$d")" \
@@ -149,7 +141,8 @@ table() {
         for kind in $KINDS; do
             mapfile -t stalls < <(faults_of "$d" "$kind" | awk '$5 == 1 { print $4 }')
             run=$(faults_of "$d" "$kind" | grep -c . || true)
-            read -r med worst surv < <(stats "${stalls[@]}")
+            read -r med _ worst surv < <(stats "${stalls[@]}")
+            med=$(one_decimal "$med") worst=$(one_decimal "$worst")
             printf ' %18s' "$med/$worst ($surv/$run)"
         done
         echo

@@ -78,17 +78,6 @@ settled_ids() {
     done
     cm_ids
 }
-# rdma_back BASE: the RDMA resource counts back to BASE, 120 s at most (a
-# disconnected id lingers until its DREQ is answered or the CM gives up).
-rdma_back() {
-    i=0
-    until [ "$(rdma_counts)" = "$1" ]; do
-        i=$((i + 1))
-        [ $i -le 120 ] || { echo "before: $1; now: $(rdma_counts); $(rdma resource show cm_id)" | tr '\n' ' '; return 1; }
-        sleep 1
-    done
-}
-
 sweep() {
     n=0 reached=0 bad=0
     # What the unarmed cycle's connection leaves once settled.
@@ -155,9 +144,9 @@ client)
         base=$(rdma_counts) &&
         check unarmed_cycle unarmed_ok &&
         check sweep sweep &&
-        check rdma_resources_back rdma_back "$base"
+        check rdma_resources_back rdma_back "$base" 120
     check unload_transport unload rpcrdma_rs &&
-        check rdma_resources_back_after_unload rdma_back "$base"
+        check rdma_resources_back_after_unload rdma_back "$base" 120
     ;;
 server)
     mkdir -p $CTL

@@ -770,6 +770,34 @@ trace_check_server() {
 # rdma_counts: the RDMA resources held, by kind ("rdma resource show").
 rdma_counts() { rdma resource show | sed 's/^[0-9]*: //'; }
 
+# rdma_back BASE SECS: the RDMA resource counts back to BASE, SECS s at
+# most (a disconnected connection's CM id lingers until its DREQ is
+# answered); else says what is held.
+rdma_back() {
+    _i=0
+    until [ "$(rdma_counts)" = "$1" ]; do
+        _i=$((_i + 1))
+        [ $_i -le "$2" ] ||
+            { echo "RDMA resources before: $1; now: $(rdma_counts); $(rdma resource show cm_id)" | tr '\n' ' '; return 1; }
+        sleep 1
+    done
+}
+
+# stuck_log: the client's side of a mount that did not come back: its
+# transport's connect count, IB CM counters, RDMA connections and QPs
+# (the GSI QP that carries the CM's messages among them), neighbours, and
+# where blocked tasks are.
+stuck_log() {
+    echo "== client stuck at $(cut -d' ' -f1 /proc/uptime)"
+    grep "xprt:" /proc/self/mountstats
+    cm_counters
+    rdma resource show cm_id
+    rdma resource show qp
+    rdma statistic show link "$RDMA_DEV/1"
+    $IP neigh show dev eth0
+    blocked_log
+}
+
 # Allocation failures (scripts/alloc-faults.sh, the kasan kernel's
 # failslab and fail_page_alloc): /scenario/alloc-sites.txt lists, as
 # "INDEX SYMBOL", the module's functions that allocate (directly, or

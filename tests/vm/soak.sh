@@ -251,15 +251,6 @@ one_fault() {
     note "fault $id $kind ${secs}s: longest I/O gap $gap ms, stall $stall s beyond the fault; ${FAULT_ANSWER:-}"
 }
 
-stuck_log() {
-    echo "== client stuck at $(cut -d' ' -f1 /proc/uptime)"
-    grep "xprt:" /proc/self/mountstats
-    cm_counters
-    rdma resource show cm_id
-    rdma resource show qp
-    blocked_log
-}
-
 # faults: the schedule, fault k at k x (the run / (faults + 1)) s or,
 # behind schedule, 10 s after the previous one's recovery.
 faults() {
@@ -284,12 +275,7 @@ faults() {
 # counts from before the transport loaded (60 s at most), and the module
 # unloads.
 no_client_leak() {
-    i=0
-    until [ "$(rdma resource show | sed 's/^[0-9]*: //')" = "$BASE_RDMA" ]; do
-        i=$((i + 1))
-        [ $i -le 60 ] || { echo "RDMA resources before: $BASE_RDMA; after: $(rdma resource show | sed 's/^[0-9]*: //')" | tr '\n' ' '; return 1; }
-        sleep 1
-    done
+    rdma_back "$BASE_RDMA" 60 || return 1
     case ${RR_MOD:-c} in
     c) unload rpcrdma ;;
     rs) unload rpcrdma_rs ;;
@@ -297,7 +283,7 @@ no_client_leak() {
 }
 
 check client_net net_up 192.0.2.2 2001:db8::2 &&
-    BASE_RDMA=$(rdma resource show | sed 's/^[0-9]*: //') &&
+    BASE_RDMA=$(rdma_counts) &&
     check client_transport load_transport "${RR_MOD:-c}" &&
     check mount nfs_mount &&
     check mount2 mount2 &&

@@ -77,21 +77,6 @@ stuck() {
     echo "$1"
 }
 
-# stuck_log: the client's side of a mount that did not come back: its
-# transport's connect count, IB CM counters, RDMA connections and QPs
-# (the GSI QP that carries the CM's messages among them), neighbours, and
-# where blocked tasks are.
-stuck_log() {
-    echo "== client stuck at $(cut -d' ' -f1 /proc/uptime)"
-    grep "xprt:" /proc/self/mountstats
-    cm_counters
-    rdma resource show cm_id
-    rdma resource show qp
-    rdma statistic show link rxe0/1
-    $IP neigh show dev eth0
-    blocked_log
-}
-
 check client_net net_up 192.0.2.2 2001:db8::2 &&
     check client_transport load_transport "${RR_MOD:-c}" &&
     check mount nfs_mount &&
