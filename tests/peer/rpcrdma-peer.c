@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * rpcrdma-peer: a hostile RPC-over-RDMA Version One server for tests.
+ * rpcrdma-peer: a hostile RPC-over-RDMA server for tests (version 1; version
+ * 2 Calls get ERR_VERS, or in the cant-reply modes RDMA2_ERR_CANT_REPLY).
  *
  * It listens on one or more ports, accepts every connection (with RFC 8797
  * private data unless -N), and answers every Call it receives with the
@@ -12,7 +13,7 @@
  *   listening port=P mode=M
  *   conn N request port=P mode=M from ADDR
  *   conn N mode=M established
- *   conn N mode=M call xid=0x... rdma_proc=R credits=C prog=P vers=V proc=X
+ *   conn N mode=M call xid=0x... rdma_proc=R credits=C prog=P vers=V proc=X rdma_vers=W [reply-chunk]
  *   conn N mode=M disconnected calls=K zero-call=Z total=T
  *
  * Z counts the connections, of all ports, that carried no Call by the time
@@ -44,12 +45,21 @@
 #define MAXPORTS 16
 
 enum mode { MSGP, BADPROC, ERR_TRUNC, ERR_UNKNOWN, ERR_CHUNK, WRITE_HUGE,
-	    ZERO_REPLY_CHUNK, WRONG_XID, OK_NULL, SILENT, BCALL, NMODES };
+	    ZERO_REPLY_CHUNK, WRONG_XID, OK_NULL, SILENT, BCALL, CANT_REPLY,
+	    CANT_REPLY_UNSIZED, NMODES };
 static const char *const mode_names[NMODES] = {
 	"msgp", "badproc", "err-trunc", "err-unknown", "err-chunk",
 	"write-huge", "zero-reply-chunk", "wrong-xid", "ok-null", "silent",
-	"bcall",
+	"bcall", "cant-reply", "cant-reply-unsized",
 };
+
+/* RPC-over-RDMA version 2 (draft-cel-nfsv4-rpcrdma-version-two) */
+enum { RDMA2_ERROR = 4, RDMA2_ERR_CANT_REPLY = 3 };
+/*
+ * What cant-reply says the Reply needs: a NULL Reply's 24 bytes, within
+ * any RPC's receive buffer, so that the client can act on it.
+ */
+#define CANT_REPLY_NEEDED 24
 
 #define HANDLE 0xfeedf00d	/* stands for the Call's Reply chunk handle */
 
@@ -77,6 +87,13 @@ static const struct shape {
 	/* SILENT: no reply at all */
 	/* BCALL: as OK_NULL, after backward Calls the client must drop */
 	[BCALL] = { { RDMA_MSG, 0, 0, 0 }, 4, 1 },
+	/*
+	 * CANT_REPLY, CANT_REPLY_UNSIZED: every version 2 Call is answered
+	 * RDMA2_ERR_CANT_REPLY (on_call), with the segment and length the
+	 * Reply needs or with zeros; version 1 Calls as OK_NULL.
+	 */
+	[CANT_REPLY] = { { RDMA_MSG, 0, 0, 0 }, 4, 1 },
+	[CANT_REPLY_UNSIZED] = { { RDMA_MSG, 0, 0, 0 }, 4, 1 },
 };
 
 struct listener {
@@ -373,6 +390,10 @@ static void on_call(struct conn *c, unsigned int i, unsigned int len)
 		return;
 	}
 	c->calls++;
+	/* Version 2's RDMA2_MSG and NOMSG: rdma_direction and rdma_inv_handle
+	 * come before the chunk lists. */
+	if (vers == 2)
+		off += 2 * 4;
 	if ((proc == RDMA_MSG || proc == RDMA_NOMSG) &&
 	    !skip_chunks(p, len, &off, &reply_handle) && proc == RDMA_MSG &&
 	    !get32(p, len, &off, &d) && d == xid && !get32(p, len, &off, &d) && d == 0 &&
@@ -382,12 +403,32 @@ static void on_call(struct conn *c, unsigned int i, unsigned int len)
 	printf("conn %u mode=%s call xid=0x%08x rdma_proc=%u credits=%u", c->n,
 	       mode_names[c->l->mode], xid, proc, credits);
 	if (have_rpc)
-		printf(" prog=%u vers=%u proc=%u\n", prog, pvers, pproc);
+		printf(" prog=%u vers=%u proc=%u", prog, pvers, pproc);
 	else
-		printf(" proc=?\n");
+		printf(" proc=?");
+	printf(" rdma_vers=%u%s\n", vers, reply_handle ? " reply-chunk" : "");
 
 	if (c->l->mode == SILENT)
 		return;
+	if (vers == 2 && (c->l->mode == CANT_REPLY || c->l->mode == CANT_REPLY_UNSIZED)) {
+		int sized = c->l->mode == CANT_REPLY;
+
+		if (c->sends_out >= NBUF)
+			return;
+		slot = c->next_send++ % NBUF;
+		r = send_buf(c, slot);
+		s = 0;
+		put32(r, &s, xid);
+		put32(r, &s, vers);
+		put32(r, &s, credits < 1 ? 1 : credits > NBUF ? NBUF : credits);
+		put32(r, &s, RDMA2_ERROR);
+		put32(r, &s, RDMA2_ERR_CANT_REPLY);
+		put32(r, &s, 0);			/* not processed */
+		put32(r, &s, sized ? 1 : 0);		/* the first segment ... */
+		put32(r, &s, sized ? CANT_REPLY_NEEDED : 0); /* ... needs this */
+		post_send_buf(c, slot, s);
+		return;
+	}
 	if (vers != 1) {
 		/*
 		 * As a version 1 Responder must (RFC 8166 section 4.5): ERR_VERS

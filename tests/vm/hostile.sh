@@ -18,13 +18,20 @@
 # must drop them (rpcrdma_rs: counted and logged) and go on with its
 # forward RPCs as with ok-null.
 #
+# cant-reply answers each version 2 Call with RDMA2_ERR_CANT_REPLY naming
+# the first segment and 24 bytes: rpcrdma_rs must send the Call again, same XID,
+# with a Reply chunk, and fail the RPC (EIO) when that is refused too.
+# cant-reply-unsized gives no segment nor length: nothing to act on, the
+# RPC fails at once (issue 29).
+#
 # rr.mod (client): c or rs. rr.modes=a,b,...: the modes to try (default all;
-# write-huge only with rs: it oopses rpcrdma.ko in nfs_create_rpc_client).
+# write-huge only with rs: it oopses rpcrdma.ko in nfs_create_rpc_client;
+# the cant-reply modes only with rs: rpcrdma.ko sends no version 2).
 # shellcheck shell=sh
 
-ALL_MODES="msgp badproc err-trunc err-unknown err-chunk zero-reply-chunk wrong-xid ok-null write-huge silent bcall"
+ALL_MODES="msgp badproc err-trunc err-unknown err-chunk zero-reply-chunk wrong-xid ok-null write-huge silent bcall cant-reply cant-reply-unsized"
 # Malformed replies with a readable XID: the RPC must fail with EIO at once.
-FAST_MODES="msgp badproc err-trunc err-unknown err-chunk zero-reply-chunk"
+FAST_MODES="msgp badproc err-trunc err-unknown err-chunk zero-reply-chunk cant-reply cant-reply-unsized"
 PEER_BASE_PORT=20100
 PEER_HTTP_PORT=8080
 # timeo in deciseconds: a timed-out NULL ping takes timeo + timeo * retrans
@@ -168,6 +175,19 @@ null_answered() {
         { peer_log | grep "mode=$1" | tail -n 3; return 1; }
 }
 
+# cant_reply_calls MODE N: the first Call MODE saw went N times under its
+# XID, all version 2, the first without a Reply chunk and any other with
+# one.
+cant_reply_calls() {
+    peer_log | grep " mode=$1 call " > /tmp/cr.calls
+    x=$(head -n 1 /tmp/cr.calls | sed -n 's/.* xid=\(0x[0-9a-f]*\) .*/\1/p')
+    grep " xid=$x " /tmp/cr.calls > /tmp/cr.xid
+    n=$(grep -c . /tmp/cr.xid) v2=$(grep -c ' rdma_vers=2' /tmp/cr.xid) rc=$(grep -c ' reply-chunk$' /tmp/cr.xid)
+    note "$1: xid $x sent $n times, $v2 as version 2, $rc with a Reply chunk"
+    [ "$n" = "$2" ] && [ "$v2" = "$2" ] && [ "$rc" = $(($2 - 1)) ] &&
+        ! head -n 1 /tmp/cr.xid | grep -q ' reply-chunk$' || { cat /tmp/cr.calls; return 1; }
+}
+
 # bcalls_dropped: rpcrdma_rs logged the backward Calls it dropped (the
 # C client takes them for Replies to unknown XIDs).
 bcalls_dropped() {
@@ -227,6 +247,11 @@ decode_events() {
             all_field xprtrdma_err_unrecognized procedure 99 && hdr_err 4 ;;
     err-chunk) xids_in xprtrdma_err_chunk /tmp/call.xids && hdr_err 4 ;;
     zero-reply-chunk) hdr_err 1 ;;
+    # Version 2's errors are codes rpcrdma.ko's event does not know: the
+    # error code (3, RDMA2_ERR_CANT_REPLY) as the procedure.
+    cant-reply | cant-reply-unsized)
+        xids_in xprtrdma_err_unrecognized /tmp/call.xids &&
+            all_field xprtrdma_err_unrecognized procedure 3 ;;
     wrong-xid)
         while read -r x; do printf '0x%08x\n' $((x + 1)); done < /tmp/call.xids > /tmp/call1.xids
         xids_in xprtrdma_reply_rqst_err /tmp/call1.xids && all_field xprtrdma_reply_rqst_err proc 0 &&
@@ -272,7 +297,9 @@ hostile_client() {
     dflt="msgp badproc err-trunc err-unknown err-chunk zero-reply-chunk wrong-xid ok-null bcall"
     case ${RR_MOD:-c} in
     c) modname=rpcrdma ;;
-    *) modname=rpcrdma_rs; dflt="$dflt write-huge" ;;
+    # The version 2 modes first: every other mode answers the version 2
+    # probe ERR_VERS, and rpcrdma_rs then never probes 192.0.2.1 again.
+    *) modname=rpcrdma_rs; dflt="cant-reply cant-reply-unsized $dflt write-huge" ;;
     esac
     dflt="$dflt short-msgp short-silent"
     : > /tmp/probes.refused
@@ -295,6 +322,8 @@ hostile_client() {
         *" $t "*) check "${t}_fails_within_10s" failed_fast ;;
         esac
         [ "$t" != ok-null ] || check ok-null_null_answered null_answered ok-null
+        [ "$t" != cant-reply ] || check cant-reply_resent_once_with_reply_chunk cant_reply_calls cant-reply 2
+        [ "$t" != cant-reply-unsized ] || check cant-reply-unsized_not_resent cant_reply_calls cant-reply-unsized 1
         if [ "$t" = bcall ]; then
             check bcall_forward_rpcs_go_on null_answered bcall
             check bcall_dropped bcalls_dropped
