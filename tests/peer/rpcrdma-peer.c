@@ -374,6 +374,29 @@ static void send_bcalls(struct conn *c, uint32_t xid)
 	}
 }
 
+/*
+ * Answers the Call xid with an error header: xid, the Call's vers, the
+ * credits granted, then the n words of w (procedure, error and details).
+ * Nothing if every send buffer is out.
+ */
+static void send_error(struct conn *c, uint32_t xid, uint32_t vers,
+		       uint32_t credits, const uint32_t *w, unsigned int n)
+{
+	unsigned int slot, s = 0, k;
+	uint8_t *r;
+
+	if (c->sends_out >= NBUF)
+		return;
+	slot = c->next_send++ % NBUF;
+	r = send_buf(c, slot);
+	put32(r, &s, xid);
+	put32(r, &s, vers);
+	put32(r, &s, credits < 1 ? 1 : credits > NBUF ? NBUF : credits);
+	for (k = 0; k < n; k++)
+		put32(r, &s, w[k]);
+	post_send_buf(c, slot, s);
+}
+
 /* A Call arrived in receive buffer i, len bytes: log it and answer it. */
 static void on_call(struct conn *c, unsigned int i, unsigned int len)
 {
@@ -412,21 +435,11 @@ static void on_call(struct conn *c, unsigned int i, unsigned int len)
 		return;
 	if (vers == 2 && (c->l->mode == CANT_REPLY || c->l->mode == CANT_REPLY_UNSIZED)) {
 		int sized = c->l->mode == CANT_REPLY;
+		/* not processed; the first segment needs CANT_REPLY_NEEDED */
+		const uint32_t err[] = { RDMA2_ERROR, RDMA2_ERR_CANT_REPLY, 0,
+					 sized ? 1 : 0, sized ? CANT_REPLY_NEEDED : 0 };
 
-		if (c->sends_out >= NBUF)
-			return;
-		slot = c->next_send++ % NBUF;
-		r = send_buf(c, slot);
-		s = 0;
-		put32(r, &s, xid);
-		put32(r, &s, vers);
-		put32(r, &s, credits < 1 ? 1 : credits > NBUF ? NBUF : credits);
-		put32(r, &s, RDMA2_ERROR);
-		put32(r, &s, RDMA2_ERR_CANT_REPLY);
-		put32(r, &s, 0);			/* not processed */
-		put32(r, &s, sized ? 1 : 0);		/* the first segment ... */
-		put32(r, &s, sized ? CANT_REPLY_NEEDED : 0); /* ... needs this */
-		post_send_buf(c, slot, s);
+		send_error(c, xid, vers, credits, err, 5);
 		return;
 	}
 	if (vers != 1) {
@@ -435,19 +448,9 @@ static void on_call(struct conn *c, unsigned int i, unsigned int len)
 		 * 1..1 with rdma_vers echoed. rpcrdma_rs's version 2 probe then
 		 * goes again as version 1, which the mode answers.
 		 */
-		if (c->sends_out >= NBUF)
-			return;
-		slot = c->next_send++ % NBUF;
-		r = send_buf(c, slot);
-		s = 0;
-		put32(r, &s, xid);
-		put32(r, &s, vers);
-		put32(r, &s, credits < 1 ? 1 : credits > NBUF ? NBUF : credits);
-		put32(r, &s, RDMA_ERROR);
-		put32(r, &s, RDMA_ERR_VERS);
-		put32(r, &s, 1);
-		put32(r, &s, 1);
-		post_send_buf(c, slot, s);
+		const uint32_t err[] = { RDMA_ERROR, RDMA_ERR_VERS, 1, 1 };
+
+		send_error(c, xid, vers, credits, err, 4);
 		return;
 	}
 	if (c->l->mode == BCALL)
