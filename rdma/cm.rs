@@ -608,6 +608,15 @@ impl LingerList {
             .position(|l| all || now.wrapping_sub(l.since) >= max)?;
         self.ids.remove(i).ok()
     }
+
+    /// Jiffies until the oldest id is past its time, if any lingers.
+    fn next_due(&self) -> Option<c_ulong> {
+        let (now, max) = (jiffies(), LINGER_MAX_SECS * hz());
+        self.ids
+            .iter()
+            .map(|l| max.saturating_sub(now.wrapping_sub(l.since)))
+            .min()
+    }
 }
 
 kernel::sync::global_lock! {
@@ -668,9 +677,9 @@ unsafe impl HasDelayedWork for LingeringIds {
 
     fn run(&self) {
         reap(false);
-        let left = !LINGERING.lock().ids.is_empty();
-        if left {
-            self.reap.queue(hz());
+        let list = LINGERING.lock();
+        if let Some(due) = list.next_due() {
+            self.reap.queue(due.max(1));
         }
     }
 }
