@@ -861,11 +861,15 @@ fi_disarm() {
     echo $hit
 }
 
+# fi_log: the kernel log since the last fi_arm.
+fi_log() {
+    dmesg | awk '/af-armed/ { n = NR } { l[NR] = $0 } END { for (i = n; i <= NR; i++) print l[i] }'
+}
+
 # fi_log_bad: the kernel log since the last fi_arm, without the stacks the
 # injections dumped: any oops, WARN, KASAN or lockdep report there.
 fi_log_bad() {
-    dmesg | awk '/af-armed/ { n = NR } { l[NR] = $0 } END { for (i = n; i <= NR; i++) print l[i] }' |
-        fi_strip | grep -aE "$GUEST_BAD_LOG" | head -n 2
+    fi_log | fi_strip | grep -aE "$GUEST_BAD_LOG" | head -n 2
 }
 
 # fi_strip: a kernel log without the reports of injected failures (the
@@ -878,7 +882,7 @@ fi_strip() {
 # fi_where: where the last injected failure hit, from its stack: the
 # module's innermost function and what it called ("callee < function").
 fi_where() {
-    dmesg | awk '/af-armed/ { n = NR } { l[NR] = $0 } END { for (i = n; i <= NR; i++) print l[i] }' |
+    fi_log |
         awk '/FAULT_INJECTION: forcing a failure/ { on = 1; frames = 0; prev = ""; next }
              on && /Call Trace:/ { frames = 1; next }
              !frames { next }
