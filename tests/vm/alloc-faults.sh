@@ -55,9 +55,7 @@ af_arm() {
 # af_disarm: "HIT|WHERE|BAD" (HIT: slab, page, both or "-").
 af_disarm() {
     case $side in
-    client)
-        hit=$(fi_disarm)
-        echo "${hit:--}|$(fi_where)|$(fi_log_bad | tr '\n|' '  ')" ;;
+    client) fi_report ;;
     server)
         server_ask $CTL/.allocfault 60 disarm || { echo "-||server did not answer"; return; }
         echo "${answer#done }" ;;

@@ -861,6 +861,13 @@ fi_disarm() {
     echo $hit
 }
 
+# fi_report: disarms, and says what failed since fi_arm as "HIT|WHERE|BAD"
+# (fi_disarm, fi_where, fi_log_bad; HIT "-" for nothing), on one line.
+fi_report() {
+    _hit=$(fi_disarm)
+    echo "${_hit:--}|$(fi_where)|$(fi_log_bad | tr '\n|' '  ')"
+}
+
 # fi_log: the kernel log since the last fi_arm.
 fi_log() {
     dmesg | awk '/af-armed/ { n = NR } { l[NR] = $0 } END { for (i = n; i <= NR; i++) print l[i] }'

@@ -492,15 +492,13 @@ teardown() {
 
 # allocfault_req REQUEST: alloc-faults.sh (rr.side=server) through
 # /export/.allocfault: "setup", "arm INDEX" (answered "done RC"), "disarm"
-# (answered "done HIT|WHERE|BAD", lib.sh fi_disarm, fi_where, fi_log_bad).
+# (answered "done HIT|WHERE|BAD", lib.sh fi_report).
 allocfault_req() {
     set -- $1
     case $1 in
     setup) fi_setup > /dev/null 2>&1; echo "done $?" >> /export/.allocfault ;;
     arm) fi_arm "$2" > /dev/null 2>&1; echo "done $?" >> /export/.allocfault ;;
-    disarm)
-        hit=$(fi_disarm)
-        echo "done ${hit:--}|$(fi_where)|$(fi_log_bad | tr '\n|' '  ')" >> /export/.allocfault ;;
+    disarm) echo "done $(fi_report)" >> /export/.allocfault ;;
     *) echo "done 1 unknown request" >> /export/.allocfault ;;
     esac
 }
