@@ -65,6 +65,8 @@ vm_prepare() {
         cp "$REPO_DIR/scripts/install.sh" "$ov/src/rpcrdma_rs/scripts/"
     fi
     cp "$REPO_DIR"/tests/vm/*.sh "$ov/scenario/"
+    # The guests check their own logs with the same patterns (lib.sh).
+    printf '%s\n' "$BAD_LOG" > "$ov/scenario/bad-log.re"
     # Inputs a run made for its scenarios (scripts/alloc-faults.sh's sites).
     # shellcheck disable=SC2086 # a list of paths
     [ -z "${VM_SCENARIO_FILES:-}" ] || cp $VM_SCENARIO_FILES "$ov/scenario/"

@@ -900,5 +900,5 @@ fi_where() {
              { prev = f }'
 }
 
-# The host's BAD_LOG (scripts/vm.sh), for the guest's own checks.
-GUEST_BAD_LOG='Kernel panic|BUG:|WARNING:|Oops|general protection fault|possible circular locking|possible recursive locking|inconsistent lock state|suspicious RCU usage|KFENCE:|blocked for more than|soft lockup|hard LOCKUP|UBSAN:|panicked at|list_add corruption|list_del corruption|Call Trace:'
+# The host's BAD_LOG (scripts/vm.sh vm_prepare), for the guest's own checks.
+GUEST_BAD_LOG=$(cat /scenario/bad-log.re 2>/dev/null)
