@@ -64,7 +64,7 @@ vm_prepare() {
         ln "$ov/modules/rpcrdma_rs.ko" "$ov/src/rpcrdma_rs/rpcrdma_rs.ko"
         cp "$REPO_DIR/scripts/install.sh" "$ov/src/rpcrdma_rs/scripts/"
     fi
-    cp "$REPO_DIR"/tests/vm/*.sh "$ov/scenario/"
+    cp "$REPO_DIR"/tests/vm/*.sh "$REPO_DIR"/tests/vm/*.awk "$ov/scenario/"
     # The guests check their own logs with the same patterns (lib.sh).
     printf '%s\n' "$BAD_LOG" > "$ov/scenario/bad-log.re"
     # Inputs a run made for its scenarios (scripts/alloc-faults.sh's sites).
@@ -221,8 +221,8 @@ vm_collect() {
     local bad
     # The stacks fault injection dumps (scripts/alloc-faults.sh) are not
     # reports.
-    bad=$(awk '/FAULT_INJECTION: forcing a failure/ { skip = 1 } !skip { print } skip && /<\/TASK>/ { skip = 0 }' \
-        "$VM_DIR/$name.console.log" 2>/dev/null | grep -aE "$BAD_LOG" | head -n 3 | tr '\n' ' ' || true)
+    bad=$(awk -f "$REPO_DIR/tests/vm/fi-strip.awk" "$VM_DIR/$name.console.log" 2>/dev/null |
+        grep -aE "$BAD_LOG" | head -n 3 | tr '\n' ' ' || true)
     if [ -n "$bad" ]; then
         report "$scen/$name-kernel-log" FAIL "$bad"
     else

@@ -879,12 +879,8 @@ fi_log_bad() {
     fi_log | fi_strip | grep -aE "$GUEST_BAD_LOG" | head -n 2
 }
 
-# fi_strip: a kernel log without the reports of injected failures (the
-# notice and the stack dump_stack printed, up to its </TASK>).
-fi_strip() {
-    awk '/FAULT_INJECTION: forcing a failure/ { skip = 1 }
-         !skip { print } skip && /<\/TASK>/ { skip = 0 }'
-}
+# fi_strip: a kernel log without the reports of injected failures.
+fi_strip() { awk -f /scenario/fi-strip.awk; }
 
 # fi_where: where the last injected failure hit, from its stack: the
 # module's innermost function and what it called ("callee < function").
