@@ -27,6 +27,25 @@ mount_io() {
     check "umount_$tag" umount /mnt
 }
 
+# Over siw, every new connection's first Call is answered: 40 of them,
+# each a NULL Call from rpcrdma-peer on a connection of its own, must come
+# back under their XIDs. siw once left a Send that arrived right after its
+# MPA reply in the socket until the next segment (the kernel patch
+# scripts/kernel-patches/0002-*), so the first Call, an NFS client's
+# version 2 probe, waited a retransmit timeout for its answer.
+first_calls() {
+    n=0 lost=0
+    while [ $n -lt 40 ]; do
+        n=$((n + 1))
+        out=$(rpcrdma-peer -c $SERVER4 -t 60000 good-null 2>&1)
+        echo "$out" | grep -q '^case good-null result=reply .* xid_ok=1 ' && continue
+        lost=$((lost + 1))
+        echo "$out" | grep -v '^case good-null start'
+    done
+    note "$n new connections over $RDMA_TYPE: $lost first Calls not answered at once"
+    [ $lost -eq 0 ]
+}
+
 # Issue 29, with our client (rr.srv names the server): the mount's
 # RPC-over-RDMA version, from its transport's debugfs rdma_version: 2 with
 # our server, 1 with rpcrdma.ko's, which refuses the version 2 probe; the
@@ -228,6 +247,7 @@ RR_VERS=4.2 RR_PROTO=rdma
 if check sysctl_mount nfs_mount; then
     check server_sysctl_tables_asked sysctl_ask tables
     check server_sysctl_max_requests_credits server_credits
+    [ "$RDMA_TYPE" != siw ] || check siw_first_calls_answered first_calls
     check server_sysctl_counters server_counters
     [ "${RR_SRV:-}" != rs ] || check server_version_2_calls server_v2_calls
     check sysctl_umount umount /mnt
