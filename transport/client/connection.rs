@@ -259,16 +259,16 @@ impl CmHandler for Shared {
 impl Shared {
     /// A work request of the connection (`what`) failed or was flushed:
     /// its QP is in the error state and carries nothing more, whether or
-    /// not an error completion said why. A responder error completes none
-    /// of ours (rxe: an RDMA Write or Read of the server that breaks an
-    /// rkey rule moves our QP to the error state and completes no
-    /// Receive), and then the flushes of our Receives and of every later
-    /// Send are all we see: ignoring them kept the connection up, its
-    /// Calls posted into a dead QP, until their RPCs timed out 60 s later
-    /// (the soak's stalls after the server's link came back). As
-    /// rpcrdma.ko (`rpcrdma_flush_disconnect`): once per connection, and
-    /// only while it is up, since our own teardown marks it down before
-    /// it drains the QP.
+    /// not an error completion said why. Often none does (rxe: a Send it
+    /// cannot hand to the network moves the QP to the error state and is
+    /// flushed with the rest; an RDMA Write of the server that breaks an
+    /// rkey rule completes no Receive), and then flushes are all we see:
+    /// ignoring them kept the connection up, its Calls posted into a dead
+    /// QP, until their RPCs timed out 60 s later (the soak's stalls, about
+    /// half a second into a server link outage). As rpcrdma.ko
+    /// (`rpcrdma_flush_disconnect`): once per connection, and only while
+    /// it is up, since our own teardown marks it down before it drains
+    /// the QP.
     pub(super) fn wr_failed(&self, what: &str, wc: &Wc<'_>) {
         let flushed = wc.flushed();
         if !flushed {
