@@ -38,8 +38,18 @@ pub(crate) const FAULT_MR_POOL: u32 = 1;
 /// `fault_inject` bit: fail posting the LOCAL_INVs of a Reply's MRs.
 pub(crate) const FAULT_LOCAL_INV: u32 = 2;
 
+/// `fault_inject` bit, once: move the QP to the error state before the
+/// next Call's Send, telling nobody.
+pub(crate) const FAULT_QP_ERROR: u32 = 4;
+
 /// Whether the test fault `bit` of `fault_inject` is switched on.
 pub(crate) fn injected(bit: u32) -> bool {
     // SAFETY: Reads a module parameter; no preconditions.
     unsafe { sys::rpcrdma_rs_fault(bit) }
+}
+
+/// Whether the test fault `bit` of `fault_inject` was on; switches it off.
+pub(crate) fn injected_once(bit: u32) -> bool {
+    // SAFETY: Updates a module parameter atomically; no preconditions.
+    unsafe { sys::rpcrdma_rs_fault_take(bit) }
 }

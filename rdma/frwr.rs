@@ -19,11 +19,11 @@ use super::{
 use crate::sunrpc::trace;
 use crate::sys;
 
-/// Told when a REG_MR or an unsignalled LOCAL_INV of the pool fails
-/// (flushes are not failures): the connection is broken.
+/// Told when a REG_MR or an unsignalled LOCAL_INV of the pool fails or
+/// is flushed: the QP is in the error state.
 pub(crate) trait FrwrOwner: Send + Sync {
-    /// A work request failed with `status`.
-    fn mr_failed(&self, status: u32);
+    /// A work request completed with `wc`, not successfully.
+    fn mr_failed(&self, wc: &Wc<'_>);
 }
 
 const FREE: u32 = 0;
@@ -89,10 +89,11 @@ unsafe impl<O: FrwrOwner> HasCqEntry<INV_CQE> for Slot<O> {
 }
 
 impl<O: FrwrOwner> Slot<O> {
-    /// A REG_MR or an unsignalled LOCAL_INV completed: only errors report.
+    /// A REG_MR or an unsignalled LOCAL_INV completed: only errors and
+    /// flushes do.
     fn failed(&self, wc: &Wc<'_>) {
-        if !wc.ok() && !wc.flushed() {
-            self.owner.mr_failed(wc.status());
+        if !wc.ok() {
+            self.owner.mr_failed(wc);
         }
     }
 }

@@ -37,6 +37,15 @@ impl Qp {
         // SAFETY: A live QP (type invariant) keeps its CQs.
         unsafe { cq_id((*self.ptr.as_ptr()).recv_cq) }
     }
+
+    /// Moves the QP to the error state, as a responder error does, with
+    /// no error completion and no CM event: a test fault. What is posted
+    /// is flushed, and completes as every flushed work request does.
+    pub(crate) fn force_error(&self) -> Result {
+        // SAFETY: A live QP (type invariant); a state change is allowed
+        // whatever is posted.
+        kernel::error::to_result(unsafe { sys::rpcrdma_rs_qp_error(self.ptr.as_ptr()) })
+    }
 }
 
 /// A Send of `sges`, completing on `cqe` if `signalled` (or if it fails).

@@ -28,6 +28,9 @@
 #   SOAK_OUT=dir      run into this directory (pairs already there stay in
 #                     the table: one lock-holding run per pair, one table)
 #   REPORT=dir        no VMs: print the table of that run again
+#   SOAK_KARGS=words  more kernel command line words for both VMs (say
+#                     trace_event=rdma_cma:cm_event_handler tp_printk: the
+#                     events in the consoles, on the faults' timeline)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$REPO_DIR/scripts/vm.sh"
@@ -37,7 +40,7 @@ SOAK_MINUTES=${SOAK_MINUTES:-60}
 LINK_FAULTS=${LINK_FAULTS:-50} NFSD_FAULTS=${NFSD_FAULTS:-10} SRV_DEVDEL=${SRV_DEVDEL:-5}
 CLI_DEVDEL=${CLI_DEVDEL:-5} UMOUNT_F=${UMOUNT_F:-3}
 SOAK_SEED=${SOAK_SEED:-1} SOAK_BOUND=${SOAK_BOUND:-180} SOAK_SIZE=${SOAK_SIZE:-8}
-REPORT=${REPORT:-}
+REPORT=${REPORT:-} SOAK_KARGS=${SOAK_KARGS:-}
 T_PASS=0 T_FAIL=0
 for v in SOAK_MINUTES LINK_FAULTS NFSD_FAULTS SRV_DEVDEL CLI_DEVDEL UMOUNT_F SOAK_SEED SOAK_BOUND SOAK_SIZE; do
     [[ ${!v} =~ ^[0-9]+$ ]] || die "$v=${!v}: a number"
@@ -68,8 +71,8 @@ if [ -z "$REPORT" ]; then
         cli=${pair%-*} srv=${pair#*-}
         step "soak: $pair (client $(mod_name "$cli"), server $(mod_name "$srv")): $SOAK_MINUTES min, $nfaults faults"
         t0=$SECONDS
-        run_pair "soak-$pair" "$tmo" "rr.mod=$srv rr.soak=1" \
-            "rr.script=soak rr.mod=$cli rr.proto=rdma rr.vers=4.2 rr.size=$SOAK_SIZE rr.soak=$soak"
+        run_pair "soak-$pair" "$tmo" "rr.mod=$srv rr.soak=1 $SOAK_KARGS" \
+            "rr.script=soak rr.mod=$cli rr.proto=rdma rr.vers=4.2 rr.size=$SOAK_SIZE rr.soak=$soak $SOAK_KARGS"
         echo "  soak-$pair: $((SECONDS - t0)) s"
     done
     rm -f "$RUN_DIR"/*.cpio

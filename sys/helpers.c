@@ -339,15 +339,38 @@ long rpcrdma_rs_wait_until_gone(struct wait_queue_head *wq, const u64 *gone,
  * a connection's MR pool, after its QP exists, so that the connect error
  * path releases a half-built connection. Bit 1: fail posting the LOCAL_INVs
  * of a Reply, so that the RPC waits for the connection to go instead.
+ * Bit 2, once (the first Call that sees it clears it): move the QP to the
+ * error state before that Call's Send, telling nobody, as a responder
+ * error does.
  */
 static unsigned int fault_inject;
 module_param(fault_inject, uint, 0644);
 MODULE_PARM_DESC(fault_inject,
-		 "Test faults, a bit mask (0: none; 1: fail MR pool allocation at connect; 2: fail posting LOCAL_INV)");
+		 "Test faults, a bit mask (0: none; 1: fail MR pool allocation at connect; 2: fail posting LOCAL_INV; 4: once, the QP to the error state before a Send)");
 
 bool rpcrdma_rs_fault(unsigned int bit)
 {
 	return READ_ONCE(fault_inject) & bit;
+}
+
+/* Clears bit in fault_inject; whether it was set. */
+bool rpcrdma_rs_fault_take(unsigned int bit)
+{
+	unsigned int old = READ_ONCE(fault_inject);
+
+	while (old & bit) {
+		if (try_cmpxchg(&fault_inject, &old, old & ~bit))
+			return true;
+	}
+	return false;
+}
+
+/* Moves qp to the error state, as a responder error does. */
+int rpcrdma_rs_qp_error(struct ib_qp *qp)
+{
+	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
+
+	return ib_modify_qp(qp, &attr, IB_QP_STATE);
 }
 
 /* Waits until *var is zero, woken by wake_up_var(var); 0 on timeout. */

@@ -93,6 +93,8 @@ long rpcrdma_rs_wait_until_gone(struct wait_queue_head *wq, const u64 *gone,
 void rpcrdma_rs_params(unsigned int *inline_read, unsigned int *inline_write,
 		       unsigned int *slots);
 bool rpcrdma_rs_fault(unsigned int bit);
+bool rpcrdma_rs_fault_take(unsigned int bit);
+int rpcrdma_rs_qp_error(struct ib_qp *qp);
 unsigned int rpcrdma_rs_max_version(void);
 long rpcrdma_rs_wait_var_zero(u32 *var, unsigned long timeout);
 void rpcrdma_rs_wake_up_var(void *var);

@@ -96,8 +96,32 @@ linv_fault_io() {
         cmp /tmp/big /mnt/big && [ "$after" -gt "$before" ] && rm /mnt/big
 }
 
+# rpcrdma_rs only: a QP that goes to the error state with no error
+# completion and no CM event (rxe: a responder error, an RDMA Write or
+# Read of the server that breaks an rkey rule) leaves only flushed
+# completions. The transport must take them for the connection's end and
+# reconnect at once, not post its Calls into the dead QP until their RPCs
+# time out (timeo, 60 s here: the soak's stalls after link outages).
+qp_error_io() {
+    f=/sys/module/rpcrdma_rs/parameters/fault_inject
+    before=$(connects)
+    # Once: the next Call's Send finds its QP in the error state.
+    echo 4 > $f || return 1
+    t0=$(uptime_s)
+    if ! { echo qp-error > /mnt/qp-error && sync; }; then echo 0 > $f; return 1; fi
+    took=$(($(uptime_s) - t0))
+    echo 0 > $f
+    after=$(connects)
+    note "a write through a QP in the error state: $took s, connect count $before -> $after; $(dmesg | grep -c 'QP is in the error state') connection(s) taken down for it"
+    echo 3 > /proc/sys/vm/drop_caches &&
+        [ "$(cat /mnt/qp-error)" = qp-error ] && rm /mnt/qp-error || return 1
+    [ "$after" -gt "$before" ] || { echo "no reconnect"; return 1; }
+    [ "$took" -le 20 ] || { echo "the write took $took s: its RPCs waited to time out"; return 1; }
+}
+
 if [ "${RR_MOD:-c}" = rs ]; then
     check connect_fault_mount_retries connect_fault_mount &&
         check linv_fault_rpc_resent linv_fault_io &&
+        check qp_error_reconnects qp_error_io &&
         check umount_after_fault umount /mnt
 fi

@@ -31,9 +31,10 @@ use crate::proto::pvt::{self, InlineThresholds, PrivateData};
 use crate::proto::queue::{self, SendSignals};
 use crate::rdma::{
     CmEvent, CmHandler, CmId, ConnParam, Cq, ExclusiveCell, FrwrMr, FrwrOwner, FrwrPool, InvList,
-    ParkedRecv, Pd, QpCaps, RecvRing, Registered, SendRing, MAX_MAPPED_PAGES,
+    ParkedRecv, Pd, QpCaps, RecvRing, Registered, SendRing, Wc, MAX_MAPPED_PAGES,
 };
 use crate::sunrpc::{trace, PageList, PinnedRqst, SockAddr, XprtLocked, XprtRef};
+use crate::sys;
 
 /// Receive buffers: one per credit we ask for, one per backchannel slot
 /// (RFC 8167 §2.2.1: a backward Call must always find one), a quarter
@@ -104,9 +105,8 @@ pub(crate) struct Shared {
 pub(crate) type MrPool = FrwrPool<Shared>;
 
 impl FrwrOwner for Shared {
-    fn mr_failed(&self, status: u32) {
-        rwarn!("memory registration failed, status {}\n", status);
-        self.xprt().force_disconnect();
+    fn mr_failed(&self, wc: &Wc<'_>) {
+        self.wr_failed("memory registration", wc);
     }
 }
 
@@ -189,6 +189,20 @@ impl CmHandler for Shared {
         trace::xprtrdma_device_removal(dev, peer);
     }
 
+    fn qp_event(event: u32, dev: &CStr, _peer: &SockAddr) {
+        // rpcrdma.ko only traces these. A fatal one also moves the QP to
+        // the error state, whose flushes end the connection
+        // (`Shared::wr_failed`); said here so that the cause shows.
+        if !matches!(
+            event,
+            sys::ib_event_type_IB_EVENT_COMM_EST
+                | sys::ib_event_type_IB_EVENT_SQ_DRAINED
+                | sys::ib_event_type_IB_EVENT_QP_LAST_WQE_REACHED
+        ) {
+            rinfo!("QP event {} on {}\n", event, dev);
+        }
+    }
+
     fn event(&self, event: CmEvent) {
         rdebug!("cm event {:?}\n", event);
         match event {
@@ -243,6 +257,38 @@ impl CmHandler for Shared {
 }
 
 impl Shared {
+    /// A work request of the connection (`what`) failed or was flushed:
+    /// its QP is in the error state and carries nothing more, whether or
+    /// not an error completion said why. Often none does (rxe: a Send it
+    /// cannot hand to the network moves the QP to the error state and is
+    /// flushed with the rest; an RDMA Write of the server that breaks an
+    /// rkey rule completes no Receive), and then flushes are all we see:
+    /// ignoring them kept the connection up, its Calls posted into a dead
+    /// QP, until their RPCs timed out 60 s later (the soak's stalls, about
+    /// half a second into a server link outage). As rpcrdma.ko
+    /// (`rpcrdma_flush_disconnect`): once per connection, and only while
+    /// it is up, since our own teardown marks it down before it drains
+    /// the QP.
+    pub(super) fn wr_failed(&self, what: &str, wc: &Wc<'_>) {
+        let flushed = wc.flushed();
+        if !flushed {
+            rwarn!("{} failed, status {}\n", what, wc.status());
+        }
+        let was_up = self
+            .status
+            .cmpxchg(ESTABLISHED, ECONNABORTED.to_errno(), Full)
+            .is_ok();
+        if was_up && flushed {
+            rinfo!(
+                "connection to {} lost: its QP is in the error state, no error completion said why\n",
+                self.xprt().peer()
+            );
+        }
+        if was_up || !flushed {
+            self.xprt().force_disconnect();
+        }
+    }
+
     /// Records a connection failure; a live connection is closed through
     /// sunrpc's autoclose.
     fn fail(&self, err: Error) {

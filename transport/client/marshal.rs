@@ -15,6 +15,7 @@ use super::encode_call_header;
 use super::request::{ReqState, MAX_RPC_MRS};
 use super::send::SendError;
 use super::state::RdmaXprt;
+use crate::params;
 use crate::proto::backchannel::{self, CLIENT_SLOTS};
 use crate::proto::chunk::{ChunkSlices, ReadSegment, Segment};
 use crate::proto::header::MsgType;
@@ -41,6 +42,12 @@ pub(super) fn send_request(
     let Some(ep) = rx.ep(locked) else {
         return ENOTCONN.to_errno();
     };
+    if params::injected_once(params::FAULT_QP_ERROR) {
+        if let Some(qp) = ep.id.as_ref().and_then(|id| id.qp()) {
+            rdebug!("fault injection: QP to the error state\n");
+            let _ = qp.force_error();
+        }
+    }
     let (xid, cookie, snd) = (rqst.xid(), rqst.connect_cookie(), rqst.snd_buf());
     // A retransmission on the same connection would upset the credit
     // accounting: reconnect instead, as rpcrdma.ko does.

@@ -292,10 +292,7 @@ impl RecvOwner for Receiver {
         // The buffer's number, as `xprtrdma_post_recv` gave it.
         trace::xprtrdma_wc_receive(wc, buf.idx());
         if !wc.ok() {
-            if !wc.flushed() {
-                rwarn!("receive failed, status {}\n", wc.status());
-                xprt.force_disconnect();
-            }
+            self.shared.wr_failed("receive", wc);
             return;
         }
         xprt.receive(self, ring, buf, wc.invalidated_rkey());
@@ -322,9 +319,8 @@ impl RecvOwner for Receiver {
         });
         // The Receive completion handed the pending Reply to us.
         let pending = buf.state().pending.take();
-        if !wc.ok() && !wc.flushed() {
-            rwarn!("local invalidate failed, status {}\n", wc.status());
-            shared.xprt().force_disconnect();
+        if !wc.ok() {
+            shared.wr_failed("local invalidate", wc);
         }
         if let Some(pending) = pending {
             shared

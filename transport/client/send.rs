@@ -16,9 +16,8 @@ pub(crate) use crate::rdma::SendError;
 impl SendOwner for Sender {
     fn sent(&self, seq: u64, wc: &Wc<'_>) {
         trace::xprtrdma_wc_send(wc, seq);
-        if !wc.ok() && !wc.flushed() {
-            rwarn!("send failed, status {}\n", wc.status());
-            self.shared.xprt().force_disconnect();
+        if !wc.ok() {
+            self.shared.wr_failed("send", wc);
         }
         // This completion retires every Send posted before it, too.
         self.sends_completed_to(seq);
