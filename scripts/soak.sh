@@ -107,13 +107,13 @@ leaks() {
     echo "${out:-0}"
 }
 
-# mem_of DIR SIDE: "cache:+N, MemFree -K kB" from SIDE's (client or
+# mem_of DIR SIDE: "cache:+N,..., MemFree +-K kB" from SIDE's (client or
 # server) RR-SOAK-MEM line, the end against before the transport loaded;
 # "?" when that end did not get there.
 mem_of() {
     { tr -d '\r' < "$1/$2.results.log"; } 2>/dev/null | awk '
         $1 == "RR-SOAK-MEM" { for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }; got = 1 }
-        END { if (got) printf "%s, MemFree -%d kB", f["slab_most"], f["memfree_down_kb"]; else printf "?" }'
+        END { if (got) printf "%s, MemFree %+d kB", f["slab_most"], -f["memfree_down_kb"]; else printf "?" }'
 }
 
 # splats DIR: kernel log lines the tests fail on, in both consoles; a
@@ -167,8 +167,8 @@ table() {
     done
     # Memory: reported beside C/C's, not judged (nfsd's and the NFS
     # client's own leftovers count in it too).
-    echo "memory at the end against before the transport loaded (caches dropped): the kmalloc cache"
-    echo "  that grew most, and how far MemFree went down"
+    echo "memory at the end against before the transport loaded (caches dropped): the three kmalloc"
+    echo "  caches that grew most (objects), and MemFree's change"
     for pair in c-c rs-c c-rs rs-rs; do
         d=$RUN_DIR/soak-$pair
         [ ! -d "$d" ] || echo "  $pair: client $(mem_of "$d" client); server $(mem_of "$d" server)"

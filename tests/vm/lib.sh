@@ -784,13 +784,21 @@ counts_snapshot() {
     awk '$1 ~ /^(dma-)?kmalloc-/ { print "slab", $1, $2 }' /proc/slabinfo
 }
 
-# mem_growth BASE NOW: from two counts_snapshot files, the kmalloc cache
-# that grew most (cache:+objects) and how far MemFree went down (kB).
+# mem_growth BASE NOW: from two counts_snapshot files, the three kmalloc
+# caches that grew most (cache:+objects, most first) and how far MemFree
+# went down (kB).
 mem_growth() {
     awk 'FNR == NR { if ($1 == "memfree") bf = $2; else if ($1 == "slab") bs[$2] = $3; next }
          $1 == "memfree" { nf = $2 }
-         $1 == "slab" { d = $3 - bs[$2]; if (m == "" || d > w) { m = $2; w = d } }
-         END { printf "slab_most=%s:%+d memfree_down_kb=%d\n", m, w, bf - nf }' "$1" "$2"
+         $1 == "slab" { d[$2] = $3 - bs[$2] }
+         END {
+             for (k = 1; k <= 3; k++) {
+                 m = ""
+                 for (c in d) if (!(c in seen) && (m == "" || d[c] > d[m])) m = c
+                 if (m == "") break
+                 seen[m] = 1; top = top (k > 1 ? "," : "") sprintf("%s:%+d", m, d[m])
+             }
+             printf "slab_most=%s memfree_down_kb=%d\n", top, bf - nf }' "$1" "$2"
 }
 
 # rdma_back BASE SECS: the RDMA resource counts back to BASE, SECS s at
