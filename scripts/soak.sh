@@ -12,7 +12,8 @@
 # failed to the application (I/O errors the loops saw), kernel splats
 # (both consoles scanned as the tests do: scripts/vm.sh BAD_LOG), leaks at
 # the end (the server's teardown check and the client's: RDMA resources
-# back to their counts, module unloads) and deaf servers (a link outage
+# back to their counts, module unloads; the kmalloc cache that grew most
+# and MemFree, reported) and deaf servers (a link outage
 # after which the client never came back and the server's GSI QP was out
 # of RTS: rxe's, not the transport's). A second table gives the stall by
 # fault kind. Both go to RUN_DIR/table.txt.
@@ -106,6 +107,15 @@ leaks() {
     echo "${out:-0}"
 }
 
+# mem_of DIR SIDE: "cache:+N,..., MemFree +-K kB" from SIDE's (client or
+# server) RR-SOAK-MEM line, the end against before the transport loaded;
+# "?" when that end did not get there.
+mem_of() {
+    { tr -d '\r' < "$1/$2.results.log"; } 2>/dev/null | awk '
+        $1 == "RR-SOAK-MEM" { for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }; got = 1 }
+        END { if (got) printf "%s, MemFree %+d kB", f["slab_most"], -f["memfree_down_kb"]; else printf "?" }'
+}
+
 # splats DIR: kernel log lines the tests fail on, in both consoles; a
 # splat's "Call Trace:" is not counted apart from its headline.
 splats() {
@@ -154,6 +164,14 @@ table() {
     for pair in c-c rs-c c-rs rs-rs; do
         d=$RUN_DIR/soak-$pair
         [ ! -d "$d" ] || echo "  $pair: delegations recalled $(sum_field "$d" recalls) (with a delegation/asked)"
+    done
+    # Memory: reported beside C/C's, not judged (nfsd's and the NFS
+    # client's own leftovers count in it too).
+    echo "memory at the end against before the transport loaded (caches dropped): the three kmalloc"
+    echo "  caches that grew most (objects), and MemFree's change"
+    for pair in c-c rs-c c-rs rs-rs; do
+        d=$RUN_DIR/soak-$pair
+        [ ! -d "$d" ] || echo "  $pair: client $(mem_of "$d" client); server $(mem_of "$d" server)"
     done
 }
 

@@ -770,6 +770,37 @@ trace_check_server() {
 # rdma_counts: the RDMA resources held, by kind ("rdma resource show").
 rdma_counts() { rdma resource show | sed 's/^[0-9]*: //'; }
 
+# counts_snapshot: with the caches dropped, the RDMA resource counts,
+# MemFree (kB), and the objects in use in each kmalloc cache (what
+# server.sh counts_req and the soak's memory figures compare).
+counts_snapshot() {
+    sync && echo 3 > /proc/sys/vm/drop_caches
+    # Freed objects wait in per-CPU sheaves and the node's barn, still
+    # counted as active, until the cache is shrunk: without this a burst
+    # of connections leaves a few hundred free objects that look kept.
+    for f in /sys/kernel/slab/*/shrink; do echo 1 > "$f"; done 2>/dev/null
+    echo "rdma $(rdma_counts | tr -s ' \n' '__')"
+    awk '$1 == "MemFree:" { print "memfree", $2 }' /proc/meminfo
+    awk '$1 ~ /^(dma-)?kmalloc-/ { print "slab", $1, $2 }' /proc/slabinfo
+}
+
+# mem_growth BASE NOW: from two counts_snapshot files, the three kmalloc
+# caches that grew most (cache:+objects, most first) and how far MemFree
+# went down (kB).
+mem_growth() {
+    awk 'FNR == NR { if ($1 == "memfree") bf = $2; else if ($1 == "slab") bs[$2] = $3; next }
+         $1 == "memfree" { nf = $2 }
+         $1 == "slab" { d[$2] = $3 - bs[$2] }
+         END {
+             for (k = 1; k <= 3; k++) {
+                 m = ""
+                 for (c in d) if (!(c in seen) && (m == "" || d[c] > d[m])) m = c
+                 if (m == "") break
+                 seen[m] = 1; top = top (k > 1 ? "," : "") sprintf("%s:%+d", m, d[m])
+             }
+             printf "slab_most=%s memfree_down_kb=%d\n", top, bf - nf }' "$1" "$2"
+}
+
 # rdma_back BASE SECS: the RDMA resource counts back to BASE, SECS s at
 # most (a disconnected connection's CM id lingers until its DREQ is
 # answered); else says what is held.

@@ -291,20 +291,6 @@ cpu_watch() {
 # the QPs it lists.
 qp_count() { rdma resource show qp | wc -l; }
 
-# counts_snapshot: with the caches dropped, what counts_req compares: the
-# RDMA resource counts, MemFree (kB), and the objects in use in each
-# kmalloc cache.
-counts_snapshot() {
-    sync && echo 3 > /proc/sys/vm/drop_caches
-    # Freed objects wait in per-CPU sheaves and the node's barn, still
-    # counted as active, until the cache is shrunk: without this a burst
-    # of connections leaves a few hundred free objects that look kept.
-    for f in /sys/kernel/slab/*/shrink; do echo 1 > "$f"; done 2>/dev/null
-    echo "rdma $(rdma_counts | tr -s ' \n' '__')"
-    awk '$1 == "MemFree:" { print "memfree", $2 }' /proc/meminfo
-    awk '$1 ~ /^(dma-)?kmalloc-/ { print "slab", $1, $2 }' /proc/slabinfo
-}
-
 # counts_req REQUEST: svc-hostile.sh's leak check around its abandoned
 # connects, through /export/.counts. "baseline": once the client's mount
 # holds our only connection (one QP more than before nfsd; 120 s at
@@ -488,6 +474,9 @@ teardown() {
     [ "$mod" != rpcrdma_rs ] || check server_no_rpc_xprt_after_unload no_xprt_after_unload || return 1
     now=$(rdma_counts)
     [ "$now" = "$BASELINE" ] || { echo "RDMA resources before: $BASELINE; after: $now" | tr '\n' ' '; return 1; }
+    # The soak's memory figure (scripts/soak.sh), the transport gone.
+    [ ! -f /tmp/mem.base ] || { counts_snapshot > /tmp/mem.end &&
+        echo "RR-SOAK-MEM $(mem_growth /tmp/mem.base /tmp/mem.end)" > "$RESULTS"; }
 }
 
 # allocfault_req REQUEST: alloc-faults.sh (rr.side=server) through
@@ -696,6 +685,7 @@ fault_watch() {
 
 check server_net net_up $SERVER4 $SERVER6 &&
     BASELINE=$(rdma_counts) && BASE_QPS=$(qp_count) && BASE_XPRTS=$(rpc_xprts) &&
+    { ! grep -q ' rr\.soak=' /proc/cmdline || counts_snapshot > /tmp/mem.base; } &&
     check server_transport load_transport "${RR_MOD:-c}" &&
     { [ "${RR_MOD:-c}" != c ] || [ ! -e /modules/rpcrdma_rs.ko ] ||
         check server_rs_refused_beside_c refuse_beside_c; } &&

@@ -284,6 +284,7 @@ no_client_leak() {
 
 check client_net net_up 192.0.2.2 2001:db8::2 &&
     BASE_RDMA=$(rdma_counts) &&
+    counts_snapshot > /tmp/mem.base &&
     check client_transport load_transport "${RR_MOD:-c}" &&
     check mount nfs_mount &&
     check mount2 mount2 &&
@@ -320,4 +321,8 @@ check umount2 umount /mnt2
 check teardown_request sh -c 'timeout -s KILL 120 touch /mnt/.teardown && timeout -s KILL 120 umount /mnt'
 asked=$?
 check client_no_leak no_client_leak
+# Memory against before the transport loaded, once it is gone (the
+# table prints both ends', beside the C/C pair's).
+counts_snapshot > /tmp/mem.end &&
+    echo "RR-SOAK-MEM $(mem_growth /tmp/mem.base /tmp/mem.end)" > "$RESULTS"
 [ $asked -ne 0 ] || check server_teardown_done await_server teardown 300
