@@ -319,22 +319,16 @@ counts_req() {
         t0=$(uptime_s)
         while :; do
             counts_snapshot > /tmp/counts.now
-            verdict=$(awk -v n="$2" '
-                FNR == NR { if ($1 == "rdma") br = $2; else if ($1 == "memfree") bf = $2; else if ($1 == "slab") bs[$2] = $3; next }
-                $1 == "rdma" { nr = $2 } $1 == "memfree" { nf = $2 }
-                $1 == "slab" { d[$2] = $3 - bs[$2] }
+            # shellcheck disable=SC2046 # slab_most=... memfree_down_kb=...
+            verdict=$(awk -v n="$2" $(mem_growth /tmp/counts.base /tmp/counts.now | sed 's/^/-v /; s/ / -v /2') '
+                FNR == NR { if ($1 == "rdma") br = $2; next }
+                $1 == "rdma" { nr = $2 }
                 END {
-                    # The three caches that grew most, most first.
-                    for (k = 1; k <= 3; k++) {
-                        m = ""
-                        for (c in d) if (!(c in seen) && (m == "" || d[c] > d[m])) m = c
-                        if (m == "") break
-                        seen[m] = 1; top = top (k > 1 ? "," : "") m ":" d[m]
-                        if (k == 1) w = d[m]
-                    }
-                    held = nr == br && bf - nf < n * 32
-                    ok = held && w < n / 2
-                    printf "ok=%d held_back=%d slab_most=%s memfree_down_kb=%d rdma=%s rdma_before=%s\n", ok, held, top, bf - nf, nr, br }' \
+                    # The growth of the cache that grew most (the first of slab_most).
+                    w = slab_most; sub(/,.*/, "", w); sub(/^.*:/, "", w)
+                    held = nr == br && memfree_down_kb < n * 32
+                    ok = held && w + 0 < n / 2
+                    printf "ok=%d held_back=%d slab_most=%s memfree_down_kb=%d rdma=%s rdma_before=%s\n", ok, held, slab_most, memfree_down_kb, nr, br }' \
                 /tmp/counts.base /tmp/counts.now)
             case $verdict in ok=1*) break ;; esac
             # The RDMA resources and the memory are back: the slab
