@@ -12,8 +12,8 @@
 # failed to the application (I/O errors the loops saw), kernel splats
 # (both consoles scanned as the tests do: scripts/vm.sh BAD_LOG), leaks at
 # the end (the server's teardown check and the client's: RDMA resources
-# back to their counts, module unloads; the kmalloc cache that grew most
-# and MemFree, reported) and deaf servers (a link outage
+# back to their counts, module unloads; the three kmalloc caches that grew
+# most and MemFree, reported) and deaf servers (a link outage
 # after which the client never came back and the server's GSI QP was out
 # of RTS: rxe's, not the transport's). A second table gives the stall by
 # fault kind. Both go to RUN_DIR/table.txt.

@@ -679,7 +679,7 @@ fault_watch() {
 
 check server_net net_up $SERVER4 $SERVER6 &&
     BASELINE=$(rdma_counts) && BASE_QPS=$(qp_count) && BASE_XPRTS=$(rpc_xprts) &&
-    { ! grep -q ' rr\.soak=' /proc/cmdline || counts_snapshot > /tmp/mem.base; } &&
+    { [ -z "${RR_SOAK:-}" ] || counts_snapshot > /tmp/mem.base; } &&
     check server_transport load_transport "${RR_MOD:-c}" &&
     { [ "${RR_MOD:-c}" != c ] || [ ! -e /modules/rpcrdma_rs.ko ] ||
         check server_rs_refused_beside_c refuse_beside_c; } &&
@@ -700,5 +700,5 @@ check server_net net_up $SERVER4 $SERVER6 &&
     echo "RR-READY" > "$RESULTS"
 # The host powers us off once the client is done.
 [ "${RR_SRVCPU:-}" != on ] || cpu_watch &
-! grep -q ' rr\.soak=' /proc/cmdline || gsi_watch &
+[ -z "${RR_SOAK:-}" ] || gsi_watch &
 fault_watch

@@ -27,7 +27,7 @@
 
 . /scenario/nfs-mount.sh
 
-set -- $(tr ' ' '\n' < /proc/cmdline | sed -n 's/^rr\.soak=//p' | tr , ' ')
+set -- $(echo "${RR_SOAK:-}" | tr , ' ')
 minutes=${1:-60} n_link=${2:-50} n_nfsd=${3:-10} n_sdev=${4:-5} n_cdev=${5:-5} n_umf=${6:-3}
 seed=${7:-1} bound=${8:-180}
 RECALL_EVERY=60
