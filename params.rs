@@ -42,6 +42,10 @@ pub(crate) const FAULT_LOCAL_INV: u32 = 2;
 /// next Call's Send, telling nobody.
 pub(crate) const FAULT_QP_ERROR: u32 = 4;
 
+/// `fault_inject` bit: hold each forward Call for a second before it is
+/// marshalled, so that a Reply sent ahead of it finds it not sent.
+pub(crate) const FAULT_SLOW_CALL: u32 = 8;
+
 /// Whether the test fault `bit` of `fault_inject` is switched on.
 pub(crate) fn injected(bit: u32) -> bool {
     // SAFETY: Reads a module parameter; no preconditions.

@@ -341,12 +341,14 @@ long rpcrdma_rs_wait_until_gone(struct wait_queue_head *wq, const u64 *gone,
  * of a Reply, so that the RPC waits for the connection to go instead.
  * Bit 2, once (the first Call that sees it clears it): move the QP to the
  * error state before that Call's Send, telling nobody, as a responder
- * error does.
+ * error does. Bit 3: hold each forward Call for a second before it is
+ * marshalled, so that a server's Reply sent ahead of the Call finds it
+ * waiting, not sent.
  */
 static unsigned int fault_inject;
 module_param(fault_inject, uint, 0644);
 MODULE_PARM_DESC(fault_inject,
-		 "Test faults, a bit mask (0: none; 1: fail MR pool allocation at connect; 2: fail posting LOCAL_INV; 4: once, the QP to the error state before a Send)");
+		 "Test faults, a bit mask (0: none; 1: fail MR pool allocation at connect; 2: fail posting LOCAL_INV; 4: once, the QP to the error state before a Send; 8: hold each Call 1 s before marshalling it)");
 
 bool rpcrdma_rs_fault(unsigned int bit)
 {

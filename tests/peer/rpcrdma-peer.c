@@ -14,6 +14,7 @@
  *   conn N request port=P mode=M from ADDR
  *   conn N mode=M established
  *   conn N mode=M call xid=0x... rdma_proc=R credits=C prog=P vers=V proc=X rdma_vers=W [reply-chunk]
+ *   conn N mode=early early-reply xid=0x...
  *   conn N mode=M disconnected calls=K zero-call=Z total=T
  *
  * Z counts the connections, of all ports, that carried no Call by the time
@@ -46,11 +47,11 @@
 
 enum mode { MSGP, BADPROC, ERR_TRUNC, ERR_UNKNOWN, ERR_CHUNK, WRITE_HUGE,
 	    ZERO_REPLY_CHUNK, WRONG_XID, OK_NULL, SILENT, BCALL, CANT_REPLY,
-	    CANT_REPLY_UNSIZED, NMODES };
+	    CANT_REPLY_UNSIZED, EARLY, NMODES };
 static const char *const mode_names[NMODES] = {
 	"msgp", "badproc", "err-trunc", "err-unknown", "err-chunk",
 	"write-huge", "zero-reply-chunk", "wrong-xid", "ok-null", "silent",
-	"bcall", "cant-reply", "cant-reply-unsized",
+	"bcall", "cant-reply", "cant-reply-unsized", "early",
 };
 
 /* RPC-over-RDMA version 2 (draft-cel-nfsv4-rpcrdma-version-two) */
@@ -94,7 +95,24 @@ static const struct shape {
 	 */
 	[CANT_REPLY] = { { RDMA_MSG, 0, 0, 0 }, 4, 1 },
 	[CANT_REPLY_UNSIZED] = { { RDMA_MSG, 0, 0, 0 }, 4, 1 },
+	/*
+	 * EARLY: as OK_NULL, and EARLY_MS later the same Reply for the next
+	 * XID (next_xid), whose Call the client has not sent yet: a Reply it
+	 * must not take for that Call.
+	 */
+	[EARLY] = { { RDMA_MSG, 0, 0, 0 }, 4, 1 },
 };
+#define EARLY_MS 300
+
+/*
+ * The XID a Linux client sends after xid: sunrpc counts a host-order u32
+ * and puts it on the wire as it lies in memory, so on a little-endian
+ * client the first byte on the wire counts up.
+ */
+static uint32_t next_xid(uint32_t xid)
+{
+	return __builtin_bswap32(__builtin_bswap32(xid) + 1);
+}
 
 struct listener {
 	struct rdma_cm_id *id;
@@ -397,15 +415,35 @@ static void send_error(struct conn *c, uint32_t xid, uint32_t vers,
 	post_send_buf(c, slot, s);
 }
 
+/* The reply of the connection's mode to XID xid; a send buffer is free. */
+static void send_reply(struct conn *c, uint32_t xid, uint32_t credits, uint32_t reply_handle)
+{
+	unsigned int slot = c->next_send++ % NBUF, s = 0, k;
+	uint8_t *r = send_buf(c, slot);
+
+	put32(r, &s, xid);
+	put32(r, &s, 1);
+	put32(r, &s, credits < 1 ? 1 : credits > NBUF ? NBUF : credits);
+	for (k = 0; k < shapes[c->l->mode].n; k++)
+		put32(r, &s, shapes[c->l->mode].w[k] == HANDLE ? reply_handle
+							       : shapes[c->l->mode].w[k]);
+	if (shapes[c->l->mode].rpc) {
+		/* accepted, AUTH_NULL verifier, SUCCESS, no results */
+		put32(r, &s, xid);
+		for (k = 0; k < 5; k++)
+			put32(r, &s, k == 0);
+	}
+	post_send_buf(c, slot, s);
+}
+
 /* A Call arrived in receive buffer i, len bytes: log it and answer it. */
 static void on_call(struct conn *c, unsigned int i, unsigned int len)
 {
 	const uint8_t *p = recv_buf(c, i);
-	unsigned int off = 0, s, slot, k;
+	unsigned int off = 0;
 	uint32_t xid, vers, credits, proc, d, prog = 0, pvers = 0, pproc = 0;
 	uint32_t reply_handle = 0, rxid;
 	int have_rpc = 0;
-	uint8_t *r;
 
 	if (get32(p, len, &off, &xid) || get32(p, len, &off, &vers) ||
 	    get32(p, len, &off, &credits) || get32(p, len, &off, &proc)) {
@@ -459,23 +497,16 @@ static void on_call(struct conn *c, unsigned int i, unsigned int len)
 		printf("conn %u send queue full, no reply to xid=0x%08x\n", c->n, xid);
 		return;
 	}
-	slot = c->next_send++ % NBUF;
-	r = send_buf(c, slot);
-	s = 0;
 	rxid = c->l->mode == WRONG_XID ? xid + 1 : xid;
-	put32(r, &s, rxid);
-	put32(r, &s, 1);
-	put32(r, &s, credits < 1 ? 1 : credits > NBUF ? NBUF : credits);
-	for (k = 0; k < shapes[c->l->mode].n; k++)
-		put32(r, &s, shapes[c->l->mode].w[k] == HANDLE ? reply_handle
-							       : shapes[c->l->mode].w[k]);
-	if (shapes[c->l->mode].rpc) {
-		/* accepted, AUTH_NULL verifier, SUCCESS, no results */
-		put32(r, &s, rxid);
-		for (k = 0; k < 5; k++)
-			put32(r, &s, k == 0);
+	send_reply(c, rxid, credits, reply_handle);
+	if (c->l->mode == EARLY) {
+		/* The client's next Call is under way by then. */
+		usleep(EARLY_MS * 1000);
+		if (c->sends_out < NBUF) {
+			printf("conn %u mode=early early-reply xid=0x%08x\n", c->n, next_xid(xid));
+			send_reply(c, next_xid(xid), credits, reply_handle);
+		}
 	}
-	post_send_buf(c, slot, s);
 }
 
 static void on_cq(struct conn *c)
@@ -619,7 +650,8 @@ static void usage(void)
 	fprintf(stderr, "usage: rpcrdma-peer [-N] -p PORT -m MODE | -p PORT:MODE ... | -l\n"
 		"       rpcrdma-peer -c SERVER [-P PORT] [-t MS] [CASE ...]\n"
 		"modes: msgp badproc err-trunc err-unknown err-chunk write-huge\n"
-		"       zero-reply-chunk wrong-xid ok-null silent\n");
+		"       zero-reply-chunk wrong-xid ok-null silent bcall cant-reply\n"
+		"       cant-reply-unsized early\n");
 	exit(2);
 }
 

@@ -24,12 +24,22 @@
 # cant-reply-unsized gives no segment nor length: nothing to act on, the
 # RPC fails at once (issue 29).
 #
+# early answers like ok-null, and 300 ms after each Reply sends the same
+# Reply for the next XID (sunrpc's XIDs count up), whose Call the
+# client has not sent yet: rpcrdma_rs's fault_inject bit 3 (8) holds every
+# Call for a second before it is marshalled, so the next RPC is waiting
+# in the transport when that Reply comes. The client must drop it, as a
+# Reply to no Call sent on that connection (xprtrdma_reply_rqst_err with
+# its XID), and send the Call. Taking it would complete the RPC with an
+# answer to a Call the server never had, and release the RPC's memory
+# registrations while their REG_MRs may still wait in the Send Queue.
+#
 # rr.mod (client): c or rs. rr.modes=a,b,...: the modes to try (default all;
 # write-huge only with rs: it oopses rpcrdma.ko in nfs_create_rpc_client;
 # the cant-reply modes only with rs: rpcrdma.ko sends no version 2).
 # shellcheck shell=sh
 
-ALL_MODES="msgp badproc err-trunc err-unknown err-chunk zero-reply-chunk wrong-xid ok-null write-huge silent bcall cant-reply cant-reply-unsized"
+ALL_MODES="msgp badproc err-trunc err-unknown err-chunk zero-reply-chunk wrong-xid ok-null write-huge silent bcall cant-reply cant-reply-unsized early"
 # Malformed replies with a readable XID: the RPC must fail with EIO at once.
 FAST_MODES="msgp badproc err-trunc err-unknown err-chunk zero-reply-chunk cant-reply cant-reply-unsized"
 PEER_BASE_PORT=20100
@@ -198,6 +208,23 @@ bcalls_dropped() {
         { dmesg | grep rpcrdma_rs | tail -n 5; return 1; }
 }
 
+# fault_inject MASK: rpcrdma_rs's test faults (rpcrdma_rs only).
+fault_inject() { echo "$1" > /sys/module/rpcrdma_rs/parameters/fault_inject; }
+
+# early_refused: each early Reply whose Call the client sent after it
+# (held back by fault_inject) was dropped as a Reply to no Call sent.
+early_refused() {
+    peer_log | sed -n 's/.* mode=early early-reply xid=\(0x[0-9a-f]*\)$/\1/p' | sort -u > /tmp/early.xids
+    call_xids early > /tmp/early.calls
+    comm -12 /tmp/early.xids /tmp/early.calls > /tmp/early.sent
+    [ -s /tmp/early.sent ] || { echo "no Call came after an early reply to it"; peer_log | grep mode=early | tail -n 5; return 1; }
+    trace_field xprtrdma_reply_rqst_err xid | sort -u > /tmp/early.refused
+    comm -23 /tmp/early.sent /tmp/early.refused > /tmp/early.taken
+    [ ! -s /tmp/early.taken ] ||
+        { echo "early replies taken for Calls not sent: $(tr '\n' ' ' < /tmp/early.taken)"; return 1; }
+    note "early replies refused: $(tr '\n' ' ' < /tmp/early.sent)"
+}
+
 # rr.mod=rs: each mode's mount is recorded through the rpcrdma trace
 # events (lib.sh), and the client's decode events must name the XIDs and
 # fields the peer sent.
@@ -257,6 +284,7 @@ decode_events() {
         xids_in xprtrdma_reply_rqst_err /tmp/call1.xids && all_field xprtrdma_reply_rqst_err proc 0 &&
             none_fired xprtrdma_reply_hdr_err ;;
     ok-null) none_fired xprtrdma_reply_hdr_err xprtrdma_reply_rqst_err ;;
+    early) early_refused ;;
     # A backward Call with a Write list is no backward Call: rpcrdma.ko
     # looks its XID up as a Reply's. A CB_NULL that comes once the client
     # has its callback service (after its first COMPOUND) goes to it
@@ -299,7 +327,7 @@ hostile_client() {
     c) modname=rpcrdma ;;
     # The version 2 modes first: every other mode answers the version 2
     # probe ERR_VERS, and rpcrdma_rs then never probes 192.0.2.1 again.
-    *) modname=rpcrdma_rs; dflt="cant-reply cant-reply-unsized $dflt write-huge" ;;
+    *) modname=rpcrdma_rs; dflt="cant-reply cant-reply-unsized $dflt write-huge early" ;;
     esac
     dflt="$dflt short-msgp short-silent"
     : > /tmp/probes.refused
@@ -312,10 +340,12 @@ hostile_client() {
         note "mode $t on port $(mode_port "$m")"
         before=$(peer_conns "$m")
         [ "$modname" != rpcrdma_rs ] || check "${t}_trace_start" trace_start
+        [ "$t" != early ] || check early_hold_calls fault_inject 8
         case $t in
         short-*) try_mount "$m" 10 3 "$t" ;;
         *) try_mount "$m" $LONG_TIMEO $LONG_RETRANS "$t" ;;
         esac
+        [ "$t" != early ] || check early_release_calls fault_inject 0
         [ "$modname" != rpcrdma_rs ] || check "${t}_decode_events" decode_events "$t" "$m"
         check "${t}_mount_fails" mount_failed
         case " $FAST_MODES " in

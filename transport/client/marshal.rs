@@ -33,6 +33,10 @@ pub(super) fn send_request(
     locked: &mut XprtLocked<'_>,
 ) -> c_int {
     let (rqst, st): (&SendRqst<'_>, &ReqState) = (call, call.state());
+    if params::injected(params::FAULT_SLOW_CALL) {
+        rdebug!("fault injection: holding a Call back for 1 s\n");
+        kernel::time::delay::fsleep(kernel::time::Delta::from_millis(1000));
+    }
     if !rx.connected() {
         return ENOTCONN.to_errno();
     }
