@@ -115,14 +115,15 @@ impl<'a> Wc<'a> {
         self.0.byte_len as usize
     }
 
-    /// The R_key the peer invalidated with Send With Invalidate, if it did.
-    pub(crate) fn invalidated_rkey(&self) -> Option<u32> {
-        if self.0.wc_flags & (sys::ib_wc_flags_IB_WC_WITH_INVALIDATE as i32) == 0 {
+    /// The R_key the peer invalidated with Send With Invalidate, if this
+    /// is a successful Receive that says so.
+    pub(crate) fn invalidated(&self) -> Option<super::RemoteInv> {
+        if !self.ok() || self.0.wc_flags & (sys::ib_wc_flags_IB_WC_WITH_INVALIDATE as i32) == 0 {
             return None;
         }
         // SAFETY: With IB_WC_WITH_INVALIDATE set, `invalidate_rkey` is the
         // active member of the union.
-        Some(unsafe { self.0.ex.invalidate_rkey })
+        Some(super::RemoteInv::new(unsafe { self.0.ex.invalidate_rkey }))
     }
 }
 

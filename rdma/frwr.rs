@@ -4,6 +4,16 @@
 //! and LOCAL_INV work requests. [`FrwrPool::register_held`] hands out an owned
 //! [`FrwrMr`]; [`FrwrPool::release`] takes it back, so an MR has exactly
 //! one owner from registration until it is free again.
+//!
+//! Posting an MR's REG_MR turns its handle into a [`PostedMrs`], which
+//! [`FrwrPool::release`] does not take: the device may not have executed
+//! the REG_MR yet, and an MR unmapped (or registered anew) under it would
+//! give the peer's key pages that are no longer the MR's. A posted MR
+//! comes back as an [`FrwrMr`] only from a proof that its REG_MR is done:
+//! the completion of a LOCAL_INV posted behind it
+//! ([`super::RecvToken::invalidate`]), the peer's invalidation of its key
+//! ([`PostedMrs::take_remote`]), or the drained QP
+//! ([`FrwrPool::reclaim`]). Dropped, it stays in use until the pool goes.
 
 use core::cell::UnsafeCell;
 
@@ -329,24 +339,27 @@ impl<O: FrwrOwner> FrwrPool<O> {
         self.slot(mr).map_or(0, |s| s.mr_id)
     }
 
-    /// Posts the REG_MRs of `mrs`, registered and not yet posted.
-    pub(crate) fn post_reg(&self, mrs: &[FrwrMr]) -> Result {
+    /// Posts the REG_MRs of `mrs`, registered and not yet posted. They are
+    /// posted MRs whatever the result: a failed post may have queued some.
+    pub(crate) fn post_reg<const N: usize>(&self, mrs: FrwrList<N>) -> (PostedMrs<N>, Result) {
         let mut chain = SendChain::new();
-        self.chain_reg(mrs, &mut chain);
-        let Some(first) = chain.first() else {
-            return Ok(());
+        self.chain_reg(&mrs, &mut chain);
+        let res = match chain.first() {
+            // SAFETY: The work requests are of slots we own (holding their
+            // handles); they complete on the slots' entries, and register
+            // memory the slots keep, all of which stay until the pool is
+            // dropped, which closes the gate first.
+            Some(first) => unsafe { self.gate.post_send(first) },
+            None => Ok(()),
         };
-        // SAFETY: The work requests are of slots we own (holding their
-        // handles); they complete on the slots' entries, and register
-        // memory the slots keep, all of which stay until the pool is
-        // dropped, which closes the gate first.
-        unsafe { self.gate.post_send(first) }
+        (PostedMrs::posted(mrs), res)
     }
 
     /// Appends the REG_MRs of `mrs`, registered and not yet posted, to
-    /// `chain`.
-    pub(super) fn chain_reg(&self, mrs: &[FrwrMr], chain: &mut SendChain) {
-        for mr in mrs {
+    /// `chain`. Once `chain` is posted (or its post tried), the caller
+    /// turns `mrs` into [`PostedMrs`].
+    pub(super) fn chain_reg<const N: usize>(&self, mrs: &FrwrList<N>, chain: &mut SendChain) {
+        for mr in mrs.as_slice() {
             if let Some(slot) = self.slot(mr) {
                 // SAFETY: Holding the handle, we own the slot's work
                 // requests; the REG_MR's `ib_send_wr` is the first field of
@@ -357,21 +370,22 @@ impl<O: FrwrOwner> FrwrPool<O> {
     }
 
     /// Appends a LOCAL_INV of each of `mrs` to `chain`, unsignalled but
-    /// for the last, which completes on `last`.
+    /// for the last, which completes on `last`. The LOCAL_INVs go behind
+    /// the REG_MRs, which were posted before `mrs` existed.
     ///
     /// # Safety
     ///
     /// `chain` is posted through this pool's gate, if at all, before the
     /// handles of `mrs` are used again; `last` stays valid until that gate
     /// is closed.
-    pub(super) unsafe fn chain_inv(
+    pub(super) unsafe fn chain_inv<const N: usize>(
         &self,
-        mrs: &[FrwrMr],
+        mrs: &PostedMrs<N>,
         last: *mut sys::ib_cqe,
         chain: &mut SendChain,
     ) {
         let n = mrs.len();
-        for (k, mr) in mrs.iter().enumerate() {
+        for (k, mr) in mrs.as_slice().iter().enumerate() {
             let Some(slot) = self.slot(mr) else {
                 continue;
             };
@@ -391,16 +405,29 @@ impl<O: FrwrOwner> FrwrPool<O> {
         }
     }
 
-    /// Unmaps `mr`, invalidated (or never posted, or its QP gone), and
-    /// returns it to the pool; `dead` takes it out of use instead.
+    /// Drains the QP (closing its gate; not from one of its completion
+    /// handlers), after which no REG_MR of `mrs` is outstanding and the QP
+    /// lets the peer reach nothing, and returns them to the pool.
+    pub(crate) fn reclaim<const N: usize>(&self, mut mrs: PostedMrs<N>) {
+        self.gate.close();
+        while let Some(mr) = mrs.list.pop() {
+            self.release(mr, false);
+        }
+    }
+
+    /// Unmaps `mr`, never posted or with its REG_MR proven done (see
+    /// [`PostedMrs`]), and returns it to the pool; `dead` takes it out of
+    /// use instead.
     pub(crate) fn release(&self, mr: FrwrMr, dead: bool) {
         let Some(slot) = self.slot(&mr) else {
             return;
         };
         // SAFETY: Holding the handle, we own the slot (type invariant).
-        // Released live, the MR cannot be used any more (invalidated, or
-        // never posted): what it kept may go; a dead one keeps it until
-        // the pool goes, after its QP.
+        // An `FrwrMr` has no REG_MR outstanding (never posted, or proven
+        // done: `PostedMrs`), so the device no longer reads its page list.
+        // Released live, the MR cannot be used any more (invalidated,
+        // never posted, or its QP drained): what it kept may go; a dead
+        // one keeps it until the pool goes, after its QP.
         unsafe {
             (*slot.mr.get()).unmap();
             if !dead {
@@ -460,7 +487,7 @@ impl<const N: usize> FrwrList<N> {
     }
 
     /// Takes the MR at `pos`, keeping the order of the others.
-    pub(crate) fn remove(&mut self, pos: usize) -> Option<FrwrMr> {
+    fn remove(&mut self, pos: usize) -> Option<FrwrMr> {
         if pos >= self.len() {
             return None;
         }
@@ -486,5 +513,83 @@ impl<const N: usize> FrwrList<N> {
 
     pub(crate) fn is_empty(&self) -> bool {
         self.n == 0
+    }
+}
+
+/// MRs whose REG_MRs were posted (or whose post was tried): the device may
+/// still be about to execute them. See the module documentation for the
+/// ways out; none unmaps an MR whose REG_MR may be outstanding.
+///
+/// # Invariants
+///
+/// Every REG_MR of `list` was posted, or its post tried, before the value
+/// was made.
+pub(crate) struct PostedMrs<const N: usize> {
+    list: FrwrList<N>,
+}
+
+impl<const N: usize> PostedMrs<N> {
+    /// None.
+    pub(crate) const fn new() -> Self {
+        Self {
+            list: FrwrList::new(),
+        }
+    }
+
+    /// `list`, whose REG_MRs the caller posted or tried to post.
+    pub(super) fn posted(list: FrwrList<N>) -> Self {
+        // INVARIANT: the caller's word.
+        Self { list }
+    }
+
+    /// The MRs.
+    pub(crate) fn as_slice(&self) -> &[FrwrMr] {
+        self.list.as_slice()
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
+    /// The MRs, their REG_MRs proven done by the caller.
+    pub(super) fn done(self) -> FrwrList<N> {
+        self.list
+    }
+
+    /// Takes the MR of `pool` whose key the peer invalidated, as `inv`
+    /// proves: the device matched the key of its registration, so that
+    /// REG_MR executed, and the key no longer works.
+    pub(crate) fn take_remote<O: FrwrOwner>(
+        &mut self,
+        pool: &FrwrPool<O>,
+        inv: RemoteInv,
+    ) -> Option<FrwrMr> {
+        let pos = self
+            .list
+            .as_slice()
+            .iter()
+            .position(|mr| pool.rkey(mr) == inv.0)?;
+        self.list.remove(pos)
+    }
+}
+
+/// The R_key the peer invalidated with Send With Invalidate, read from a
+/// successful Receive completion ([`super::Wc::invalidated`]).
+#[derive(Clone, Copy)]
+pub(crate) struct RemoteInv(u32);
+
+impl RemoteInv {
+    /// From a successful Receive completion that carried it.
+    pub(super) fn new(rkey: u32) -> Self {
+        Self(rkey)
+    }
+
+    /// The key.
+    pub(crate) fn rkey(self) -> u32 {
+        self.0
     }
 }

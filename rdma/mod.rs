@@ -42,7 +42,7 @@ pub(crate) use endpoint::{
     Endpoint, EpOwner, EpSizes, Parked, PostError, Recv, RecvBuf, RecvKind, Retired, RwSet,
     SendBuf, SendKind, MAX_SENDS,
 };
-pub(crate) use frwr::{FrwrList, FrwrMr, FrwrOwner, FrwrPool};
+pub(crate) use frwr::{FrwrList, FrwrOwner, FrwrPool, PostedMrs, RemoteInv};
 pub(crate) use gate::QpGate;
 pub(crate) use hold::{HeldPages, PageHold};
 pub(crate) use listen::{ConnRequest, ListenHandler, Listener, PendingConn};
@@ -50,7 +50,7 @@ pub(crate) use mr::{Mr, PageSeg, Registered};
 pub(crate) use owner::{owner, EpHome, ListenHome};
 pub(crate) use qp::Qp;
 pub(crate) use ring::{
-    InvList, ParkedRecv, RecvOwner, RecvRing, RecvToken, SendError, SendOwner, SendPosted,
-    SendRing, MAX_INV_MRS,
+    InvList, NotSent, ParkedRecv, PostedList, RecvOwner, RecvRing, RecvToken, SendError, SendOwner,
+    SendPosted, SendRing, MAX_INV_MRS,
 };
 pub(crate) use rw::{read_wrs, RwCtx, RwOp, RwSpares};

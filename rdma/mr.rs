@@ -192,7 +192,7 @@ impl Mr {
 
     /// Fills `wr` with the REG_MR work request of the current mapping,
     /// completing on `cqe` (unsignalled: only an error reports).
-    pub(crate) fn reg_wr(&self, wr: &mut sys::ib_reg_wr, writing: bool, cqe: *mut sys::ib_cqe) {
+    pub(super) fn reg_wr(&self, wr: &mut sys::ib_reg_wr, writing: bool, cqe: *mut sys::ib_cqe) {
         let access = if writing {
             sys::ib_access_flags_IB_ACCESS_REMOTE_WRITE | sys::ib_access_flags_IB_ACCESS_LOCAL_WRITE
         } else {
@@ -211,7 +211,7 @@ impl Mr {
     }
 
     /// Fills `wr` with a LOCAL_INV of the current key, completing on `cqe`.
-    pub(crate) fn inv_wr(&self, wr: &mut sys::ib_send_wr, cqe: *mut sys::ib_cqe, signalled: bool) {
+    pub(super) fn inv_wr(&self, wr: &mut sys::ib_send_wr, cqe: *mut sys::ib_cqe, signalled: bool) {
         *wr = sys::ib_send_wr {
             opcode: sys::ib_wr_opcode_IB_WR_LOCAL_INV,
             send_flags: if signalled {
@@ -226,8 +226,10 @@ impl Mr {
     }
 
     /// DMA-unmaps the pages of the last [`Mr::map`], if any. The MR must
-    /// be invalidated (or its QP gone) first.
-    pub(crate) fn unmap(&mut self) {
+    /// be invalidated (or its QP gone) first, and no REG_MR of it
+    /// outstanding: only the pool ([`super::FrwrPool::release`], whose
+    /// types see to that) and the selftest call this.
+    pub(super) fn unmap(&mut self) {
         if self.mapped == 0 {
             return;
         }

@@ -7,7 +7,7 @@
 //! the ring (idle, waiting for the next batch of reposts), or to the one
 //! [`RecvToken`] a completion hands its owner. Only a token reaches the
 //! bytes; reposting consumes it, and so does posting the LOCAL_INVs of a
-//! Reply's MRs, whose completion hands it back. A token that must wait is
+//! Reply's MRs, whose completion hands it back, with the MRs free to go. A token that must wait is
 //! parked ([`ParkedRecv`]), a number only its ring turns back into a
 //! token, once.
 //!
@@ -29,7 +29,7 @@ use kernel::types::Opaque;
 use super::qp::{send_wr, SendChain};
 use super::{
     CqEntry, CqHandler, Device, DmaBuf, DmaDir, ExclusiveCell, FrwrList, FrwrOwner, FrwrPool,
-    HasCqEntry, MappedPages, QpGate, Wc, MAX_MAPPED_PAGES,
+    HasCqEntry, MappedPages, PostedMrs, QpGate, Wc, MAX_MAPPED_PAGES,
 };
 use crate::sys;
 
@@ -40,6 +40,9 @@ pub(crate) const MAX_INV_MRS: usize = 48;
 /// The MRs of one RPC.
 pub(crate) type InvList = FrwrList<MAX_INV_MRS>;
 
+/// The MRs of one RPC, their REG_MRs posted.
+pub(crate) type PostedList = PostedMrs<MAX_INV_MRS>;
+
 /// What owns a [`RecvRing`] and receives its completions.
 pub(crate) trait RecvOwner: Send + Sync + Sized + 'static {
     /// What the owner keeps with each buffer, shared: anyone holding the
@@ -49,7 +52,8 @@ pub(crate) trait RecvOwner: Send + Sync + Sized + 'static {
     /// A Receive completed, successfully or not (then with no bytes).
     fn received(&self, ring: &RecvRing<Self>, buf: RecvToken<'_, Self>, wc: &Wc<'_>);
     /// The LOCAL_INVs of `mrs` posted by [`RecvToken::invalidate`]
-    /// completed, successfully or not.
+    /// completed, successfully or not: their REG_MRs, before them on the
+    /// Send Queue, are done.
     fn invalidated(
         &self,
         ring: &RecvRing<Self>,
@@ -94,7 +98,7 @@ struct RecvEntry<O: RecvOwner> {
     len: Atomic<usize>,
     state: Atomic<u32>,
     /// The MRs whose LOCAL_INVs this buffer's token waits for.
-    inv: ExclusiveCell<InvList>,
+    inv: ExclusiveCell<PostedList>,
     idx: u32,
     ring: Atomic<*const RecvRing<O>>,
     user: O::State,
@@ -195,7 +199,7 @@ impl<O: RecvOwner> RecvRing<O> {
                     len: Atomic::new(0),
                     // Not posted yet: `post_all` posts every idle buffer.
                     state: Atomic::new(IDLE),
-                    inv: ExclusiveCell::new(InvList::new()),
+                    inv: ExclusiveCell::new(PostedList::new()),
                     idx,
                     ring: Atomic::new(core::ptr::null()),
                     user: state(),
@@ -227,6 +231,11 @@ impl<O: RecvOwner> RecvRing<O> {
     /// Posts every idle buffer: at connect, before the peer can Send.
     pub(crate) fn post_all(&self) -> Result {
         self.post_idle()
+    }
+
+    /// The ring's owner.
+    pub(crate) fn owner(&self) -> &O {
+        &self.owner
     }
 
     /// The owner's state of each buffer.
@@ -400,8 +409,8 @@ impl<'a, O: RecvOwner> RecvToken<'a, O> {
     pub(crate) fn invalidate<F: FrwrOwner>(
         self,
         pool: &FrwrPool<F>,
-        mrs: InvList,
-    ) -> core::result::Result<(), (Error, Self, InvList)> {
+        mrs: PostedList,
+    ) -> core::result::Result<(), (Error, Self, PostedList)> {
         // The pool's LOCAL_INVs must go on this ring's QP, whose closing
         // drains them before our entries go.
         if !Arc::ptr_eq(pool.gate(), &self.ring.gate) || mrs.is_empty() {
@@ -417,7 +426,7 @@ impl<'a, O: RecvOwner> RecvToken<'a, O> {
         // `inv`, are used again; `inv_cqe` is in our entry and the other
         // entries are the pool's, which stay until that gate is closed.
         let res = unsafe {
-            pool.chain_inv(inv.as_slice(), self.entry.inv_cqe.as_ptr(), &mut chain);
+            pool.chain_inv(&inv, self.entry.inv_cqe.as_ptr(), &mut chain);
             // Not holding `inv` during the post: the completion may take
             // it at once.
             drop(inv);
@@ -436,8 +445,8 @@ impl<'a, O: RecvOwner> RecvToken<'a, O> {
                     .entry
                     .inv
                     .try_borrow_mut()
-                    .map(|mut inv| core::mem::replace(&mut *inv, InvList::new()))
-                    .unwrap_or_else(InvList::new);
+                    .map(|mut inv| core::mem::replace(&mut *inv, PostedList::new()))
+                    .unwrap_or_else(PostedList::new);
                 Err((e, self, mrs))
             }
         }
@@ -466,10 +475,12 @@ impl<O: RecvOwner> CqHandler<RECV_CQE> for RecvEntry<O> {
 impl<O: RecvOwner> CqHandler<INV_CQE> for RecvEntry<O> {
     fn done(&self, wc: &Wc<'_>) {
         let ring = self.ring();
+        // The LOCAL_INVs went behind the REG_MRs (`PostedMrs`): this
+        // completion of the last says that the REG_MRs are done.
         let mrs = self
             .inv
             .try_borrow_mut()
-            .map(|mut inv| core::mem::replace(&mut *inv, InvList::new()))
+            .map(|mut inv| core::mem::replace(&mut *inv, PostedList::new()).done())
             .unwrap_or_else(InvList::new);
         // INVARIANT: the token that `invalidate` gave up comes back.
         ring.owner
@@ -612,72 +623,54 @@ impl<O: SendOwner> SendRing<O> {
     }
 
     /// Fills the next free Send buffer with `fill` and posts it, after the
-    /// REG_MRs of `regs`' MRs (registered and not yet posted), in one call;
-    /// the MRs go to `hold` once their work requests are linked, before the
-    /// post, so that a Reply that beats this call to its end finds them.
-    /// `fill` returns `(split, len)`: the Send gathers the first `split`
-    /// bytes of the buffer, then the `mapped` pages, then the buffer up to
-    /// `len`; or `None` if the message does not fit. `signal` decides,
-    /// told whether pages are mapped, whether the Send is signalled. The
-    /// pages stay mapped until the Send completed. At least `keep` free
-    /// buffers are left. `posting` sees the Send just before it is posted
-    /// (its completion may run before the post returns), as rpcrdma.ko
-    /// traces it; `failed` gets the error of a post that failed.
+    /// REG_MRs of `mrs`, MRs of `regs` registered and not yet posted, in
+    /// one call; returns the Send and the MRs, posted. `fill` returns
+    /// `(split, len)`: the Send gathers the first `split` bytes of the
+    /// buffer, then the `mapped` pages, then the buffer up to `len`; or
+    /// `None` if the message does not fit. `signal` decides, told whether
+    /// pages are mapped, whether the Send is signalled. The pages stay
+    /// mapped until the Send completed. At least `keep` free buffers are
+    /// left. `posting` sees the Send just before it is posted (its
+    /// completion may run before the post returns), as rpcrdma.ko traces
+    /// it; `failed` gets the error of a post that failed.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn post<F: FrwrOwner>(
         &self,
         keep: u64,
         regs: Option<&FrwrPool<F>>,
         mrs: InvList,
-        hold: impl FnOnce(InvList),
         mapped: Option<MappedPages>,
         signal: impl FnOnce(bool) -> bool,
         fill: impl FnOnce(&mut [u8]) -> Option<(usize, usize)>,
         posting: impl FnOnce(&SendPosted),
         failed: impl FnOnce(Error),
-    ) -> core::result::Result<SendPosted, SendError> {
-        let mut held = Some((mrs, hold));
-        let res = self.post_inner(keep, regs, &mut held, mapped, signal, fill, posting, failed);
-        // On every path the MRs go to `hold`, once.
-        if let Some((mrs, hold)) = held {
-            hold(mrs);
-        }
-        res
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn post_inner<F: FrwrOwner, H: FnOnce(InvList)>(
-        &self,
-        keep: u64,
-        regs: Option<&FrwrPool<F>>,
-        held: &mut Option<(InvList, H)>,
-        mapped: Option<MappedPages>,
-        signal: impl FnOnce(bool) -> bool,
-        fill: impl FnOnce(&mut [u8]) -> Option<(usize, usize)>,
-        posting: impl FnOnce(&SendPosted),
-        failed: impl FnOnce(Error),
-    ) -> core::result::Result<SendPosted, SendError> {
+    ) -> core::result::Result<(SendPosted, PostedList), NotSent> {
+        let not_sent = |why, unposted| NotSent { why, unposted };
         let Some(_sender) = self.sender.try_borrow_mut() else {
-            return Err(SendError::Post);
+            return Err(not_sent(SendError::Post, mrs));
         };
         let n = self.entries.len() as u64;
         if n == 0 {
-            return Err(SendError::Post);
+            return Err(not_sent(SendError::Post, mrs));
         }
         let posted = self.posted.load(Relaxed);
         if posted.wrapping_sub(self.done.load(Acquire)) >= n.saturating_sub(keep) {
-            return Err(SendError::NoBuffer);
+            return Err(not_sent(SendError::NoBuffer, mrs));
         }
         let seq = posted.wrapping_add(1);
-        let idx = usize::try_from(posted % n).map_err(|_| SendError::Post)?;
-        let e = self.entries.get(idx).ok_or(SendError::Post)?;
+        let Some(e) = usize::try_from(posted % n)
+            .ok()
+            .and_then(|idx| self.entries.get(idx))
+        else {
+            return Err(not_sent(SendError::Post, mrs));
+        };
         // Send `seq - n`, the last one of this entry, has completed (the
         // check above): the buffer and the mapping are ours.
         let Some(mut buf) = e.buf.try_borrow_mut() else {
-            return Err(SendError::Post);
+            return Err(not_sent(SendError::Post, mrs));
         };
         let Some((split, len)) = fill(buf.as_mut_slice()) else {
-            return Err(SendError::TooBig);
+            return Err(not_sent(SendError::TooBig, mrs));
         };
         let len = len.min(buf.len());
         let split = split.min(len);
@@ -702,7 +695,7 @@ impl<O: SendOwner> SendRing<O> {
         drop(e.mapped.take());
         if let Some(mapped) = mapped {
             if e.mapped.put(mapped).is_err() {
-                return Err(SendError::Post);
+                return Err(not_sent(SendError::Post, mrs));
             }
         }
         // The CPU is done with the buffer; the device reads it until the
@@ -713,17 +706,9 @@ impl<O: SendOwner> SendRing<O> {
             // The REG_MRs go on our QP only, whose closing drains them.
             if !Arc::ptr_eq(pool.gate(), &self.gate) {
                 drop(e.mapped.take());
-                return Err(SendError::Post);
+                return Err(not_sent(SendError::Post, mrs));
             }
-            if let Some((mrs, _)) = held.as_ref() {
-                pool.chain_reg(mrs.as_slice(), &mut chain);
-            }
-        }
-        // The chain reads the MRs' work requests during the post only;
-        // their slots stay registered (so untouched) until the Reply's
-        // invalidation releases them, which comes after the post.
-        if let Some((mrs, hold)) = held.take() {
-            hold(mrs);
+            pool.chain_reg(&mrs, &mut chain);
         }
         let Ok(mut wr) = send_wr(
             e.cqe.as_ptr(),
@@ -732,7 +717,7 @@ impl<O: SendOwner> SendRing<O> {
             None,
         ) else {
             drop(e.mapped.take());
-            return Err(SendError::Post);
+            return Err(not_sent(SendError::Post, mrs));
         };
         let sent = SendPosted {
             seq,
@@ -756,13 +741,27 @@ impl<O: SendOwner> SendRing<O> {
         if let Err(err) = res {
             failed(err);
             // The Send, last in the chain, was not posted: the mapping is
-            // still ours.
+            // still ours. The post may have queued some REG_MRs: their MRs
+            // (dropped here) stay in use until the pool goes with the
+            // connection, which the caller closes.
             drop(e.mapped.take());
-            return Err(SendError::Post);
+            return Err(NotSent {
+                why: SendError::Post,
+                unposted: InvList::new(),
+            });
         }
         self.posted.store(seq, Relaxed);
-        Ok(sent)
+        Ok((sent, PostedList::posted(mrs)))
     }
+}
+
+/// Why [`SendRing::post`] did not send, and the MRs it was given when
+/// their REG_MRs were not posted either (free to release). Those of a
+/// failed post, which may have queued some, stay in use until the pool
+/// goes: a failed post closes the connection.
+pub(crate) struct NotSent {
+    pub(crate) why: SendError,
+    pub(crate) unposted: InvList,
 }
 
 impl<O: SendOwner> Drop for SendRing<O> {

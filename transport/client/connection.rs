@@ -30,8 +30,9 @@ use crate::proto::plan::{self, DeviceLimits};
 use crate::proto::pvt::{self, InlineThresholds, PrivateData};
 use crate::proto::queue::{self, SendSignals};
 use crate::rdma::{
-    CmEvent, CmHandler, CmId, ConnParam, Cq, ExclusiveCell, FrwrMr, FrwrOwner, FrwrPool, InvList,
-    ParkedRecv, Pd, QpCaps, RecvRing, Registered, SendRing, Wc, MAX_MAPPED_PAGES,
+    CmEvent, CmHandler, CmId, ConnParam, Cq, ExclusiveCell, FrwrList, FrwrOwner, FrwrPool,
+    InvList, ParkedRecv, Pd, PostedList, PostedMrs, QpCaps, RecvRing, Registered, RemoteInv,
+    SendRing, Wc, MAX_MAPPED_PAGES,
 };
 use crate::sunrpc::{trace, PageList, PinnedRqst, SockAddr, XprtLocked, XprtRef};
 use crate::sys;
@@ -328,7 +329,7 @@ pub(crate) struct Ep {
     /// The Write chunk pad: an MR over 64 bytes the pool keeps, registered for the whole
     /// connection, offered as the last segment of a Write chunk whose
     /// length is not a multiple of four (`re_write_pad_mr`).
-    write_pad: Option<(FrwrMr, Registered)>,
+    write_pad: Option<(PostedMrs<1>, Registered)>,
     /// The device, for mapping the pages of large inline Calls.
     pub(super) dev: Option<crate::rdma::Device>,
     pub(super) shared: Arc<Shared>,
@@ -512,8 +513,13 @@ impl Ep {
         let (mr, reg) = pool.register_owned(KVec::from_elem(0u8, 64, GFP_KERNEL)?, 4, true)?;
         // As rpcrdma.ko's frwr_wp_create: an MR of no request.
         trace::xprtrdma_mr(trace::MrEvent::FastReg, || None, || Some(reg));
-        let res = pool.post_reg(core::slice::from_ref(&mr));
-        self.write_pad = Some((mr, reg));
+        let mut one = FrwrList::new();
+        if let Err(mr) = one.push(mr) {
+            pool.release(mr, false);
+            return Err(EINVAL);
+        }
+        let (posted, res) = pool.post_reg(one);
+        self.write_pad = Some((posted, reg));
         res
     }
 
@@ -530,6 +536,11 @@ impl Ep {
     /// The negotiated version 2 inline thresholds.
     pub(crate) fn inline_v2(&self) -> InlineThresholds {
         self.shared.inline_v2()
+    }
+
+    /// The Receive ring.
+    pub(super) fn recv_ring(&self) -> Option<&RecvRing<Receiver>> {
+        self.rx.as_deref()
     }
 
     /// The MR pool.
@@ -567,8 +578,9 @@ impl Drop for Ep {
         drop(self.tx.take());
         drop(self.rx.take());
         if let Some(pool) = self.pool.take() {
-            if let Some((mr, _)) = self.write_pad.take() {
-                pool.release(mr, true);
+            if let Some((mrs, _)) = self.write_pad.take() {
+                // The QP is drained: the pad's REG_MR is done.
+                pool.reclaim(mrs);
             }
             self.shared
                 .xprt()
@@ -593,8 +605,13 @@ pub(crate) struct Pending {
     pub(crate) rqst: PinnedRqst,
     /// The Reply as checked on arrival, or what the RPC does instead.
     pub(crate) reply: Verdict,
-    /// The Receive buffer holding it, while it waits for a Send.
+    /// The Receive buffer holding it, while it waits for a Send or for
+    /// the sender.
     pub(crate) buf: Option<ParkedRecv>,
+    /// The credits it grants, applied once it is taken for its Call's.
+    pub(crate) credits: u32,
+    /// The key the server invalidated with it, if any.
+    pub(crate) inv: Option<RemoteInv>,
 }
 
 /// What the connection keeps with each Receive buffer.
@@ -636,6 +653,9 @@ pub(crate) struct Sender {
 
 /// The MRs of one RPC.
 pub(crate) type RpcMrs = InvList;
+
+/// The MRs of one RPC, their REG_MRs posted.
+pub(crate) type RpcPosted = PostedList;
 
 impl RdmaXprt {
     /// The current connection, which only the `XPRT_LOCKED` holder may

@@ -192,7 +192,8 @@ pub(super) fn send_request(
         // Could not map: copy it all, which always fits.
         layout = plan::send_layout(chosen.call, &call_buf, 0, PAGE as u32);
     }
-    st.gen.store(ep.shared().gen, Relaxed);
+    let gen = ep.shared().gen;
+    st.gen.store(gen, Relaxed);
     // Only a Reply to a Call sent from the RPC's own pages must wait for
     // the Send to complete (see `receive`).
     let wait_seq = if mapped.is_some() {
@@ -219,10 +220,10 @@ pub(super) fn send_request(
         plan::ReplyPlan::WriteChunk => 5,
         plan::ReplyPlan::ReplyChunk => 6,
     };
-    // The MRs go on the request before the Send is posted: its Reply may
-    // come before `send` returns.
-    let hold = |held| st.hold_mrs(held);
-    let sent = ep.send(pool, held, hold, mapped, rqst, |buf| {
+    // From here on a Reply may be for this Call: one that comes before the
+    // post returned waits for us (`call_posted`).
+    st.start_call(gen);
+    let sent = ep.send(pool, held, mapped, rqst, |buf| {
         let hdr = encode_call_header(buf, xid, credits, nomsg, chunks, version)?;
         let xdr = [snd.head_len(), snd.page_len(), snd.tail_len()];
         trace::xprtrdma_marshal(|| rqst.trace_task(), hdr as u32, xdr, rtype, wtype);
@@ -244,16 +245,27 @@ pub(super) fn send_request(
         }
         Some((if mapped_len > 0 { split } else { at }, at))
     });
-    if sent.is_err() {
-        let mut held = st.take_mrs(ep.shared().gen);
-        // Posting failed: the REG_MRs may be in the queue, flushed with
-        // it; the MRs go with the connection.
-        if !matches!(sent, Err(SendError::Post)) {
-            while let Some(mr) = held.pop() {
+    let sent = match sent {
+        Ok(posted) => {
+            // Only now may a Reply take the MRs: the LOCAL_INVs it posts
+            // then go behind their REG_MRs.
+            st.hold_mrs(posted);
+            if let Some(early) = st.call_posted(gen) {
+                ep.finish_early(rx, st, early);
+            }
+            Ok(())
+        }
+        Err(not_sent) => {
+            let mut unposted = not_sent.unposted;
+            while let Some(mr) = unposted.pop() {
                 pool.release(mr, false);
             }
+            if let Some(early) = st.call_unsent(gen) {
+                ep.drop_early(early);
+            }
+            Err(not_sent.why)
         }
-    }
+    };
     if matches!(sent, Err(SendError::TooBig)) {
         trace::xprtrdma_marshal_failed(|| rqst.trace_task(), EMSGSIZE.to_errno());
     }

@@ -192,6 +192,14 @@ pub(crate) struct Stats {
     /// RPCs sent again with a Reply chunk after RDMA2_ERR_CANT_REPLY.
     /// Not a mountstats column: in debugfs (`cant_reply_resends`).
     pub(crate) cant_reply_resends: Counter,
+    /// Replies dropped because their Call was not sent on the connection
+    /// they came on (a server answering before it could have the Call).
+    /// Not a mountstats column: in debugfs (`unsent_replies`).
+    pub(crate) unsent_replies: Counter,
+    /// Replies that came while their Call was being posted, finished by
+    /// the sender once it was. Not a mountstats column: in debugfs
+    /// (`reply_waits_for_post`).
+    pub(crate) reply_waits_for_post: Counter,
 }
 
 /// What the transport does with a received message: the protocol's
@@ -268,7 +276,45 @@ pub(crate) fn encode_call_header(
 
 #[kunit_tests(rpcrdma_rs_transport)]
 mod tests {
+    use super::request::{CallPhase, CallState};
     use super::*;
+
+    /// A Reply finds its Call as posted only once the sender said so on
+    /// that connection; one that comes while it posts is handed over
+    /// exactly once, whoever comes first.
+    #[test]
+    fn call_phase_hands_an_early_reply_over_once() {
+        let (gen, other) = (7, 8);
+        let call = CallPhase::new();
+        assert_eq!(call.on(gen), CallState::NotSent);
+        call.start(gen);
+        assert_eq!(call.on(gen), CallState::Posting);
+        assert_eq!(call.on(other), CallState::NotSent);
+        // The Reply first: the sender finishes it.
+        assert!(call.leave_early(gen));
+        // A second Reply meanwhile is none.
+        assert_eq!(call.on(gen), CallState::NotSent);
+        assert!(!call.leave_early(gen));
+        assert!(call.posted(gen));
+        assert_eq!(call.on(gen), CallState::Posted);
+        // The sender first: the Reply goes on itself.
+        let call = CallPhase::new();
+        call.start(gen);
+        assert!(!call.posted(other));
+        assert!(!call.posted(gen));
+        assert!(!call.leave_early(gen));
+        assert_eq!(call.on(gen), CallState::Posted);
+        assert_eq!(call.on(other), CallState::NotSent);
+        // Not posted after all: a Reply left meanwhile is dropped.
+        let call = CallPhase::new();
+        call.start(gen);
+        assert!(call.leave_early(gen));
+        assert!(call.unsent(gen));
+        assert_eq!(call.on(gen), CallState::NotSent);
+        call.start(gen);
+        assert!(!call.unsent(gen));
+        assert_eq!(call.on(gen), CallState::NotSent);
+    }
 
     #[test]
     fn call_header_round_trips() {

@@ -9,9 +9,9 @@ use kernel::sync::atomic::{Acquire, Full, Relaxed, Release};
 use kernel::sync::barrier::{smp_mb, Full as Barrier};
 
 use super::classify_received;
-use super::connection::{Pending, Receiver, RecvState, RpcMrs, Sender, Shared};
+use super::connection::{Ep, Pending, Receiver, RecvState, RpcMrs, RpcPosted, Sender, Shared};
 use super::placement::Verdict;
-use super::request::MAX_RPC_MRS;
+use super::request::{CallState, ReqState, MAX_RPC_MRS};
 use super::state::RdmaXprt;
 use crate::params;
 use crate::proto::error::DecodeError;
@@ -19,7 +19,7 @@ use crate::proto::negotiate::{Action, Version};
 use crate::proto::plan::{self, CantReply};
 use crate::proto::reply::{BadReply, Dropped, Inbound, ReplyBody};
 use crate::proto::{v1, v2};
-use crate::rdma::{RecvOwner, RecvRing, RecvToken, Wc};
+use crate::rdma::{RecvOwner, RecvRing, RecvToken, RemoteInv, Wc};
 use crate::sunrpc::trace;
 
 /// A Receive buffer of the connection, owned.
@@ -27,15 +27,16 @@ pub(crate) type RecvBuf<'a> = RecvToken<'a, Receiver>;
 
 impl RdmaXprt {
     /// Handles one received message (Receive completion, process context):
-    /// a Reply whose RPC holds MRs is finished by [`RdmaXprt::finish_reply`]
-    /// once they are invalidated. The buffer is reposted, or handed on
-    /// with the Reply.
+    /// a Reply is taken for its RPC once the Call was posted on this
+    /// connection ([`RdmaXprt::proceed`]); one that comes while the Call
+    /// is being posted waits for the sender. The buffer is reposted, or
+    /// handed on with the Reply.
     pub(super) fn receive<'a>(
         &self,
         rcv: &Receiver,
         ring: &'a RecvRing<Receiver>,
         buf: RecvBuf<'a>,
-        invalidated: Option<u32>,
+        inv: Option<RemoteInv>,
     ) {
         let shared = &*rcv.shared;
         // Any data means the conversation works: the next reconnect need
@@ -45,31 +46,74 @@ impl RdmaXprt {
             repost(shared, buf);
             return;
         };
-        // Only a message that matched a waiting RPC may move the window.
-        self.update_cwnd(credits);
         let pending = Pending {
             rqst,
             reply,
             buf: None,
+            credits,
+            inv,
         };
+        match st.call_on(shared.gen) {
+            CallState::Posted => self.proceed(rcv, ring, buf, st, pending),
+            CallState::Posting => {
+                // Its REG_MRs may not be posted yet: a LOCAL_INV posted now
+                // could overtake them. The sender finishes the Reply once
+                // they are.
+                let pending = Pending {
+                    buf: Some(buf.park()),
+                    ..pending
+                };
+                let Err(mut pending) = st.park_early(shared.gen, pending) else {
+                    self.stats.reply_waits_for_post.add(1);
+                    return;
+                };
+                // The sender was done meanwhile.
+                let Some(buf) = pending.buf.take().and_then(|p| ring.unpark(p)) else {
+                    return;
+                };
+                if st.call_on(shared.gen) == CallState::Posted {
+                    self.proceed(rcv, ring, buf, st, pending);
+                } else {
+                    repost(shared, buf);
+                }
+            }
+            // The sender gave up on the Call meanwhile.
+            CallState::NotSent => repost(shared, buf),
+        }
+    }
+
+    /// Takes `pending`, in `buf`, for the RPC of `st`, whose Call was
+    /// posted on this connection: the RPC is finished by
+    /// [`RdmaXprt::finish_reply`] once its MRs are invalidated.
+    pub(super) fn proceed<'a>(
+        &self,
+        rcv: &Receiver,
+        ring: &'a RecvRing<Receiver>,
+        buf: RecvBuf<'a>,
+        st: &ReqState,
+        mut pending: Pending,
+    ) {
+        let shared = &*rcv.shared;
+        // Only a message that matched a waiting RPC may move the window.
+        self.update_cwnd(pending.credits);
         let mut mrs = st.take_mrs(shared.gen);
         let pool = &*rcv.pool;
-        if let (Some(rkey), false) = (invalidated, mrs.is_empty()) {
+        if let (Some(inv), false) = (pending.inv.take(), mrs.is_empty()) {
             let mut keys = [0u32; MAX_RPC_MRS];
             for (k, mr) in keys.iter_mut().zip(mrs.as_slice()) {
                 *k = pool.rkey(mr);
             }
-            match plan::remote_invalidation_ok(rkey, keys.get(..mrs.len()).unwrap_or(&[])) {
-                Some(pos) => {
+            let ours =
+                plan::remote_invalidation_ok(inv.rkey(), keys.get(..mrs.len()).unwrap_or(&[]));
+            match ours.and_then(|_| mrs.take_remote(pool, inv)) {
+                Some(mr) => {
                     // The server invalidated it: nothing can reach it now.
-                    if let Some(mr) = mrs.remove(pos) {
-                        trace::xprtrdma_mr(
-                            trace::MrEvent::RemInv,
-                            || Some(pending.rqst.trace_task()),
-                            || pool.registered(&mr),
-                        );
-                        pool.release(mr, false);
-                    }
+                    trace::xprtrdma_mr(
+                        trace::MrEvent::RemInv,
+                        || Some(pending.rqst.trace_task()),
+                        || pool.registered(&mr),
+                    );
+                    pool.release(mr, false);
                 }
                 None => {
                     rwarn!("server invalidated a key that is not the RPC's: closing\n");
@@ -177,9 +221,15 @@ impl RdmaXprt {
         // RPC is gone (killed, timed out): otherwise every other Call
         // would wait on until the connection is lost.
         let action = self.version_answer(xid, answer);
-        // `rq_xid` holds the XID as it is on the wire.
-        let Some((rqst, st)) = self.lookup(xid.to_be()) else {
-            rdebug!("reply for unknown xid {:#x}\n", xid);
+        // `rq_xid` holds the XID as it is on the wire. A Reply to a Call not
+        // sent on this connection is none: the server cannot have it.
+        let found = self.lookup(xid.to_be());
+        let sent = matches!(&found, Some((_, st)) if st.call_on(shared.gen) != CallState::NotSent);
+        if found.is_some() && !sent {
+            self.stats.unsent_replies.add(1);
+        }
+        let Some((rqst, st)) = found.filter(|_| sent) else {
+            rdebug!("reply for unknown or unsent xid {:#x}\n", xid);
             trace::xprtrdma_reply_err(trace::ReplyErr::Rqst, self.xprt(), msg);
             return None;
         };
@@ -295,7 +345,7 @@ impl RecvOwner for Receiver {
             self.shared.wr_failed("receive", wc);
             return;
         }
-        xprt.receive(self, ring, buf, wc.invalidated_rkey());
+        xprt.receive(self, ring, buf, wc.invalidated());
     }
 
     fn posting(&self, cq_id: u32, idx: u32) {
@@ -344,8 +394,8 @@ fn invalidate<'a>(
     rcv: &Receiver,
     buf: RecvBuf<'a>,
     pending: Pending,
-    mrs: RpcMrs,
-) -> core::result::Result<(), (RecvBuf<'a>, RpcMrs)> {
+    mrs: RpcPosted,
+) -> core::result::Result<(), (RecvBuf<'a>, RpcPosted)> {
     if params::injected(params::FAULT_LOCAL_INV) {
         rdebug!("fault injection: failing LOCAL_INV post\n");
         return Err((buf, mrs));
@@ -456,6 +506,29 @@ impl Sender {
                     .complete(pending.rqst, pending.reply, buf.buffer());
                 repost(shared, buf);
             }
+        }
+    }
+}
+
+impl Ep {
+    /// Finishes `pending`, a Reply that came while the sender was posting
+    /// the Call of `st`, now posted (and its MRs on the request).
+    pub(super) fn finish_early(&self, xprt: &RdmaXprt, st: &ReqState, mut pending: Pending) {
+        let Some(ring) = self.recv_ring() else {
+            return;
+        };
+        let Some(buf) = pending.buf.take().and_then(|p| ring.unpark(p)) else {
+            return;
+        };
+        xprt.proceed(ring.owner(), ring, buf, st, pending);
+    }
+
+    /// Drops `pending`, a Reply that came while the sender was posting a
+    /// Call it then did not post: it answers nothing sent.
+    pub(super) fn drop_early(&self, mut pending: Pending) {
+        let ring = self.recv_ring();
+        if let Some(buf) = pending.buf.take().and_then(|p| ring?.unpark(p)) {
+            repost(&self.shared, buf);
         }
     }
 }

@@ -1,25 +1,112 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Per-request state, kept in the request's slot: the MRs registered for
-//! it and whether a Send still reads its pages. Giving the buffers back
-//! waits for both to end.
+//! it, whether a Send still reads its pages, and whether its Call was
+//! posted on the connection a Reply comes from. Giving the buffers back
+//! waits for the Send and the MRs to end.
 
-use kernel::sync::atomic::{Acquire, Atomic, Relaxed, Release};
+use kernel::sync::atomic::{Acquire, Atomic, Full, Relaxed, Release};
 
+use super::connection::Pending;
 use super::state::RdmaXprt;
 use crate::proto::plan::{self, Offered};
-use crate::rdma::{ExclusiveCell, FrwrList};
+use crate::rdma::{ExclusiveCell, PostedMrs};
 
 /// Most MRs one RPC holds: a Read, a Write and a Reply chunk of at most
 /// `RPCRDMA_MAX_HDR_SEGS` segments each.
 pub(crate) const MAX_RPC_MRS: usize = crate::rdma::MAX_INV_MRS;
 
+/// Where a request's Call stands on a connection, as a Reply sees it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum CallState {
+    /// Not sent on this connection: no Reply can be for it.
+    NotSent,
+    /// The sender is posting it: its MRs are not on the request yet.
+    Posting,
+    /// Posted, its MRs (if any) on the request.
+    Posted,
+}
+
+/// Where a request's Call stands: the connection's generation times
+/// four plus a phase, 0 for none. The sender moves it to `POSTING` before
+/// it posts and to `POSTED` once the Call and its REG_MRs are posted and
+/// the MRs on the request; a Reply that finds `POSTING` may move it to
+/// `EARLY`, leaving itself to the sender.
+pub(super) struct CallPhase(Atomic<u64>);
+
+const POSTING: u64 = 1;
+const POSTED: u64 = 2;
+const EARLY: u64 = 3;
+
+const fn call_word(gen: u64, phase: u64) -> u64 {
+    (gen << 2) | phase
+}
+
+impl CallPhase {
+    pub(super) const fn new() -> Self {
+        Self(Atomic::new(0))
+    }
+
+    /// None: a new RPC.
+    fn clear(&self) {
+        self.0.store(0, Relaxed);
+    }
+
+    /// The sender is about to post the Call on connection `gen`; what it
+    /// stored for the Reply before is published with it.
+    pub(super) fn start(&self, gen: u64) {
+        self.0.store(call_word(gen, POSTING), Release);
+    }
+
+    /// Where the Call stands on connection `gen`.
+    pub(super) fn on(&self, gen: u64) -> CallState {
+        let word = self.0.load(Acquire);
+        if word >> 2 != gen {
+            return CallState::NotSent;
+        }
+        match word & 3 {
+            POSTING => CallState::Posting,
+            POSTED => CallState::Posted,
+            // Another Reply already waits for the sender: this one is
+            // no Reply to a Call posted.
+            _ => CallState::NotSent,
+        }
+    }
+
+    /// A Reply leaves itself to the sender posting on connection `gen`;
+    /// false when the sender is done already.
+    pub(super) fn leave_early(&self, gen: u64) -> bool {
+        self.0
+            .cmpxchg(call_word(gen, POSTING), call_word(gen, EARLY), Full)
+            .is_ok()
+    }
+
+    /// The sender posted the Call on connection `gen`; true when a Reply
+    /// was left to it meanwhile.
+    pub(super) fn posted(&self, gen: u64) -> bool {
+        let posted = call_word(gen, POSTED);
+        match self.0.cmpxchg(call_word(gen, POSTING), posted, Full) {
+            Err(w) if w == call_word(gen, EARLY) => {
+                self.0.store(posted, Release);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The sender did not post the Call on connection `gen`; true when a
+    /// Reply was left to it meanwhile.
+    pub(super) fn unsent(&self, gen: u64) -> bool {
+        self.0.xchg(0, Full) == call_word(gen, EARLY)
+    }
+}
+
 /// Transport state of one request, kept in its slot (see
 /// [`crate::sunrpc::SlotPool`]).
 ///
-/// `mrs` is used by the sender (with `XPRT_LOCKED`) before it posts and
-/// publishes `nmrs` with release; afterwards by the Reply's handlers,
-/// which run one after the other: the cell checks that.
+/// `mrs` is used by the sender (with `XPRT_LOCKED`) after it posted and
+/// before it publishes `call` as posted with release; afterwards by the
+/// Reply's handlers, which run one after the other: the cell checks that.
 pub(crate) struct ReqState {
     /// Connection the MRs belong to.
     pub(super) gen: Atomic<u64>,
@@ -38,7 +125,12 @@ pub(crate) struct ReqState {
     /// Answered RDMA2_ERR_CANT_REPLY: every retry offers a Reply chunk
     /// over the whole receive buffer ([`plan::CantReply`]).
     reply_chunk: Atomic<bool>,
-    mrs: ExclusiveCell<FrwrList<MAX_RPC_MRS>>,
+    mrs: ExclusiveCell<PostedMrs<MAX_RPC_MRS>>,
+    /// Where the Call stands on which connection.
+    call: CallPhase,
+    /// A Reply that came while the Call was being posted: the sender
+    /// finishes it once the Call's REG_MRs are posted.
+    early: ExclusiveCell<Option<Pending>>,
 }
 
 impl Default for ReqState {
@@ -52,7 +144,9 @@ impl Default for ReqState {
             offered_reply: Atomic::new(u32::MAX),
             reply_max: Atomic::new(0),
             reply_chunk: Atomic::new(false),
-            mrs: ExclusiveCell::new(FrwrList::new()),
+            mrs: ExclusiveCell::new(PostedMrs::new()),
+            call: CallPhase::new(),
+            early: ExclusiveCell::new(None),
         }
     }
 }
@@ -69,7 +163,47 @@ impl ReqState {
         self.offered_reply.store(u32::MAX, Relaxed);
         self.reply_max.store(0, Relaxed);
         self.reply_chunk.store(false, Relaxed);
+        self.call.clear();
         self.forget_mrs();
+    }
+
+    /// The sender is about to post the Call on connection `gen`.
+    pub(super) fn start_call(&self, gen: u64) {
+        self.call.start(gen);
+    }
+
+    /// Where the Call stands on connection `gen`.
+    pub(super) fn call_on(&self, gen: u64) -> CallState {
+        self.call.on(gen)
+    }
+
+    /// Leaves `pending`, a Reply to the Call the sender is posting on
+    /// connection `gen`, to the sender ([`ReqState::call_posted`]). Gives
+    /// it back when the sender is done already.
+    pub(super) fn park_early(&self, gen: u64, pending: Pending) -> Result<(), Pending> {
+        self.early.put(pending)?;
+        if self.call.leave_early(gen) {
+            return Ok(());
+        }
+        // Not the sender's: still ours.
+        match self.early.take() {
+            Some(pending) => Err(pending),
+            None => Ok(()),
+        }
+    }
+
+    /// The sender posted the Call on connection `gen`, and put its MRs
+    /// on the request: Replies may take them. Returns the Reply that came
+    /// meanwhile, for the sender to finish.
+    pub(super) fn call_posted(&self, gen: u64) -> Option<Pending> {
+        self.call.posted(gen).then(|| self.early.take()).flatten()
+    }
+
+    /// The sender did not post the Call on connection `gen`: no Reply on
+    /// it can be for the Call. Returns the Reply that came meanwhile, to
+    /// drop.
+    pub(super) fn call_unsent(&self, gen: u64) -> Option<Pending> {
+        self.call.unsent(gen).then(|| self.early.take()).flatten()
     }
 
     /// What to do with RDMA2_ERR_CANT_REPLY naming `segment_index` and
@@ -92,11 +226,11 @@ impl ReqState {
         self.reply_chunk.load(Relaxed)
     }
 
-    /// Leaves `mrs`, registered for this request, on it: for the Reply's
-    /// handlers (published to them by the release store of `nmrs`), or,
-    /// when they could not be invalidated, for the fence in `buf_free`.
-    /// Only the current owner calls this, with no MRs held.
-    pub(super) fn hold_mrs(&self, mrs: FrwrList<MAX_RPC_MRS>) {
+    /// Leaves `mrs`, registered for this request and posted, on it: for
+    /// the Reply's handlers (published to them by the release store of
+    /// `nmrs`), or, when they could not be invalidated, for the fence in
+    /// `buf_free`. Only the current owner calls this, with no MRs held.
+    pub(super) fn hold_mrs(&self, mrs: PostedMrs<MAX_RPC_MRS>) {
         let n = mrs.len() as u32;
         match self.mrs.try_borrow_mut() {
             Some(mut held) => *held = mrs,
@@ -109,16 +243,16 @@ impl ReqState {
 
     /// Takes the MRs held on connection `gen`; none when they were
     /// registered on an older connection (they stay for the fence).
-    pub(super) fn take_mrs(&self, gen: u64) -> FrwrList<MAX_RPC_MRS> {
+    pub(super) fn take_mrs(&self, gen: u64) -> PostedMrs<MAX_RPC_MRS> {
         if self.nmrs.load(Acquire) == 0 || self.gen.load(Relaxed) != gen {
-            return FrwrList::new();
+            return PostedMrs::new();
         }
         self.nmrs.store(0, Relaxed);
         match self.mrs.try_borrow_mut() {
-            Some(mut held) => core::mem::replace(&mut *held, FrwrList::new()),
+            Some(mut held) => core::mem::replace(&mut *held, PostedMrs::new()),
             None => {
                 rwarn!("request MRs in use twice\n");
-                FrwrList::new()
+                PostedMrs::new()
             }
         }
     }
@@ -129,7 +263,7 @@ impl ReqState {
     pub(super) fn forget_mrs(&self) {
         self.nmrs.store(0, Relaxed);
         if let Some(mut held) = self.mrs.try_borrow_mut() {
-            *held = FrwrList::new();
+            *held = PostedMrs::new();
         }
     }
 

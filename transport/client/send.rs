@@ -6,8 +6,8 @@
 
 use kernel::prelude::*;
 
-use super::connection::{Ep, MrPool, RpcMrs, Sender, BC_SENDS};
-use crate::rdma::{HeldPages, MappedPages, SendOwner, SendPosted, Wc};
+use super::connection::{Ep, MrPool, RpcMrs, RpcPosted, Sender, BC_SENDS};
+use crate::rdma::{HeldPages, MappedPages, NotSent, SendOwner, SendPosted, Wc};
 use crate::sunrpc::{trace, SendRqst};
 
 pub(crate) use crate::rdma::SendError;
@@ -37,23 +37,21 @@ impl Ep {
     }
 
     /// Fills the next free Send buffer with `fill` and posts it, after the
-    /// REG_MRs of `mrs`, MRs of `pool` registered and not yet posted,
-    /// which go to `hold` before the post (and on every error). `fill`
-    /// returns `(split, len)`: the Send gathers the first `split` bytes of
-    /// the buffer, then the `mapped` pages, then the buffer up to `len`;
-    /// or `None` if the message does not fit. A Send with mapped pages is
-    /// signalled, and they are unmapped when it completes. The last
-    /// [`BC_SENDS`] free buffers are left to backchannel Replies.
-    #[allow(clippy::too_many_arguments)]
+    /// REG_MRs of `mrs`, MRs of `pool` registered and not yet posted;
+    /// returns them posted. `fill` returns `(split, len)`: the Send
+    /// gathers the first `split` bytes of the buffer, then the `mapped`
+    /// pages, then the buffer up to `len`; or `None` if the message does
+    /// not fit. A Send with mapped pages is signalled, and they are
+    /// unmapped when it completes. The last [`BC_SENDS`] free buffers are
+    /// left to backchannel Replies.
     pub(crate) fn send(
         &self,
         pool: &MrPool,
         mrs: RpcMrs,
-        hold: impl FnOnce(RpcMrs),
         mapped: Option<MappedPages>,
         rqst: &SendRqst<'_>,
         fill: impl FnOnce(&mut [u8]) -> Option<(usize, usize)>,
-    ) -> Result<(), SendError> {
+    ) -> Result<RpcPosted, NotSent> {
         let chained = mrs.len() as u32;
         for mr in mrs.as_slice() {
             trace::xprtrdma_mr(
@@ -65,7 +63,6 @@ impl Ep {
         self.post_send(
             Some(pool),
             mrs,
-            hold,
             chained,
             mapped,
             u64::from(BC_SENDS),
@@ -82,7 +79,9 @@ impl Ep {
         rqst: &SendRqst<'_>,
         fill: impl FnOnce(&mut [u8]) -> Option<(usize, usize)>,
     ) -> Result<(), SendError> {
-        self.post_send(None, RpcMrs::new(), drop, 0, None, 0, rqst, fill)
+        self.post_send(None, RpcMrs::new(), 0, None, 0, rqst, fill)
+            .map(drop)
+            .map_err(|e| e.why)
     }
 
     /// [`Ep::send`], leaving `keep` Send buffers free.
@@ -91,16 +90,17 @@ impl Ep {
         &self,
         pool: Option<&MrPool>,
         mrs: RpcMrs,
-        hold: impl FnOnce(RpcMrs),
         chained: u32,
         mapped: Option<MappedPages>,
         keep: u64,
         rqst: &SendRqst<'_>,
         fill: impl FnOnce(&mut [u8]) -> Option<(usize, usize)>,
-    ) -> Result<(), SendError> {
+    ) -> Result<RpcPosted, NotSent> {
         let Some(tx) = self.tx.as_ref() else {
-            hold(mrs);
-            return Err(SendError::Post);
+            return Err(NotSent {
+                why: SendError::Post,
+                unposted: mrs,
+            });
         };
         let signal = |awaited: bool| {
             // The policy is the sender's, and we hold XPRT_LOCKED; a busy
@@ -120,7 +120,7 @@ impl Ep {
         let failed = |e: Error| {
             trace::xprtrdma_post_send_err(|| tx.cq_id(), || rqst.trace_task(), e.to_errno());
         };
-        tx.post(keep, pool, mrs, hold, mapped, signal, fill, posting, failed)?;
-        Ok(())
+        let (_, posted) = tx.post(keep, pool, mrs, mapped, signal, fill, posting, failed)?;
+        Ok(posted)
     }
 }

@@ -70,6 +70,11 @@ impl RdmaXprt {
                 c"cant_reply_resends",
                 self.stats.cant_reply_resends.atomic(),
             );
+            self.debugfs_u64(c"unsent_replies", self.stats.unsent_replies.atomic());
+            self.debugfs_u64(
+                c"reply_waits_for_post",
+                self.stats.reply_waits_for_post.atomic(),
+            );
         }
     }
 
