@@ -618,10 +618,11 @@ pub(crate) struct Pending {
 ///
 /// # Invariants
 ///
-/// `pending` is filled by the Receive completion of this buffer and
-/// emptied, after it posted LOCAL_INVs, by their completion, or after it
-/// published `wait_seq`, by whoever resets `wait_seq` to zero (its cell
-/// checks that they take turns).
+/// `pending` is filled by the holder of this buffer's token (its Receive
+/// completion, or the sender finishing a Reply left to it) and emptied,
+/// after it posted LOCAL_INVs, by their completion, or after it published
+/// `wait_seq`, by whoever resets `wait_seq` to zero (its cell checks that
+/// they take turns).
 pub(crate) struct RecvState {
     pub(super) pending: ExclusiveCell<Option<Pending>>,
     /// Number of the Send this buffer's Reply waits for; 0 for none.
