@@ -216,10 +216,10 @@ fault_inject() { echo "$1" > /sys/module/rpcrdma_rs/parameters/fault_inject; }
 early_refused() {
     peer_log | sed -n 's/.* mode=early early-reply xid=\(0x[0-9a-f]*\)$/\1/p' | sort -u > /tmp/early.xids
     call_xids early > /tmp/early.calls
-    comm -12 /tmp/early.xids /tmp/early.calls > /tmp/early.sent
+    lines_in /tmp/early.calls /tmp/early.xids > /tmp/early.sent
     [ -s /tmp/early.sent ] || { echo "no Call came after an early reply to it"; peer_log | grep mode=early | tail -n 5; return 1; }
     trace_field xprtrdma_reply_rqst_err xid | sort -u > /tmp/early.refused
-    comm -23 /tmp/early.sent /tmp/early.refused > /tmp/early.taken
+    lines_in -v /tmp/early.refused /tmp/early.sent > /tmp/early.taken
     [ ! -s /tmp/early.taken ] ||
         { echo "early replies taken for Calls not sent: $(tr '\n' ' ' < /tmp/early.taken)"; return 1; }
     note "early replies refused: $(tr '\n' ' ' < /tmp/early.sent)"
@@ -235,8 +235,8 @@ call_xids() { peer_log | sed -n "s/.* mode=$1 call xid=\(0x[0-9a-f]*\) .*/\1/p" 
 xids_in() {
     trace_field "$1" xid | sort -u > /tmp/ev.xids
     [ -s /tmp/ev.xids ] || { echo "$1 never fired"; return 1; }
-    awk 'NR == FNR { k[$1] = 1; next } !($1 in k) { print; bad = 1 } END { exit bad }' \
-        "$2" /tmp/ev.xids > /tmp/ev.bad ||
+    lines_in -v "$2" /tmp/ev.xids > /tmp/ev.bad
+    [ ! -s /tmp/ev.bad ] ||
         { echo "$1 with XIDs the peer never sent: $(head -n 3 /tmp/ev.bad | tr '\n' ' ')"; return 1; }
 }
 

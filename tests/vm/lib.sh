@@ -39,6 +39,13 @@ check() {
     fi
 }
 
+# lines_in [-v] KEYS FILE: FILE's lines that are (-v: are not) lines of
+# KEYS. (busybox has no comm.)
+lines_in() {
+    _inv=0; [ "$1" != -v ] || { _inv=1; shift; }
+    awk -v inv=$_inv 'FILENAME == ARGV[1] { k[$0] = 1; next } (($0 in k) != inv)' "$1" "$2"
+}
+
 # console_bg CMD...: run CMD in the background with its output on the
 # console. The redirection is exec'd: ash keeps a copy of the old fd when it
 # redirects a function call, and that copy held check's $(...) open until
@@ -479,7 +486,7 @@ trace_check_client() {
     trace_field xprtrdma_marshal xid | sort -u > /tmp/marshal.xids
     trace_field xprtrdma_reply xid | sort -u > /tmp/reply.xids
     [ ! -s /tmp/reply.xids ] && { echo "no Reply XID"; return 1; }
-    awk 'NR == FNR { m[$1] = 1; next } !($1 in m)' /tmp/marshal.xids /tmp/reply.xids > /tmp/unmatched.xids
+    lines_in -v /tmp/marshal.xids /tmp/reply.xids > /tmp/unmatched.xids
     [ ! -s /tmp/unmatched.xids ] ||
         { echo "$(wc -l < /tmp/unmatched.xids) Reply XIDs never marshalled: $(head -3 /tmp/unmatched.xids | tr '\n' ' ')"; return 1; }
     ! grep -q "xid=0x00000000" $TRACE_OUT || { echo "a zero XID passed the filter"; return 1; }
