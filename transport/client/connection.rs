@@ -30,9 +30,9 @@ use crate::proto::plan::{self, DeviceLimits};
 use crate::proto::pvt::{self, InlineThresholds, PrivateData};
 use crate::proto::queue::{self, SendSignals};
 use crate::rdma::{
-    CmEvent, CmHandler, CmId, ConnParam, Cq, ExclusiveCell, FrwrList, FrwrOwner, FrwrPool,
-    InvList, ParkedRecv, Pd, PostedList, PostedMrs, QpCaps, RecvRing, Registered, RemoteInv,
-    SendRing, Wc, MAX_MAPPED_PAGES,
+    CmEvent, CmHandler, CmId, ConnParam, Cq, ExclusiveCell, FrwrList, FrwrOwner, FrwrPool, InvList,
+    ParkedRecv, Pd, PostedList, PostedMrs, QpCaps, RecvRing, Registered, RemoteInv, SendRing, Wc,
+    MAX_MAPPED_PAGES,
 };
 use crate::sunrpc::{trace, PageList, PinnedRqst, SockAddr, XprtLocked, XprtRef};
 use crate::sys;
