@@ -95,6 +95,7 @@ struct cconn {
 	int established;	/* CM: connected */
 	int ended;		/* CM: the connection ended (ENDED_*) */
 	char qp_err[80];	/* the first completion error, if any */
+	int rep_rnr;		/* the RNR retry count the server's REP asked for; -1 iWARP */
 	unsigned int reply_off;	/* our Reply chunk's offset in chunk, 0: CH_REPLY */
 	unsigned int first_len;	/* the first answer to the Call, as received */
 	uint8_t first[RBUF];
@@ -271,8 +272,10 @@ static int qp_to(struct cconn *c, enum ibv_qp_state s)
 
 	if (rdma_init_qp_attr(c->id, &a, &mask))
 		return -1;
-	if (s == IBV_QPS_RTS)
+	if (s == IBV_QPS_RTS) {
+		c->rep_rnr = a.rnr_retry;
 		a.rnr_retry = 7;
+	}
 	return ibv_modify_qp(c->qp, &a, mask);
 }
 
@@ -293,6 +296,7 @@ static int cconn_open(struct cconn *c, unsigned int (*early)(struct cconn *, uin
 	int iwarp;
 
 	memset(c, 0, sizeof(*c));
+	c->rep_rnr = -1;
 	c->ech = rdma_create_event_channel();
 	if (!c->ech || rdma_create_id(c->ech, &c->id, c, RDMA_PS_TCP)) {
 		snprintf(why, n, "rdma_create_id: %s", strerror(errno));
@@ -1978,7 +1982,7 @@ static int run_case(const struct ccase *k)
 		print_answer("result", &a, xid);
 		if (k->how == C_ABANDON)
 			printf(" first_ms=%ld", t_first);
-		printf(" sent=%u sent_xid=0x%08x", len, xid);
+		printf(" sent=%u sent_xid=0x%08x rep_rnr=%d", len, xid, c.rep_rnr);
 		if (a.kind == A_REPLY)
 			more_check(k->name, &c, xid);
 	}

@@ -497,6 +497,13 @@ abandon_phase() {
     rm -f /mnt/bg /mnt/.counts
 }
 
+# rep_no_rnr_retry: the server's REP asks the client's QP for no RNR
+# retries, as svcrdma: a Send that finds no Receive ends the connection.
+rep_no_rnr_retry() {
+    l=$(rpcrdma-peer -c $SERVER4 good-null | grep '^case good-null result=reply') || return 1
+    case $l in *" rep_rnr=0 "*) ;; *) echo "$l"; return 1 ;; esac
+}
+
 # And a well-formed Call from the peer still served, on a new connection.
 still_serves() {
     rpcrdma-peer -c $SERVER4 good-null | grep '^case good-null result=reply .*then=reply' ||
@@ -526,6 +533,7 @@ done
 check io_loop_compared bg_stop
 check after_write_read after_write_read
 check still_serves still_serves
+check rep_no_rnr_retry rep_no_rnr_retry
 [ $abandon = no ] || abandon_phase
 check umount umount /mnt
 check unload_transport unload rpcrdma

@@ -629,7 +629,10 @@ impl SvcConn {
             crate::sunrpc::discard(conn);
             return None;
         }
-        let mut param = ConnParam::new(&msg, 0, depth, 7, 7);
+        // No RNR retries for the client's QP, as svcrdma: a Send that finds
+        // no Receive is a flow-control fault, which must end the
+        // connection (the client reconnects) rather than stall it.
+        let mut param = ConnParam::new(&msg, 0, depth, 7, 0);
         if let Err(e) = Endpoint::accept(conn.as_ref(), req, &mut param) {
             if let Some(id) = conn.id() {
                 trace::svcrdma_accept_err(trace::AcceptErr::Accept, id.dst_addr(), e);
