@@ -214,16 +214,18 @@ impl RwSet {
         Ok(())
     }
 
-    /// Sets up an RDMA Write on `qp` of `segs` to the peer's memory at
-    /// `remote` under `rkey`.
+    /// Sets up an RDMA Write on `qp` of the pieces the caller put in
+    /// `self.segs` to the peer's memory at `remote` under `rkey`. The
+    /// list is filled in place, not taken out and put back: dropping the
+    /// empty `KVec` left behind calls the allocator, once per Reply.
     ///
     /// # Safety
     ///
-    /// The pages of `segs` must be in this set's pages, or moved into
-    /// them before the set is used again (or the contexts released
+    /// The pages of `self.segs` must be in this set's pages, or moved
+    /// into them before the set is used again (or the contexts released
     /// first), and not written by the CPU while a Write of them is
     /// posted.
-    unsafe fn add_write(&mut self, qp: QpRef, segs: &[PageSeg], remote: u64, rkey: u32) -> Result {
+    unsafe fn add_write(&mut self, qp: QpRef, remote: u64, rkey: u32) -> Result {
         // SAFETY: The pages stay (the caller's promise); the QP outlives
         // the set, as for `add_read`.
         let ctx = unsafe {
@@ -231,7 +233,7 @@ impl RwSet {
                 &mut self.spares,
                 qp.ptr,
                 qp.port,
-                segs,
+                &self.segs,
                 remote,
                 rkey,
                 RwOp::Write,
@@ -1241,16 +1243,11 @@ impl<O: EpOwner> SendBuf<'_, O> {
     pub(crate) fn add_write(&mut self, src: usize, len: usize, remote: u64, rkey: u32) -> Result {
         let qp = self.slot.core().qp()?;
         let rw = &mut self.held().rw;
-        let mut segs = core::mem::take(&mut rw.segs);
-        segs.clear();
-        let res = rw.pages.segs(&mut segs, src, len).and_then(|()| {
-            // SAFETY: The pieces lie in the set's own pages, which it
-            // puts only after its contexts are gone (type invariant of
-            // `RwSet`).
-            unsafe { rw.add_write(qp, &segs, remote, rkey) }
-        });
-        rw.segs = segs;
-        res
+        rw.segs.clear();
+        rw.pages.segs(&mut rw.segs, src, len)?;
+        // SAFETY: The pieces lie in the set's own pages, which it puts
+        // only after its contexts are gone (type invariant of `RwSet`).
+        unsafe { rw.add_write(qp, remote, rkey) }
     }
 
     /// Sets up in [`SendBuf::writes`] an RDMA Write of each
@@ -1265,22 +1262,20 @@ impl<O: EpOwner> SendBuf<'_, O> {
     ) -> Result<u64> {
         let qp = self.slot.core().qp()?;
         let rw = &mut self.held().rw;
-        let mut segs = core::mem::take(&mut rw.segs);
         let mut bytes = 0u64;
         let mut res = Ok(());
         for (src, len, remote, rkey) in writes {
-            res = rqst.res().page_segs(&mut segs, src, len).and_then(|()| {
+            res = rqst.res().page_segs(&mut rw.segs, src, len).and_then(|()| {
                 // SAFETY: The pieces lie in the Reply's pages, which move
                 // into the set below before it is used again, or, on an
                 // error, the contexts are released first.
-                unsafe { rw.add_write(qp, &segs, remote, rkey) }
+                unsafe { rw.add_write(qp, remote, rkey) }
             });
             if res.is_err() {
                 break;
             }
             bytes += u64::from(len);
         }
-        rw.segs = segs;
         if res.is_ok() && !rw.is_empty() {
             res = rqst.take_reply_pages(&mut rw.pages);
         }

@@ -65,10 +65,11 @@ impl RwOp {
 /// the `sg_len` entries at [`sg_ptr`], DMA-mapped in `op`'s direction;
 /// `qp` outlives this value (the contract of [`RwCtx::on_qp`]). The context
 /// is boxed because it points into itself (its single work request at its
-/// SGE). `big_sg` is empty when the entries fit in `mem.sg`.
+/// SGE). `big_sg` is `None` when the entries fit in `mem.sg`: not an
+/// empty `KVec`, whose drop still calls the allocator, once per context.
 pub(crate) struct RwCtx {
     mem: Option<KBox<RwMem>>,
-    big_sg: KVec<sys::scatterlist>,
+    big_sg: Option<KVec<sys::scatterlist>>,
     sg_len: u32,
     qp: Qp,
     port: u32,
@@ -139,11 +140,10 @@ impl RwSpares {
 /// A context's scatterlist: beside it in `mem`, or `big` for a long one.
 /// One place decides, so that the list the context was initialised over
 /// is the one it is destroyed with.
-fn sg_ptr(mem: &mut RwMem, big: &mut KVec<sys::scatterlist>) -> *mut sys::scatterlist {
-    if big.is_empty() {
-        mem.sg.as_mut_ptr()
-    } else {
-        big.as_mut_ptr()
+fn sg_ptr(mem: &mut RwMem, big: &mut Option<KVec<sys::scatterlist>>) -> *mut sys::scatterlist {
+    match big {
+        Some(big) => big.as_mut_ptr(),
+        None => mem.sg.as_mut_ptr(),
     }
 }
 
@@ -183,9 +183,13 @@ impl RwCtx {
         let n = u32::try_from(segs.len()).map_err(|_| EINVAL)?;
         let mut mem = spares.take()?;
         let mut big_sg = if segs.len() > INLINE_SGES {
-            KVec::from_elem(sys::scatterlist::default(), segs.len(), GFP_KERNEL)?
+            Some(KVec::from_elem(
+                sys::scatterlist::default(),
+                segs.len(),
+                GFP_KERNEL,
+            )?)
         } else {
-            KVec::new()
+            None
         };
         // Stays where it is when both move into `Self`: it is in the box
         // or in the vector's heap buffer.
