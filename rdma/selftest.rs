@@ -21,8 +21,8 @@ use kernel::time::msecs_to_jiffies;
 
 use super::{
     owner, CmEvent, CmHandler, ConnParam, ConnRequest, CqEntry, CqHandler, Dialing, Endpoint,
-    EpOwner, EpSizes, ListenHandler, Listener, Mr, Parked, Pd, PendingConn, RecvBuf, RecvKind,
-    Registered, Retired, SendKind, Wc,
+    EpOwner, EpSizes, ListenHandler, ListenSlot, Listener, Mr, Parked, Pd, PendingConn, RecvBuf,
+    RecvKind, Registered, Retired, SendKind, Wc,
 };
 use crate::sunrpc::{Net, PageRefs, SockAddr};
 use crate::sys;
@@ -249,7 +249,7 @@ impl Lobby {
     fn new(accept: bool) -> Check<Pin<KBox<Self>>> {
         KBox::pin_init(
             pin_init!(Self {
-                listener: SetOnce::new(),
+                listener <- ListenSlot::new(),
                 accept,
                 board <- Board::new(),
             }),
