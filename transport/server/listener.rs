@@ -16,7 +16,7 @@
 //! same address (`accept`), so clients can still connect.
 
 use kernel::prelude::*;
-use kernel::sync::atomic::{Atomic, Full, Release};
+use kernel::sync::atomic::{Atomic, Full};
 use kernel::sync::{new_mutex, Mutex};
 
 use super::conn::SvcConn;
@@ -171,8 +171,9 @@ impl ListenHandler for SvcListener {
                 // A bond under the bound address failed over: the id's
                 // device address is stale. An nfsd thread listens again
                 // (`accept`): replacing the id here would destroy it from
-                // its own callback.
-                self.rebind.store(true, Release);
+                // its own callback. Full: the flag is seen by the
+                // `accept` that clears `XPT_CONN` after this sets it.
+                self.rebind.xchg(true, Full);
                 self.xprt.set(XptFlag::Conn);
                 self.xprt.enqueue();
             }
