@@ -423,15 +423,21 @@ bond_failover() {
     # them.
     echo 0 > /proc/fs/nfsd/threads || return 1
     timeout 60 rdma link delete rxe0 || { echo "rdma link delete rxe0: status $?"; return 1; }
-    $IP addr flush dev eth0 &&
+    # CONFIG_BONDING=y made bond0 at boot. eth0's MTU for the slaves
+    # (which take the bond's), as rxe had it before.
+    mtu=$(cat /sys/class/net/eth0/mtu)
+    { [ -e /sys/class/net/bond0 ] || $IP link add bond0 type bond; } &&
+        $IP link set bond0 type bond mode active-backup miimon 100 fail_over_mac active &&
+        $IP link set bond0 mtu "$mtu" &&
+        $IP addr flush dev eth0 &&
         $IP link set eth0 down &&
-        $IP link add bond0 type bond mode active-backup miimon 100 fail_over_mac active &&
         $IP link set eth0 master bond0 &&
         $IP link set eth1 master bond0 &&
         $IP link set bond0 up &&
         $IP addr add "$SERVER4/24" dev bond0 &&
         $IP -6 addr add "$SERVER6/64" dev bond0 nodad &&
         rdma link add rxe0 type rxe netdev bond0 || return 1
+    bond_to eth0 || return 1
     nfsd-listener rdma "$SERVER4" "$NFS_RDMA_PORT" &&
         echo "tcp $NFS_PORT" > /proc/fs/nfsd/portlist &&
         echo 8 > /proc/fs/nfsd/threads || return 1
@@ -447,15 +453,16 @@ bond_failover() {
 # The CM ids rdma_cm told of a bond0 failover so far.
 addr_changes() { dmesg | grep -c "RDMA CM addr change for ndev bond0"; }
 
-# bond_to SLAVE: make SLAVE bond0's active slave, and wait (30 s at most)
-# until the bond has its MAC.
+# bond_to SLAVE: make SLAVE bond0's active slave and wait (30 s at most)
+# until the bond has its MAC. The bond refuses a slave whose link its
+# monitor has not seen up yet: asked again each second.
 bond_to() {
-    echo "$1" > /sys/class/net/bond0/bonding/active_slave || return 1
     i=0
     until [ "$(cat /sys/class/net/bond0/bonding/active_slave)" = "$1" ] &&
         [ "$(cat /sys/class/net/bond0/address)" = "$(cat "/sys/class/net/$1/address")" ]; do
         i=$((i + 1))
         [ $i -le 30 ] || { echo "bond0 not on $1: $(cat /proc/net/bonding/bond0)"; return 1; }
+        echo "$1" > /sys/class/net/bond0/bonding/active_slave 2> /dev/null
         sleep 1
     done
 }
