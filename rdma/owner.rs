@@ -3,15 +3,16 @@
 //! Objects that rdma_cm and the completion queues call back into.
 //!
 //! An [`Endpoint`] or a [`Listener`](super::Listener) lives inside the
-//! object its callbacks reach (its owner), and hands that object's address to C: as
-//! the CM id's context and as the target of every completion. That
+//! object its callbacks reach (its owner), and hands that object's
+//! address to C: as the CM id's context and as the target of every
+//! completion. That
 //! address must stay valid until the last callback has returned, which
 //! takes three things no comment can promise:
 //!
 //! - the owner never moves once the address was taken: [`Endpoint::accept`],
 //!   [`Endpoint::connect`] and [`Listener::start`](super::Listener::start)
-//!   take it pinned, and it
-//!   is not [`Unpin`], so the pin holds until it is dropped;
+//!   take it pinned, and it is not [`Unpin`], so the pin holds until it
+//!   is dropped;
 //! - nothing of the owner that a callback reaches is dropped while one can
 //!   run: the endpoint or listener is dropped first (its drop stops the
 //!   callbacks and waits for a running one), before every other field;
@@ -59,10 +60,10 @@ pub(crate) unsafe trait ListenHome: Sized + Sync + 'static {
 }
 
 /// Declares the owner of an [`Endpoint`] or of a
-/// [`Listener`](super::Listener) (one of the
-/// two: each one's callbacks could reach the other while it is dropped): a
-/// struct whose first field is that (after an optional header), and which
-/// implements [`EpHome`] or [`ListenHome`].
+/// [`Listener`](super::Listener) (one of the two: each one's callbacks
+/// could reach the other while it is dropped): a struct whose first field
+/// is that (after an optional header), and which implements [`EpHome`] or
+/// [`ListenHome`].
 ///
 /// ```ignore
 /// crate::rdma::owner! {
@@ -107,9 +108,8 @@ pub(crate) unsafe trait ListenHome: Sized + Sync + 'static {
 ///
 /// The owner cannot move once [`Endpoint::accept`], [`Endpoint::connect`]
 /// or [`Listener::start`](super::Listener::start) took its address: they
-/// take `Pin<&Self>`, which
-/// for a type that is not `Unpin` only a pinned (boxed, or `pin_init`ed)
-/// owner gives.
+/// take `Pin<&Self>`, which for a type that is not `Unpin` only a pinned
+/// (boxed, or `pin_init`ed) owner gives.
 macro_rules! owner {
     (@emit [$($attr:tt)*] [$($vis:tt)*] $name:ident [$($hvis:vis $head:ident : $hty:ty)?]
      [$($fattr:tt)*] $field:ident $slot:ident $home:ident $method:ident $bound:ident;
