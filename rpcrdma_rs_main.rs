@@ -183,4 +183,12 @@ mod rdma_tests {
             assert!(check(selftest::reject()));
         }
     }
+
+    /// A listener that listened again takes requests on its address.
+    #[test]
+    fn rebind() {
+        if selftest::configured() {
+            assert!(check(selftest::rebind()));
+        }
+    }
 }

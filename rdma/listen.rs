@@ -18,6 +18,7 @@ use core::ptr::NonNull;
 use kernel::error::{from_err_ptr, to_result};
 use kernel::prelude::*;
 use kernel::sync::atomic::{Acquire, Atomic, Release};
+use kernel::sync::{new_mutex, Mutex};
 
 use super::cm::cm_event_handler;
 use super::{CmEvent, CmHandler, CmId, ConnParam, Device, ListenHome};
@@ -33,7 +34,8 @@ const REJ_CONSUMER_DEFINED: u8 = 28;
 
 /// Receives the events of a [`Listener`]. Called in the CM's process
 /// context with the listener's handler mutex held: it may sleep, but must
-/// not destroy the listener.
+/// not destroy the listener. It gets `&self`, never the `Pin<&Self>` that
+/// [`Listener::rebind`] takes, which would destroy it.
 pub(crate) trait ListenHandler: Sync {
     /// A connection request: defer it with [`ConnRequest::defer`], to
     /// accept it later, or reject it with [`ConnRequest::reject`] or by
@@ -53,7 +55,32 @@ pub(crate) trait ListenHandler: Sync {
 /// [`listen_handler::<L>`] and whose context is a `L` that outlives it.
 pub(crate) struct Listener<L: ListenHandler> {
     ptr: NonNull<sys::rdma_cm_id>,
+    backlog: i32,
     _handler: PhantomData<*const L>,
+}
+
+/// Where a [`ListenHome`] keeps its [`Listener`]: replaceable, so that
+/// the owner can listen again on a new id when the old one's address
+/// moved to another device ([`Listener::rebind`]).
+#[pin_data]
+pub(crate) struct ListenSlot<L: ListenHandler> {
+    #[pin]
+    id: Mutex<Option<Listener<L>>>,
+}
+
+impl<L: ListenHandler> ListenSlot<L> {
+    /// An empty slot, for [`Listener::start`].
+    pub(crate) fn new() -> impl PinInit<Self> {
+        pin_init!(Self {
+            id <- new_mutex!(None, "rpcrdma_rs_listen_slot"),
+        })
+    }
+
+    /// The bound address, with the port chosen if it was 0; `None` when
+    /// nothing listens.
+    pub(crate) fn local_addr(&self) -> Option<SockAddr> {
+        self.id.lock().as_ref().map(Listener::local_addr)
+    }
 }
 
 // SAFETY: An `rdma_cm_id` may be used and destroyed from any thread; the
@@ -126,6 +153,7 @@ impl<L: ListenHandler> Listener<L> {
         // any error below.
         let this = Self {
             ptr: NonNull::new(ptr).ok_or(ENOMEM)?,
+            backlog,
             _handler: PhantomData,
         };
         // SAFETY: `this.ptr` is live and not yet bound; `addr` is valid
@@ -150,8 +178,8 @@ impl<L: ListenHandler> Listener<L> {
         L: ListenHome,
     {
         let handler = handler.get_ref();
-        let slot = handler.listener();
-        if slot.as_ref().is_some() {
+        let mut slot = handler.listener().id.lock();
+        if slot.is_some() {
             return Err(EBUSY);
         }
         // SAFETY: `net` came from sunrpc, `addr` is a socket address. The
@@ -159,25 +187,41 @@ impl<L: ListenHandler> Listener<L> {
         // until dropped; dropping it drops the listener it keeps (its
         // field, `ListenHome`) before any other of its fields: it outlives
         // the id.
-        let this = unsafe { Self::new(net.as_ptr(), handler, addr.as_ptr(), backlog) }?;
-        if !slot.populate(this) {
-            return Err(EBUSY);
-        }
+        *slot = Some(unsafe { Self::new(net.as_ptr(), handler, addr.as_ptr(), backlog) }?);
+        Ok(())
+    }
+
+    /// Listens again, on a new id in `net`, on the address and with the
+    /// backlog of the listener `handler` keeps, and destroys the old id:
+    /// what [`CmEvent::AddrChange`] asks for, since the old id's device
+    /// address is stale. The old id goes first (rdma_cm refuses a second
+    /// listener on one address, which is why svcrdma's rebinding in its
+    /// handler fails), and destroying it waits for its running callback:
+    /// so this takes the handler pinned, which no callback is given, and
+    /// is called from process context. On error nothing listens.
+    pub(crate) fn rebind(handler: Pin<&L>, net: Net) -> Result
+    where
+        L: ListenHome,
+    {
+        let handler = handler.get_ref();
+        let mut slot = handler.listener().id.lock();
+        let old = slot.take().ok_or(ENOTCONN)?;
+        let addr = old.local_addr();
+        let backlog = old.backlog;
+        // Callbacks never take the slot's lock: this cannot deadlock.
+        drop(old);
+        // SAFETY: As in `start`; `addr` is the old id's bound address.
+        *slot = Some(unsafe { Self::new(net.as_ptr(), handler, addr.as_ptr(), backlog) }?);
         Ok(())
     }
 
     /// The bound address, with the port chosen if it was 0.
-    pub(crate) fn local_addr(&self) -> &SockAddr {
+    fn local_addr(&self) -> SockAddr {
         // SAFETY: `ptr` is live (type invariant); its bound address is a
         // socket address storage that does not change while it listens.
-        unsafe { SockAddr::from_raw(self.src_addr().cast()) }
-    }
-
-    /// The bound address (with the port chosen, if it was 0), valid while
-    /// the listener lives.
-    fn src_addr(&self) -> *const sys::sockaddr {
-        // SAFETY: `ptr` is live (type invariant); only the address is taken.
-        unsafe { (&raw const (*self.ptr.as_ptr()).route.addr.src_addr).cast() }
+        SockAddr::from_storage(unsafe {
+            core::ptr::read((&raw const (*self.ptr.as_ptr()).route.addr.src_addr).cast())
+        })
     }
 }
 

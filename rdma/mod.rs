@@ -45,9 +45,9 @@ pub(crate) use endpoint::{
 pub(crate) use frwr::{FrwrList, FrwrOwner, FrwrPool, PostedMrs, RemoteInv};
 pub(crate) use gate::QpGate;
 pub(crate) use hold::{HeldPages, PageHold};
-pub(crate) use listen::{ConnRequest, ListenHandler, Listener, PendingConn};
+pub(crate) use listen::{ConnRequest, ListenHandler, ListenSlot, Listener, PendingConn};
 pub(crate) use mr::{Mr, PageSeg, Registered};
-pub(crate) use owner::{owner, EpHome, ListenHome};
+pub(crate) use owner::{owner, EpHome, EpSlot, ListenHome};
 pub(crate) use qp::Qp;
 pub(crate) use ring::{
     InvList, NotSent, ParkedRecv, PostedList, RecvOwner, RecvRing, RecvToken, SendError, SendOwner,

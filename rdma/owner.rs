@@ -2,15 +2,17 @@
 
 //! Objects that rdma_cm and the completion queues call back into.
 //!
-//! An [`Endpoint`] or a [`Listener`] lives inside the object its
-//! callbacks reach (its owner), and hands that object's address to C: as
-//! the CM id's context and as the target of every completion. That
+//! An [`Endpoint`] or a [`Listener`](super::Listener) lives inside the
+//! object its callbacks reach (its owner), and hands that object's
+//! address to C: as the CM id's context and as the target of every
+//! completion. That
 //! address must stay valid until the last callback has returned, which
 //! takes three things no comment can promise:
 //!
 //! - the owner never moves once the address was taken: [`Endpoint::accept`],
-//!   [`Endpoint::connect`] and [`Listener::start`] take it pinned, and it
-//!   is not [`Unpin`], so the pin holds until it is dropped;
+//!   [`Endpoint::connect`] and [`Listener::start`](super::Listener::start)
+//!   take it pinned, and it is not [`Unpin`], so the pin holds until it
+//!   is dropped;
 //! - nothing of the owner that a callback reaches is dropped while one can
 //!   run: the endpoint or listener is dropped first (its drop stops the
 //!   callbacks and waits for a running one), before every other field;
@@ -25,7 +27,10 @@
 
 use kernel::sync::SetOnce;
 
-use super::{Endpoint, EpOwner, ListenHandler, Listener};
+use super::{Endpoint, EpOwner, ListenHandler, ListenSlot};
+
+/// Where an [`EpHome`] keeps its [`Endpoint`]: set once.
+pub(crate) type EpSlot<T> = SetOnce<Endpoint<T>>;
 
 /// An object that holds its [`Endpoint`] as [`owner!`] lays it out.
 ///
@@ -36,27 +41,29 @@ use super::{Endpoint, EpOwner, ListenHandler, Listener};
 /// without drop glue; `Self` implements neither [`Drop`] nor [`Unpin`].
 pub(crate) unsafe trait EpHome: Sized + Sync + 'static {
     /// Where the owner keeps its endpoint.
-    fn endpoint(&self) -> &SetOnce<Endpoint<Self>>
+    fn endpoint(&self) -> &EpSlot<Self>
     where
         Self: EpOwner;
 }
 
-/// An object that holds its [`Listener`] as [`owner!`] lays it out.
+/// An object that holds its [`Listener`](super::Listener) as [`owner!`]
+/// lays it out.
 ///
 /// # Safety
 ///
 /// As for [`EpHome`], with [`ListenHome::listener`].
 pub(crate) unsafe trait ListenHome: Sized + Sync + 'static {
     /// Where the owner keeps its listener.
-    fn listener(&self) -> &SetOnce<Listener<Self>>
+    fn listener(&self) -> &ListenSlot<Self>
     where
         Self: ListenHandler;
 }
 
-/// Declares the owner of an [`Endpoint`] or of a [`Listener`] (one of the
-/// two: each one's callbacks could reach the other while it is dropped): a
-/// struct whose first field is that (after an optional header), and which
-/// implements [`EpHome`] or [`ListenHome`].
+/// Declares the owner of an [`Endpoint`] or of a
+/// [`Listener`](super::Listener) (one of the two: each one's callbacks
+/// could reach the other while it is dropped): a struct whose first field
+/// is that (after an optional header), and which implements [`EpHome`] or
+/// [`ListenHome`].
 ///
 /// ```ignore
 /// crate::rdma::owner! {
@@ -100,16 +107,18 @@ pub(crate) unsafe trait ListenHome: Sized + Sync + 'static {
 /// ```
 ///
 /// The owner cannot move once [`Endpoint::accept`], [`Endpoint::connect`]
-/// or [`Listener::start`] took its address: they take `Pin<&Self>`, which
-/// for a type that is not `Unpin` only a pinned (boxed, or `pin_init`ed)
-/// owner gives.
+/// or [`Listener::start`](super::Listener::start) took its address: they
+/// take `Pin<&Self>`, which for a type that is not `Unpin` only a pinned
+/// (boxed, or `pin_init`ed) owner gives.
 macro_rules! owner {
     (@emit [$($attr:tt)*] [$($vis:tt)*] $name:ident [$($hvis:vis $head:ident : $hty:ty)?]
-     $field:ident $obj:ident $home:ident $method:ident $bound:ident; $($body:tt)*) => {
+     [$($fattr:tt)*] $field:ident $slot:ident $home:ident $method:ident $bound:ident;
+     $($body:tt)*) => {
         $($attr)*
         $($vis)* struct $name {
             $($hvis $head: $hty,)?
-            $field: ::kernel::sync::SetOnce<$crate::rdma::$obj<$name>>,
+            $($fattr)*
+            $field: $crate::rdma::$slot<$name>,
             $($body)*
         }
 
@@ -142,7 +151,7 @@ macro_rules! owner {
         // `Self` implements neither `Drop` nor `Unpin` (asserted above).
         #[allow(unsafe_code)]
         unsafe impl $crate::rdma::$home for $name {
-            fn $method(&self) -> &::kernel::sync::SetOnce<$crate::rdma::$obj<Self>>
+            fn $method(&self) -> &$crate::rdma::$slot<Self>
             where
                 Self: $crate::rdma::$bound,
             {
@@ -158,7 +167,8 @@ macro_rules! owner {
         }
     ) => {
         $crate::rdma::owner!(@emit [$(#[$meta])*] [$vis] $name [$($hvis $head: $hty)?]
-            $field Endpoint EpHome endpoint EpOwner; $($body)*);
+            [] $field EpSlot EpHome endpoint EpOwner;
+            $($body)*);
     };
     (
         $(#[$meta:meta])*
@@ -168,7 +178,8 @@ macro_rules! owner {
         }
     ) => {
         $crate::rdma::owner!(@emit [$(#[$meta])*] [$vis] $name [$($hvis $head: $hty)?]
-            $field Listener ListenHome listener ListenHandler; $($body)*);
+            [#[pin]] $field ListenSlot ListenHome listener ListenHandler;
+            $($body)*);
     };
 }
 pub(crate) use owner;

@@ -21,8 +21,8 @@ use kernel::time::msecs_to_jiffies;
 
 use super::{
     owner, CmEvent, CmHandler, ConnParam, ConnRequest, CqEntry, CqHandler, Dialing, Endpoint,
-    EpOwner, EpSizes, ListenHandler, Listener, Mr, Parked, Pd, PendingConn, RecvBuf, RecvKind,
-    Registered, Retired, SendKind, Wc,
+    EpOwner, EpSizes, ListenHandler, ListenSlot, Listener, Mr, Parked, Pd, PendingConn, RecvBuf,
+    RecvKind, Registered, Retired, SendKind, Wc,
 };
 use crate::sunrpc::{Net, PageRefs, SockAddr};
 use crate::sys;
@@ -32,6 +32,7 @@ pub(crate) type Check<T = ()> = core::result::Result<T, &'static str>;
 
 const ACCEPT_PORT: u16 = 20050;
 const REJECT_PORT: u16 = 20051;
+const REBIND_PORT: u16 = 20052;
 /// Longest wait for one event or completion.
 const TIMEOUT_MS: u32 = 10_000;
 /// Bytes moved each way.
@@ -249,7 +250,7 @@ impl Lobby {
     fn new(accept: bool) -> Check<Pin<KBox<Self>>> {
         KBox::pin_init(
             pin_init!(Self {
-                listener: SetOnce::new(),
+                listener <- ListenSlot::new(),
                 accept,
                 board <- Board::new(),
             }),
@@ -626,6 +627,24 @@ pub(crate) fn reject() -> Check {
     let lobby = Lobby::new(false)?;
     let client = Peer::new()?;
     Listener::start(lobby.as_ref(), Net::init(), &addr, 4).map_err(|_| "listen")?;
+    let res = dial(client.as_ref(), &addr)
+        .and_then(|_| client.wait_event(EV_REJECTED, "client: not rejected"));
+    if let Some(ep) = client.ep.as_ref() {
+        ep.shutdown();
+    }
+    res?;
+    lobby.one_request()
+}
+
+/// A listener that listened again on a new id ([`Listener::rebind`], what
+/// an address change asks for) takes requests on the same address; the
+/// old id is gone, or the new one could not have bound it.
+pub(crate) fn rebind() -> Check {
+    let addr = test_addr(REBIND_PORT).ok_or("no kunit_addr")?;
+    let lobby = Lobby::new(false)?;
+    let client = Peer::new()?;
+    Listener::start(lobby.as_ref(), Net::init(), &addr, 4).map_err(|_| "listen")?;
+    Listener::rebind(lobby.as_ref(), Net::init()).map_err(|_| "listen again")?;
     let res = dial(client.as_ref(), &addr)
         .and_then(|_| client.wait_event(EV_REJECTED, "client: not rejected"));
     if let Some(ep) = client.ep.as_ref() {

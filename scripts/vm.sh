@@ -79,6 +79,7 @@ vm_prepare() {
     local peer
     peer=$("$REPO_DIR/scripts/peer-build.sh") || { rm -rf "$ov"; die "tests/peer does not build"; }
     copy_with_libs "$ov" "$peer=/usr/bin/rpcrdma-peer" \
+        "$(dirname "$peer")/nfsd-listener=/usr/bin/nfsd-listener" \
         /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav*.so \
         /usr/lib/x86_64-linux-gnu/libibverbs/libsiw-rdmav*.so
     mkdir -p "$ov/etc/libibverbs.d"
@@ -111,13 +112,20 @@ vm_modules_tree() {
 
 # vm_start NAME MAC NETDEV "rr.* words" MEM: boot one guest in the background;
 # NETDEV is the -netdev backend and its options, without the id.
+# With rr.bond=1 among its words the server gets a second NIC (eth1, its
+# own MAC) on a QEMU hub port with nothing else on the hub: a bond's
+# backup slave whose packets go nowhere (server.sh bond_failover).
 # Big receive buffers without merging (mrg_rxbuf=off, MTU 9000) keep
 # virtio-net off page_pool: in 7.3, rxe frees dropped skbs with IRQs
 # disabled, which page_pool WARNs about (seen when the peer's link flaps).
 # That bug is rxe's, not the transport's; the log check stays strict.
 # VM_QEMU_ARGS: more QEMU options (the bench's clock, see CLOCK there).
 vm_start() {
-    local name=$1 mac=$2 netdev=$3 words=$4 mem=$5 dir=$VM_DIR
+    local name=$1 mac=$2 netdev=$3 words=$4 mem=$5 dir=$VM_DIR nic2=()
+    case "$name $words " in
+    "server "*" rr.bond=1 "*) nic2=(-netdev hubport,id=n1,hubid=1
+        -device "virtio-net-pci,netdev=n1,mac=${mac%:*}:11,mrg_rxbuf=off,host_mtu=9000") ;;
+    esac
     # shellcheck disable=SC2086 # VM_QEMU_ARGS is a list of options
     qemu-system-x86_64 -accel "$VM_ACCEL" -cpu max -smp 1 -m "$mem" \
         -nodefaults -no-reboot -display none \
@@ -125,6 +133,7 @@ vm_start() {
         -append "$VM_APPEND_BASE $words" \
         -serial "file:$dir/$name.console.log" -serial "file:$dir/$name.results.log" \
         -netdev "$netdev,id=n0" -device "virtio-net-pci,netdev=n0,mac=$mac,mrg_rxbuf=off,host_mtu=9000" \
+        "${nic2[@]}" \
         -qmp "unix:$VM_SOCKDIR/$name.qmp,server=on,wait=off" \
         ${VM_QEMU_ARGS:-} \
         > "$dir/$name.qemu.log" 2>&1 &

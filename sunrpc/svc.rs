@@ -898,7 +898,7 @@ pub(crate) trait SvcTransport: 'static {
     /// `xpo_create`: a listener on `addr` (IPv4 or IPv6).
     fn create(serv: Serv, net: Net, addr: &SockAddr) -> Result<Pin<KBox<Self::Listener>>>;
     /// `xpo_accept`: the next connection the listener took, if any.
-    fn accept(listener: &Self::Listener) -> Option<Pin<KBox<Self::Conn>>>;
+    fn accept(listener: Pin<&Self::Listener>) -> Option<Pin<KBox<Self::Conn>>>;
     /// `xpo_has_wspace`.
     fn has_wspace(conn: &Self::Conn) -> bool;
     /// `xpo_recvfrom`: the length of a Call now in `rq_arg`, or 0.
@@ -1059,8 +1059,9 @@ unsafe extern "C" fn op_create<T: SvcTransport>(
 ///
 /// Called by sunrpc with a live listener of class `T`.
 unsafe extern "C" fn op_accept<T: SvcTransport>(xprt: *mut sys::svc_xprt) -> *mut sys::svc_xprt {
-    // SAFETY: A listener of class `T`, alive for the call.
-    let listener = unsafe { &*xprt.cast::<T::Listener>() };
+    // SAFETY: A listener of class `T`, alive for the call, and pinned:
+    // `publish` took it from a `Pin<KBox>`, and `op_free` frees it.
+    let listener = unsafe { Pin::new_unchecked(&*xprt.cast::<T::Listener>()) };
     match T::accept(listener) {
         Some(conn) => publish(conn).as_ptr(),
         None => core::ptr::null_mut(),

@@ -408,6 +408,65 @@ dev_del() {
     note "rxe0 back: listening, client connected again after $(($(now_ms) - t0)) ms"
 }
 
+# bond_failover: nfsd's RDMA listener must keep listening through a bond
+# failover (issue 27). rdma_cm tells an id of one (ADDR_CHANGE) only if
+# the id is bound to the bond and its source MAC is no longer the bond's
+# (cma.c cma_netdev_change): so rxe moves from eth0 to an active-backup
+# bond of eth0 and eth1 (which leads nowhere, scripts/vm.sh) that takes
+# its active slave's MAC, and nfsd's RDMA listener is bound to our
+# address through netlink (the portlist only makes wildcard ones, which
+# are bound to no device). The bond fails over to eth1 and back; the
+# client, which left first, then mounts through that listener.
+bond_failover() {
+    base_qps_back || return 1
+    # Listeners go with the threads; nfsd would refuse to close one under
+    # them.
+    echo 0 > /proc/fs/nfsd/threads || return 1
+    timeout 60 rdma link delete rxe0 || { echo "rdma link delete rxe0: status $?"; return 1; }
+    # CONFIG_BONDING=y made bond0 at boot. eth0's MTU for the slaves
+    # (which take the bond's), as rxe had it before.
+    mtu=$(cat /sys/class/net/eth0/mtu)
+    { [ -e /sys/class/net/bond0 ] || $IP link add bond0 type bond; } &&
+        $IP link set bond0 type bond mode active-backup miimon 100 fail_over_mac active &&
+        $IP link set bond0 mtu "$mtu" &&
+        $IP addr flush dev eth0 &&
+        $IP link set eth0 down &&
+        $IP link set eth0 master bond0 &&
+        $IP link set eth1 master bond0 &&
+        $IP link set bond0 up &&
+        $IP addr add "$SERVER4/24" dev bond0 &&
+        $IP -6 addr add "$SERVER6/64" dev bond0 nodad &&
+        rdma link add rxe0 type rxe netdev bond0 || return 1
+    bond_to eth0 || return 1
+    nfsd-listener rdma "$SERVER4" "$NFS_RDMA_PORT" &&
+        echo "tcp $NFS_PORT" > /proc/fs/nfsd/portlist &&
+        echo 8 > /proc/fs/nfsd/threads || return 1
+    note "nfsd listening: $(tr '\n' ' ' < /proc/fs/nfsd/portlist)"
+    rdma resource show cm_id | grep -E "state LISTEN .*$SERVER4:$NFS_RDMA_PORT( |\$)" ||
+        { echo "no listener bound to $SERVER4: $(rdma resource show cm_id)"; return 1; }
+    n=$(addr_changes)
+    bond_to eth1 && bond_to eth0 || return 1
+    [ "$(addr_changes)" -gt "$n" ] || { echo "rdma_cm saw no address change"; return 1; }
+    note "bond0 failed over to eth1 and back: $(($(addr_changes) - n)) rdma_cm address changes"
+}
+
+# The CM ids rdma_cm told of a bond0 failover so far.
+addr_changes() { dmesg | grep -c "RDMA CM addr change for ndev bond0"; }
+
+# bond_to SLAVE: make SLAVE bond0's active slave and wait (30 s at most)
+# until the bond has its MAC. The bond refuses a slave whose link its
+# monitor has not seen up yet: asked again each second.
+bond_to() {
+    i=0
+    until [ "$(cat /sys/class/net/bond0/bonding/active_slave)" = "$1" ] &&
+        [ "$(cat /sys/class/net/bond0/address)" = "$(cat "/sys/class/net/$1/address")" ]; do
+        i=$((i + 1))
+        [ $i -le 30 ] || { echo "bond0 not on $1: $(cat /proc/net/bonding/bond0)"; return 1; }
+        echo "$1" > /sys/class/net/bond0/bonding/active_slave 2> /dev/null
+        sleep 1
+    done
+}
+
 # thread_churn COUNT...: set nfsd's thread count to each COUNT in turn,
 # 4 s apart, while the client does I/O; each must read back.
 thread_churn() {
@@ -641,6 +700,13 @@ fault_watch() {
         if [ -s /export/.xprtstats ] && req=$(cat /export/.xprtstats 2>/dev/null) && [ "$req" = req ]; then
             xprtstats_report
             echo done > /export/.xprtstats
+        fi
+        # srv-faults.sh bond_failover: answered over HTTP, the client
+        # having unmounted.
+        if [ -e /export/.fault-bond ]; then
+            rm -f /export/.fault-bond
+            check server_fault_bond_failover bond_failover
+            publish bond "done $?"
         fi
         # install-rs: answered over HTTP, the client having unmounted.
         if [ -e /export/.uninstall ]; then

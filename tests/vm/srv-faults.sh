@@ -11,6 +11,8 @@
 # whole passes once the server said the fault is over). Then the server
 # must unload its transport cleanly and be back to its RDMA resource
 # counts (server.sh teardown; its results come on its own channel).
+# With rr.bond=1, before the unload: nfsd's RDMA listener must keep
+# listening through a bond failover (bond_failover).
 # shellcheck shell=sh
 
 . /scenario/nfs-mount.sh
@@ -77,6 +79,20 @@ stuck() {
     echo "$1"
 }
 
+# bond_failover: the client unmounts, so that its next mount needs a new
+# connection, and has the server (server.sh bond_failover) move onto a
+# bond, bind nfsd's RDMA listener to its address and fail the bond over
+# and back; then it mounts over RDMA again and writes and reads back.
+# Before issue 27's fix the listener closed on the failover and no mount
+# could get through.
+bond_failover() {
+    echo go > /mnt/.fault-bond && umount /mnt || return 1
+    await_server bond 300 || return 1
+    nfs_mount && transport_in_use &&
+        cp /tmp/data /mnt/bond && sync && echo 3 > /proc/sys/vm/drop_caches &&
+        cmp /tmp/data /mnt/bond && rm /mnt/bond
+}
+
 check client_net net_up 192.0.2.2 2001:db8::2 &&
     check client_transport load_transport "${RR_MOD:-c}" &&
     check mount nfs_mount &&
@@ -85,7 +101,8 @@ check client_net net_up 192.0.2.2 2001:db8::2 &&
     check io_through_nfsd_restart fault_under_io nfsd 90 reconnect &&
     check io_through_link_loss fault_under_io link 120 reconnect &&
     check io_through_cm_message_lost fault_under_io cmloss 120 reconnect &&
-    check io_through_device_removal fault_under_io devdel 240 reconnect
+    check io_through_device_removal fault_under_io devdel 240 reconnect &&
+    { [ "${RR_BOND:-}" != 1 ] || check listener_through_bond_failover bond_failover; }
 grep -A 1 "xprt:" /proc/self/mountstats
 # Ask the server to unload its transport once we are gone, and wait until
 # it did (it publishes when it is done).

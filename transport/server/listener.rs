@@ -10,13 +10,18 @@
 //! the server build connections nobody would serve. Requests whose peer
 //! gave up before nfsd got to them are dropped unbuilt, and the queue is
 //! bounded.
+//!
+//! When a bond under a listener's address fails over, rdma_cm reports an
+//! address change: an nfsd thread then listens again on a new id on the
+//! same address (`accept`), so clients can still connect.
 
 use kernel::prelude::*;
-use kernel::sync::{new_mutex, Mutex, SetOnce};
+use kernel::sync::atomic::{Atomic, Full};
+use kernel::sync::{new_mutex, Mutex};
 
 use super::conn::SvcConn;
 use super::TOTALS;
-use crate::rdma::{CmEvent, ConnRequest, ListenHandler, Listener, PendingConn};
+use crate::rdma::{CmEvent, ConnRequest, ListenHandler, ListenSlot, Listener, PendingConn};
 use crate::sunrpc::{discard, new_object, Net, Serv, SockAddr, SvcXprt, XptFlag};
 
 /// Connection requests waiting for the accept queue, as svcrdma allows.
@@ -43,6 +48,9 @@ crate::rdma::owner! {
         listener id;
         #[pin]
         accept_q: Mutex<KVec<PendingConn>>,
+        /// The address moved to another device: an nfsd thread is to
+        /// listen again on a new id.
+        rebind: Atomic<bool>,
     }
 }
 
@@ -57,8 +65,9 @@ impl SvcListener {
         let this = new_object(
             try_pin_init!(Self {
                 xprt: SvcXprt::new(),
-                id: SetOnce::new(),
+                id <- ListenSlot::new(),
                 accept_q <- new_mutex!(KVec::new(), "rpcrdma_rs_svc_accept"),
+                rebind: Atomic::new(false),
             }? Error),
             serv,
             net,
@@ -69,18 +78,22 @@ impl SvcListener {
             discard(this);
             return Err(e);
         }
-        if let Some(id) = this.id.as_ref() {
+        if let Some(addr) = this.id.local_addr() {
             // With the port chosen when 0 was asked for.
-            this.xprt.set_local_addr(id.local_addr());
+            this.xprt.set_local_addr(&addr);
         }
         rinfo!("server: listening for NFS/RDMA\n");
         Ok(this)
     }
 
-    /// `xpo_accept`: builds and accepts the oldest queued request whose
-    /// peer still waits; drops those that gave up.
-    pub(super) fn accept(&self) -> Option<Pin<KBox<SvcConn>>> {
+    /// `xpo_accept`: listens again if the address moved; builds and
+    /// accepts the oldest queued request whose peer still waits; drops
+    /// those that gave up.
+    pub(super) fn accept(self: Pin<&Self>) -> Option<Pin<KBox<SvcConn>>> {
         self.xprt.clear(XptFlag::Conn);
+        if self.rebind.xchg(false, Full) {
+            self.listen_again();
+        }
         loop {
             let req = {
                 let mut q = self.accept_q.lock();
@@ -97,6 +110,25 @@ impl SvcListener {
             }
             if let Some(conn) = SvcConn::accept(req, self.xprt.serv(), self.xprt.net()) {
                 return Some(conn);
+            }
+        }
+    }
+
+    /// Replaces the id whose address moved with a new one on the same
+    /// address, as svcrdma means to; closes the listener if that fails.
+    /// Requests the old id queued stay queued: they are ids of their own.
+    fn listen_again(self: Pin<&Self>) {
+        if self.xprt.is_dead() {
+            return;
+        }
+        match Listener::rebind(self, self.xprt.net()) {
+            Ok(()) => rinfo!("server: listener's address changed, listening again\n"),
+            Err(e) => {
+                rwarn!(
+                    "server: listener's address changed, cannot listen again: {:?}\n",
+                    e
+                );
+                self.xprt.deferred_close();
             }
         }
     }
@@ -136,12 +168,14 @@ impl ListenHandler for SvcListener {
                 self.xprt.deferred_close();
             }
             CmEvent::AddrChange => {
-                // The bound address moved to another device (a bond
-                // failed over): this id can no longer receive requests.
-                // Close it, as a removed device's; nfsd's listener goes
-                // with it, and `rpc.nfsd` or the admin sets it up again.
-                rinfo!("server: listener's address changed, closing it\n");
-                self.xprt.deferred_close();
+                // A bond under the bound address failed over: the id's
+                // device address is stale. An nfsd thread listens again
+                // (`accept`): replacing the id here would destroy it from
+                // its own callback. Full: the flag is seen by the
+                // `accept` that clears `XPT_CONN` after this sets it.
+                self.rebind.xchg(true, Full);
+                self.xprt.set(XptFlag::Conn);
+                self.xprt.enqueue();
             }
             other => rdebug!("server: listener event {:?}\n", other),
         }

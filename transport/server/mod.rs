@@ -62,8 +62,8 @@ impl SvcTransport for RdmaSvc {
         SvcListener::create(serv, net, addr)
     }
 
-    fn accept(listener: &SvcListener) -> Option<Pin<KBox<SvcConn>>> {
-        listener.accept()
+    fn accept(listener: Pin<&SvcListener>) -> Option<Pin<KBox<SvcConn>>> {
+        SvcListener::accept(listener)
     }
 
     fn has_wspace(conn: &SvcConn) -> bool {
