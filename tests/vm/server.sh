@@ -114,6 +114,36 @@ cm_send_lost() {
     esac
 }
 
+# cm_route_lost: nfsd restarts while the route to the client is
+# unreachable, so that rxe cannot build the CM's DREQs (its route lookup
+# fails before the datagram reaches the stack, a path 0001 does not
+# cover). rxe moved its GSI QP to the error state there too, deaf for
+# good (scripts/kernel-patches/0003-*). The GSI QP must still be in RTS,
+# and rxe must have counted a failed send, or the fault was not
+# injected; the client checks that it connects again.
+cm_route_lost() {
+    before=$(rxe_send_errors)
+    $IP route add unreachable "$CLIENT4/32" || return 1
+    echo 0 > /proc/fs/nfsd/threads
+    # 5 s at least, and until rxe counted a failed send or its GSI QP
+    # left RTS (a slow machine sends its DREQs later).
+    i=0
+    while [ $i -lt 5 ] || { [ "$(rxe_send_errors)" -le "$before" ] && [ "$(gsi_state)" = RTS ]; }; do
+        i=$((i + 1))
+        [ $i -le 60 ] || break
+        sleep 1
+    done
+    after=$(rxe_send_errors) gsi=$(rdma resource show qp lqpn 1)
+    $IP route del unreachable "$CLIENT4/32" || return 1
+    nfsd_listen || return 1
+    note "CM messages without a route: rxe send errors $before -> $after; $gsi"
+    case $gsi in
+    *"state RTS"*) ;;
+    *) echo "GSI QP not in RTS: $gsi"; return 1 ;;
+    esac
+    [ "$after" -gt "$before" ] || { echo "no send failed: the fault was not injected"; return 1; }
+}
+
 rxe_send_errors() {
     rdma statistic show link rxe0/1 | sed -n 's/.* send_err \([0-9]*\).*/\1/p'
 }
@@ -654,7 +684,7 @@ fault_watch() {
         # outage or device removal, and an ID under which the answer is
         # also published over HTTP (fault-ID), readable while the mount
         # is stuck. Others write "go": the defaults.
-        for f in nfsd link devdel threads cmloss; do
+        for f in nfsd link devdel threads cmloss cmroute; do
             [ -e /export/.fault-$f ] || continue
             set -- $(cat /export/.fault-$f 2>/dev/null)
             rm -f /export/.fault-$f
@@ -667,6 +697,7 @@ fault_watch() {
             devdel) check server_fault_device_removed_readded dev_del "${secs:-10}" ;;
             threads) check server_fault_thread_churn thread_churn 2 16 8 ;;
             cmloss) check server_fault_cm_message_lost cm_send_lost ;;
+            cmroute) check server_fault_cm_route_lost cm_route_lost ;;
             esac
             rc=$?
             [ "${RR_MOD:-c}" != rs ] || check server_fault_${f}_qp_events qp_error_trace stop $f
