@@ -7,7 +7,6 @@ RESULTS=/dev/ttyS1
 IP=/usr/sbin/ip
 FAILED=0
 SERVER4=192.0.2.1
-CLIENT4=192.0.2.2
 SERVER6=2001:db8::1
 # Fixed service ports, so NFSv3 clients need no rpcbind query.
 # STATUS_PORT: the server's HTTP status (server.sh publish).

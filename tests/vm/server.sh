@@ -114,16 +114,17 @@ cm_send_lost() {
     esac
 }
 
-# cm_route_lost: nfsd restarts while the route to the client is
-# unreachable, so that rxe cannot build the CM's DREQs (its route lookup
-# fails before the datagram reaches the stack, a path 0001 does not
-# cover). rxe moved its GSI QP to the error state there too, deaf for
-# good (scripts/kernel-patches/0003-*). The GSI QP must still be in RTS,
-# and rxe must have counted a failed send, or the fault was not
-# injected; the client checks that it connects again.
-cm_route_lost() {
+# cm_addr_lost: nfsd restarts just after the server's IPv4 address was
+# removed, so that the GID of the connections' CM messages is gone when
+# rxe builds their DREQs (as when a network manager drops the addresses
+# of a link that lost its carrier). rxe moved its GSI QP to the error
+# state for a send it could not build, deaf for good
+# (scripts/kernel-patches/0003-*). The GSI QP must still be in RTS, and
+# rxe must have counted a failed send, or the fault was not injected; the
+# client checks that it connects again.
+cm_addr_lost() {
     before=$(rxe_send_errors)
-    $IP route add unreachable "$CLIENT4/32" || return 1
+    $IP addr del "$SERVER4/24" dev eth0 || return 1
     echo 0 > /proc/fs/nfsd/threads
     # 5 s at least, and until rxe counted a failed send or its GSI QP
     # left RTS (a slow machine sends its DREQs later).
@@ -134,9 +135,9 @@ cm_route_lost() {
         sleep 1
     done
     after=$(rxe_send_errors) gsi=$(rdma resource show qp lqpn 1)
-    $IP route del unreachable "$CLIENT4/32" || return 1
+    $IP addr add "$SERVER4/24" dev eth0 || return 1
     nfsd_listen || return 1
-    note "CM messages without a route: rxe send errors $before -> $after; $gsi"
+    note "CM messages without their GID: rxe send errors $before -> $after; $gsi"
     case $gsi in
     *"state RTS"*) ;;
     *) echo "GSI QP not in RTS: $gsi"; return 1 ;;
@@ -684,7 +685,7 @@ fault_watch() {
         # outage or device removal, and an ID under which the answer is
         # also published over HTTP (fault-ID), readable while the mount
         # is stuck. Others write "go": the defaults.
-        for f in nfsd link devdel threads cmloss cmroute; do
+        for f in nfsd link devdel threads cmloss cmaddr; do
             [ -e /export/.fault-$f ] || continue
             set -- $(cat /export/.fault-$f 2>/dev/null)
             rm -f /export/.fault-$f
@@ -697,7 +698,7 @@ fault_watch() {
             devdel) check server_fault_device_removed_readded dev_del "${secs:-10}" ;;
             threads) check server_fault_thread_churn thread_churn 2 16 8 ;;
             cmloss) check server_fault_cm_message_lost cm_send_lost ;;
-            cmroute) check server_fault_cm_route_lost cm_route_lost ;;
+            cmaddr) check server_fault_cm_addr_lost cm_addr_lost ;;
             esac
             rc=$?
             [ "${RR_MOD:-c}" != rs ] || check server_fault_${f}_qp_events qp_error_trace stop $f
