@@ -325,10 +325,12 @@ scenario srv-recall-rs 900 rs "Rust client, Rust server: delegations recalled ov
 # for 20 s, nfsd restarted while the server's link drops the IB CM's
 # messages (the GSI QP must stay in RTS: a rxe bug the test kernel carries
 # a fix for, scripts/kernel-patches/0001-*, left it deaf and clients out
-# for good), the server's rxe device deleted and added back 10 s later
+# for good), nfsd restarted just after the server's address was removed
+# (0003-*: the same deafness, from a DREQ whose GID had gone), the
+# server's rxe device deleted and added back 10 s later
 # (connections released, the wildcard listener listening on the new
 # device); the client must come back by itself, counting a reconnect,
-# after each of the last four; then a clean unload with RDMA resources
+# after each of the last five; then a clean unload with RDMA resources
 # back to their counts. ref-srv-faults runs the same against rpcrdma.ko's
 # server: the behaviour to match, and the C client's reconnect checks.
 # srv-faults then has the server's RDMA listener, bound to its address,
