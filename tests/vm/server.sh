@@ -125,6 +125,13 @@ cm_send_lost() {
 cm_addr_lost() {
     before=$(rxe_send_errors)
     $IP addr del "$SERVER4/24" dev eth0 || return 1
+    # The GID goes in a work item: the DREQs must come after it.
+    i=0
+    while grep -qs "$(gid4 $SERVER4)" /sys/class/infiniband/rxe0/ports/1/gids/*; do
+        i=$((i + 1))
+        [ $i -le 30 ] || { echo "the GID of $SERVER4 stayed"; break; }
+        sleep 1
+    done
     echo 0 > /proc/fs/nfsd/threads
     # 5 s at least, and until rxe counted a failed send or its GSI QP
     # left RTS (a slow machine sends its DREQs later).
@@ -143,6 +150,11 @@ cm_addr_lost() {
     *) echo "GSI QP not in RTS: $gsi"; return 1 ;;
     esac
     [ "$after" -gt "$before" ] || { echo "no send failed: the fault was not injected"; return 1; }
+}
+
+# gid4 A.B.C.D: the RoCE GID of an IPv4 address as sysfs prints it.
+gid4() {
+    echo "$1" | awk -F. '{ printf "0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x\n", $1, $2, $3, $4 }'
 }
 
 rxe_send_errors() {
