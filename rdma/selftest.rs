@@ -623,28 +623,26 @@ fn exchange(
 
 /// A listener that rejects: the client sees REJECTED.
 pub(crate) fn reject() -> Check {
-    let addr = test_addr(REJECT_PORT).ok_or("no kunit_addr")?;
-    let lobby = Lobby::new(false)?;
-    let client = Peer::new()?;
-    Listener::start(lobby.as_ref(), Net::init(), &addr, 4).map_err(|_| "listen")?;
-    let res = dial(client.as_ref(), &addr)
-        .and_then(|_| client.wait_event(EV_REJECTED, "client: not rejected"));
-    if let Some(ep) = client.ep.as_ref() {
-        ep.shutdown();
-    }
-    res?;
-    lobby.one_request()
+    rejecting_listener(REJECT_PORT, false)
 }
 
 /// A listener that listened again on a new id ([`Listener::rebind`], what
 /// an address change asks for) takes requests on the same address; the
 /// old id is gone, or the new one could not have bound it.
 pub(crate) fn rebind() -> Check {
-    let addr = test_addr(REBIND_PORT).ok_or("no kunit_addr")?;
+    rejecting_listener(REBIND_PORT, true)
+}
+
+/// A rejecting listener on `port`, listening again first if `rebind`,
+/// receives one request, and its client sees REJECTED.
+fn rejecting_listener(port: u16, rebind: bool) -> Check {
+    let addr = test_addr(port).ok_or("no kunit_addr")?;
     let lobby = Lobby::new(false)?;
     let client = Peer::new()?;
     Listener::start(lobby.as_ref(), Net::init(), &addr, 4).map_err(|_| "listen")?;
-    Listener::rebind(lobby.as_ref(), Net::init()).map_err(|_| "listen again")?;
+    if rebind {
+        Listener::rebind(lobby.as_ref(), Net::init()).map_err(|_| "listen again")?;
+    }
     let res = dial(client.as_ref(), &addr)
         .and_then(|_| client.wait_event(EV_REJECTED, "client: not rejected"));
     if let Some(ep) = client.ep.as_ref() {
