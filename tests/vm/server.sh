@@ -114,49 +114,6 @@ cm_send_lost() {
     esac
 }
 
-# cm_addr_lost: nfsd restarts just after the server's IPv4 address was
-# removed, so that the GID of the connections' CM messages is gone when
-# rxe builds their DREQs (as when a network manager drops the addresses
-# of a link that lost its carrier). rxe moved its GSI QP to the error
-# state for a send it could not build, deaf for good
-# (scripts/kernel-patches/0003-*). The GSI QP must still be in RTS, and
-# rxe must have counted a failed send, or the fault was not injected; the
-# client checks that it connects again.
-cm_addr_lost() {
-    before=$(rxe_send_errors)
-    $IP addr del "$SERVER4/24" dev eth0 || return 1
-    # The GID goes in a work item: the DREQs must come after it.
-    i=0
-    while grep -qs "$(gid4 $SERVER4)" /sys/class/infiniband/rxe0/ports/1/gids/*; do
-        i=$((i + 1))
-        [ $i -le 30 ] || { echo "the GID of $SERVER4 stayed"; break; }
-        sleep 1
-    done
-    echo 0 > /proc/fs/nfsd/threads
-    # 5 s at least, and until rxe counted a failed send or its GSI QP
-    # left RTS (a slow machine sends its DREQs later).
-    i=0
-    while [ $i -lt 5 ] || { [ "$(rxe_send_errors)" -le "$before" ] && [ "$(gsi_state)" = RTS ]; }; do
-        i=$((i + 1))
-        [ $i -le 60 ] || break
-        sleep 1
-    done
-    after=$(rxe_send_errors) gsi=$(rdma resource show qp lqpn 1)
-    $IP addr add "$SERVER4/24" dev eth0 || return 1
-    nfsd_listen || return 1
-    note "CM messages without their GID: rxe send errors $before -> $after; $gsi"
-    case $gsi in
-    *"state RTS"*) ;;
-    *) echo "GSI QP not in RTS: $gsi"; return 1 ;;
-    esac
-    [ "$after" -gt "$before" ] || { echo "no send failed: the fault was not injected"; return 1; }
-}
-
-# gid4 A.B.C.D: the RoCE GID of an IPv4 address as sysfs prints it.
-gid4() {
-    echo "$1" | awk -F. '{ printf "0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x\n", $1, $2, $3, $4 }'
-}
-
 rxe_send_errors() {
     rdma statistic show link rxe0/1 | sed -n 's/.* send_err \([0-9]*\).*/\1/p'
 }
@@ -763,7 +720,7 @@ fault_watch() {
         # outage or device removal, and an ID under which the answer is
         # also published over HTTP (fault-ID), readable while the mount
         # is stuck. Others write "go": the defaults.
-        for f in nfsd link devdel threads cmloss cmaddr; do
+        for f in nfsd link devdel threads cmloss; do
             [ -e /export/.fault-$f ] || continue
             set -- $(cat /export/.fault-$f 2>/dev/null)
             rm -f /export/.fault-$f
@@ -776,7 +733,6 @@ fault_watch() {
             devdel) check server_fault_device_removed_readded dev_del "${secs:-10}" ;;
             threads) check server_fault_thread_churn thread_churn 2 16 8 ;;
             cmloss) check server_fault_cm_message_lost cm_send_lost ;;
-            cmaddr) check server_fault_cm_addr_lost cm_addr_lost ;;
             esac
             rc=$?
             [ "${RR_MOD:-c}" != rs ] || check server_fault_${f}_qp_events qp_error_trace stop $f

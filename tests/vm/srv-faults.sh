@@ -3,10 +3,8 @@
 # changed (8 -> 2 -> 16 -> 8), nfsd's listeners removed and re-created
 # (echo 0 > threads, then the portlist again), the server's link down for
 # 20 s, nfsd restarted while the server's link drops the CM's messages
-# (its GSI QP must survive: tests/vm/server.sh cm_send_lost), and again
-# just after the server's address was removed (cm_addr_lost; rs server
-# only: rpcrdma.ko's sends rxe no DREQ there), the server's
-# rxe device deleted and added back; the last five must count a
+# (its GSI QP must survive: tests/vm/server.sh cm_send_lost), the server's
+# rxe device deleted and added back; the last four must count a
 # reconnect. A loop writes a file, drops the caches, reads it
 # back and compares it, pass after pass, through each fault: every pass
 # must compare, and the loop must go on by itself after the fault (two
@@ -103,7 +101,6 @@ check client_net net_up 192.0.2.2 2001:db8::2 &&
     check io_through_nfsd_restart fault_under_io nfsd 90 reconnect &&
     check io_through_link_loss fault_under_io link 120 reconnect &&
     check io_through_cm_message_lost fault_under_io cmloss 120 reconnect &&
-    { [ "${RR_SRV:-}" != rs ] || check io_through_cm_addr_lost fault_under_io cmaddr 120 reconnect; } &&
     check io_through_device_removal fault_under_io devdel 240 reconnect &&
     { [ "${RR_BOND:-}" != 1 ] || check listener_through_bond_failover bond_failover; }
 grep -A 1 "xprt:" /proc/self/mountstats
