@@ -255,13 +255,16 @@ scenario hostile-rs 900 none "Rust client against a hostile server" \
 # 2): connects stormed at both addresses at once must each be served or
 # refused, a mount through each must compare, the server's second device
 # must delete within 60 s, and its transport unload leaving no RDMA
-# resource (tests/vm/svc-hostile.sh twodev_phase).
+# resource (tests/vm/svc-hostile.sh twodev_phase). Its server has two
+# vCPUs (rr.smp=2): the IB CM hands connection requests to rdma_cm from
+# a per-CPU workqueue that runs one work item at a time per CPU, so with
+# one vCPU the two devices' requests could never meet in the listener.
 for srv in ${SVC_HOSTILE_SERVERS:-c rs}; do
     links=
     [ "$srv" != rs ] || links=" rr.links=2"
     scenario "svc-hostile-$srv" 720 "$srv" "hostile client against the $srv server, another client doing I/O; abandoned connects${links:+; connects stormed over two devices}" \
         "rr.script=svc-hostile rr.mod=c rr.server=$srv${SVC_HOSTILE_CASES:+ rr.cases=$SVC_HOSTILE_CASES}${SVC_HOSTILE_ABANDON:+ rr.abandon=$SVC_HOSTILE_ABANDON}$links" \
-        "kfence.sample_interval=1$links"
+        "kfence.sample_interval=1$links${links:+ rr.smp=2}"
 done
 
 # Issue 13: rpcrdma_rs as the nfsd server transport, against the C client
