@@ -355,7 +355,8 @@ listens_on() {
 # within 60 s (ib_unregister_device waits for every CM id on it: a
 # connection request the accept path forgot, neither queued nor
 # rejected, held it for good), then added back, and the listener must
-# listen on the new one by itself. The answer is appended as one "done
+# listen on the new one by itself. "counts": the transport's counts of
+# connections accepted, refused and failed. The answer is appended as one "done
 # rc=N ..." line.
 twodev_req() {
     rc=0
@@ -390,6 +391,11 @@ twodev_req() {
             done
             [ $rc -ne 0 ] || out="$out relisten_s=$i"
         fi ;;
+    counts)
+        # The transport's own count of the connections it accepted,
+        # refused, and failed to accept (rpcrdma_rs's debugfs).
+        d=/sys/kernel/debug/rpcrdma_rs_server
+        out="accepted=$(cat $d/connections_accepted) refused=$(cat $d/connections_refused) failed=$(cat $d/accepts_failed)" || rc=1 ;;
     *) rc=1 out="unknown request '$1'" ;;
     esac
     echo "done rc=$rc $out" >> /export/.twodev

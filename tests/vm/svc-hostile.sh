@@ -511,7 +511,7 @@ abandon_phase() {
 # connection on that address's device; then the server's rxe1 deleted,
 # which must return within 60 s, and added back, the listener listening
 # on it again and a new mount through it reading the file back; at the
-# end (twodev_teardown) the server's transport unloads and its RDMA
+# end (server.sh teardown) the server's transport unloads and its RDMA
 # resources are back to their counts from before nfsd started.
 TWODEV_N=${TWODEV_N:-25}
 SERVER4_2=$(addr2 $SERVER4)
@@ -527,6 +527,8 @@ twodev_ask() {
 twodev_storm() {
     rm -f /tmp/bg.stop /tmp/twodev.*.out && : > $BG_LOG || return 1
     console_bg compare_loop /tmp/bgdata /mnt/bg /tmp/bg.stop $BG_LOG
+    twodev_ask counts > /dev/null || return 1
+    tw_before=$answer
     pids=
     for l in a1 a2 b1 b2; do
         a=$SERVER4
@@ -545,7 +547,10 @@ twodev_storm() {
     done
     note "twodev: $((4 * TWODEV_N)) connects in $(($(uptime_s) - t0)) s, $(bg_rounds) I/O rounds meanwhile"
     bg_stop || return 1
-    rc=0
+    twodev_ask counts > /dev/null || return 1
+    tw_after=$answer
+    note "twodev: server before the storm: $tw_before; after: $tw_after"
+    rc=0 all_refused=0
     for l in a1 a2 b1 b2; do
         f=/tmp/twodev.$l.out
         n=$(grep -c '^case good-null result=' $f)
@@ -559,7 +564,12 @@ twodev_storm() {
         grep '^case good-null result=' $f | grep -v ' result=reply .*then=reply' |
             grep -v '^case good-null result=connect-failed .*REJECTED' | head -n 3 | grep . && rc=1
         [ $((served + refused)) -eq "$n" ] || { echo "loop $l: $((n - served - refused)) neither served nor refused"; rc=1; }
+        all_refused=$((all_refused + refused))
     done
+    # Every refusal we saw, the server counted (refused when its accept
+    # queue was full, or failed to accept).
+    counted=$(($(field "$tw_after" refused) + $(field "$tw_after" failed) - $(field "$tw_before" refused) - $(field "$tw_before" failed)))
+    [ "$all_refused" -le "$counted" ] || { echo "$all_refused connects refused, $counted counted by the server"; rc=1; }
     return $rc
 }
 
