@@ -346,7 +346,7 @@ counts_req() {
 # listens_on DEV: one of nfsd's RDMA listeners is on DEV: the wildcard
 # listener's per-device child there (rdma_cm's cma_listen_on_dev).
 listens_on() {
-    rdma resource show cm_id | grep -qE "^(link $1/[0-9]+|dev $1) .*state LISTEN .*:$NFS_RDMA_PORT( |\$)"
+    rdma resource show cm_id | grep -qE "^(link $1/[-0-9]+|dev $1) .*state LISTEN .*:$NFS_RDMA_PORT( |\$)"
 }
 
 # twodev_req REQUEST: svc-hostile.sh's twodev_phase (rr.links=2), through
