@@ -514,6 +514,9 @@ abandon_phase() {
 # end (server.sh teardown) the server's transport unloads and its RDMA
 # resources are back to their counts from before nfsd started.
 TWODEV_N=${TWODEV_N:-25}
+# A connect served: its NULL Call answered with a Reply to its XID, and a
+# second NULL Call on the same connection too.
+TWODEV_SERVED='^case good-null result=reply xid=0x[0-9a-f]* xid_ok=1 .* then=reply'
 SERVER4_2=$(addr2 $SERVER4)
 
 twodev_ask() {
@@ -554,14 +557,14 @@ twodev_storm() {
     for l in a1 a2 b1 b2; do
         f=/tmp/twodev.$l.out
         n=$(grep -c '^case good-null result=' $f)
-        served=$(grep -c '^case good-null result=reply .*then=reply' $f)
+        served=$(grep -c "$TWODEV_SERVED" $f)
         refused=$(grep '^case good-null result=connect-failed ' $f | grep -c 'REJECTED')
         note "twodev: loop $l: $n connects, $served served, $refused refused"
         [ "$n" -eq "$TWODEV_N" ] || { echo "loop $l: $n outcomes of $TWODEV_N connects"; rc=1; }
         [ "$served" -gt 0 ] || { echo "loop $l: none served"; rc=1; }
         # Anything else: an answer never came, or the connect never
         # completed or was refused (forgotten by the server).
-        grep '^case good-null result=' $f | grep -v ' result=reply .*then=reply' |
+        grep '^case good-null result=' $f | grep -v "$TWODEV_SERVED" |
             grep -v '^case good-null result=connect-failed .*REJECTED' | head -n 3 | grep . && rc=1
         [ $((served + refused)) -eq "$n" ] || { echo "loop $l: $((n - served - refused)) neither served nor refused"; rc=1; }
         all_refused=$((all_refused + refused))
