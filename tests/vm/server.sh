@@ -14,7 +14,10 @@ export_fs() {
         mount -t nfsd nfsd /proc/fs/nfsd &&
         mount -t rpc_pipefs rpc_pipefs /var/lib/nfs/rpc_pipefs || return 1
     opts=rw,no_root_squash,insecure,no_subtree_check,fsid=0
-    printf '/export 192.0.2.0/24(%s) 2001:db8::/64(%s)\n' "$opts" "$opts" > /etc/exports
+    # rr.links=2: clients on the second link too (svc-hostile.sh twodev_io).
+    second=
+    [ "${RR_LINKS:-1}" != 2 ] || second=" 192.0.3.0/24($opts)"
+    printf '/export 192.0.2.0/24(%s) 2001:db8::/64(%s)%s\n' "$opts" "$opts" "$second" > /etc/exports
     exportfs -ra
 }
 
