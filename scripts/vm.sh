@@ -125,15 +125,8 @@ vm_modules_tree() {
 # disabled, which page_pool WARNs about (seen when the peer's link flaps).
 # That bug is rxe's, not the transport's; the log check stays strict.
 # VM_QEMU_ARGS: more QEMU options (the bench's clock, see CLOCK there).
-# rr.smp=N among the words: N vCPUs rather than 1 (the IB CM runs its
-# work items on a per-CPU workqueue one at a time per CPU: only with two
-# vCPUs can two devices' connection requests reach the transport at
-# once; svc-hostile-rs's server).
 vm_start() {
-    local name=$1 mac=$2 netdev=$3 words=$4 mem=$5 dir=$VM_DIR nic2=() smp=1 w
-    for w in $words; do
-        case $w in rr.smp=[1-9]) smp=${w#*=} ;; esac
-    done
+    local name=$1 mac=$2 netdev=$3 words=$4 mem=$5 dir=$VM_DIR nic2=()
     case "$name $words " in
     "server "*" rr.bond=1 "*) nic2=(-netdev hubport,id=n1,hubid=1
         -device "virtio-net-pci,netdev=n1,mac=${mac%:*}:11,mrg_rxbuf=off,host_mtu=9000") ;;
@@ -145,7 +138,7 @@ vm_start() {
         -device "virtio-net-pci,netdev=n1,mac=${mac%:*}:2${mac##*:0},mrg_rxbuf=off,host_mtu=9000") ;;
     esac
     # shellcheck disable=SC2086 # VM_QEMU_ARGS is a list of options
-    qemu-system-x86_64 -accel "$VM_ACCEL" -cpu max -smp "$smp" -m "$mem" \
+    qemu-system-x86_64 -accel "$VM_ACCEL" -cpu max -smp 1 -m "$mem" \
         -nodefaults -no-reboot -display none \
         -kernel "$VM_KERNEL" -initrd "$VM_RUNDIR/initrd.cpio" \
         -append "$VM_APPEND_BASE $words" \

@@ -610,10 +610,10 @@ twodev_phase() {
     check twodev_storm_served_or_refused twodev_storm
     # On failure too: a forgotten request must still not hold rxe1.
     check twodev_io_through_each_address twodev_io
-    t0=$(uptime_s)
+    tw_t0=$(uptime_s)
     check twodev_server_device_deleted_readded twodev_ask delete &&
         check twodev_mount_after_readd twodev_back
-    note "twodev: delete and re-add took $(($(uptime_s) - t0)) s"
+    note "twodev: delete and re-add took $(($(uptime_s) - tw_t0)) s"
     rm -f /mnt/bg /mnt/.twodev
 }
 
@@ -657,9 +657,9 @@ check still_serves still_serves
 check rep_no_rnr_retry rep_no_rnr_retry
 [ $abandon = no ] || abandon_phase
 if [ "${RR_LINKS:-1}" = 2 ]; then
-    t0=$(uptime_s)
+    tw_phase=$(uptime_s)
     twodev_phase
-    note "twodev phase: $(($(uptime_s) - t0)) s"
+    note "twodev phase: $(($(uptime_s) - tw_phase)) s"
     # The server's transport unloads and leaves its RDMA resources as
     # before nfsd (server.sh teardown), once we are gone.
     check teardown_request touch /mnt/.teardown
