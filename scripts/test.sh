@@ -250,11 +250,23 @@ scenario hostile-rs 900 none "Rust client against a hostile server" \
 # than before. The server's KFENCE samples an allocation every
 # millisecond (the default, 100 ms, would guard a few dozen of the
 # allocations the hostile connections make), so that a use after free
-# on a path they take is likely to be caught.
+# on a path they take is likely to be caught. With the Rust server, the
+# VMs get a second link and RDMA device each (rr.links=2, issue 27 defect
+# 2): connects stormed at both addresses at once must each be served or
+# refused, a mount through each must compare, the server's second device
+# must delete within 60 s, and its transport unload leaving no RDMA
+# resource (tests/vm/svc-hostile.sh twodev_phase). With one vCPU the two
+# devices' requests still reach the listener one at a time (the IB CM runs
+# them from a per-CPU workqueue, one work item at a time per CPU), and
+# -smp 2 gives these guests no second CPU (no ACPI in the test kernel,
+# and the MP table lists one processor): the phase drives the two-device
+# path, not the concurrent interleaving.
 for srv in ${SVC_HOSTILE_SERVERS:-c rs}; do
-    scenario "svc-hostile-$srv" 720 "$srv" "hostile client against the $srv server, another client doing I/O; abandoned connects" \
-        "rr.script=svc-hostile rr.mod=c rr.server=$srv${SVC_HOSTILE_CASES:+ rr.cases=$SVC_HOSTILE_CASES}${SVC_HOSTILE_ABANDON:+ rr.abandon=$SVC_HOSTILE_ABANDON}" \
-        "kfence.sample_interval=1"
+    links=
+    [ "$srv" != rs ] || links=" rr.links=2"
+    scenario "svc-hostile-$srv" 720 "$srv" "hostile client against the $srv server, another client doing I/O; abandoned connects${links:+; connects stormed over two devices}" \
+        "rr.script=svc-hostile rr.mod=c rr.server=$srv${SVC_HOSTILE_CASES:+ rr.cases=$SVC_HOSTILE_CASES}${SVC_HOSTILE_ABANDON:+ rr.abandon=$SVC_HOSTILE_ABANDON}$links" \
+        "kfence.sample_interval=1$links"
 done
 
 # Issue 13: rpcrdma_rs as the nfsd server transport, against the C client

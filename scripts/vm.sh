@@ -115,6 +115,11 @@ vm_modules_tree() {
 # With rr.bond=1 among its words the server gets a second NIC (eth1, its
 # own MAC) on a QEMU hub port with nothing else on the hub: a bond's
 # backup slave whose packets go nowhere (server.sh bond_failover).
+# With rr.links=2 among the words of both guests, each gets a second NIC
+# (eth1) on a second stream link between them (VM_SOCKDIR/link2, the
+# server listening on it as on the first): two RDMA devices a side, one
+# per link (lib.sh net_up: rxe1 on 192.0.3.0/24; svc-hostile.sh
+# twodev_phase).
 # Big receive buffers without merging (mrg_rxbuf=off, MTU 9000) keep
 # virtio-net off page_pool: in 7.3, rxe frees dropped skbs with IRQs
 # disabled, which page_pool WARNs about (seen when the peer's link flaps).
@@ -125,6 +130,12 @@ vm_start() {
     case "$name $words " in
     "server "*" rr.bond=1 "*) nic2=(-netdev hubport,id=n1,hubid=1
         -device "virtio-net-pci,netdev=n1,mac=${mac%:*}:11,mrg_rxbuf=off,host_mtu=9000") ;;
+    esac
+    local side=off
+    [ "$name" != server ] || side=on
+    case " $words " in
+    *" rr.links=2 "*) nic2=(-netdev "stream,server=$side,addr.type=unix,addr.path=$VM_SOCKDIR/link2,id=n1"
+        -device "virtio-net-pci,netdev=n1,mac=${mac%:*}:2${mac##*:0},mrg_rxbuf=off,host_mtu=9000") ;;
     esac
     # shellcheck disable=SC2086 # VM_QEMU_ARGS is a list of options
     qemu-system-x86_64 -accel "$VM_ACCEL" -cpu max -smp 1 -m "$mem" \

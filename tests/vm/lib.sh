@@ -14,6 +14,8 @@ STATUS_PORT=8080
 # The software RDMA device on eth0 (rr.rdma): rxe (RoCE) or siw (iWARP).
 RDMA_TYPE=${RR_RDMA:-rxe}
 RDMA_DEV=${RDMA_TYPE}0
+# The device on the second link (rr.links=2).
+RDMA_DEV2=${RDMA_TYPE}1
 NFS_PORT=2049
 NFS_RDMA_PORT=20049
 MOUNTD_PORT=20048
@@ -122,7 +124,16 @@ net_up() {
         $IP -6 addr add "$2/64" dev eth0 nodad || return 1
     rdma link add "$RDMA_DEV" type "$RDMA_TYPE" netdev eth0 || return 1
     note "$RDMA_DEV on eth0 $1 $2"
+    [ "${RR_LINKS:-1}" = 2 ] || return 0
+    # rr.links=2 (scripts/vm.sh): a second link, its own subnet and RDMA
+    # device; our host number on it is the one we have on eth0.
+    $IP link set eth1 up && $IP addr add "$(addr2 "$1")/24" dev eth1 &&
+        rdma link add "$RDMA_DEV2" type "$RDMA_TYPE" netdev eth1 || return 1
+    note "$RDMA_DEV2 on eth1 $(addr2 "$1")"
 }
+
+# addr2 ADDR4: ADDR4's host on the second link (rr.links=2).
+addr2() { echo "192.0.3.${1##*.}"; }
 
 # on_rdma_dev PORT: an RDMA connection to the server's PORT runs on our
 # RDMA device ($RDMA_DEV, the only one there is): what a cell over siw

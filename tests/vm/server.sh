@@ -14,7 +14,10 @@ export_fs() {
         mount -t nfsd nfsd /proc/fs/nfsd &&
         mount -t rpc_pipefs rpc_pipefs /var/lib/nfs/rpc_pipefs || return 1
     opts=rw,no_root_squash,insecure,no_subtree_check,fsid=0
-    printf '/export 192.0.2.0/24(%s) 2001:db8::/64(%s)\n' "$opts" "$opts" > /etc/exports
+    # rr.links=2: clients on the second link too (svc-hostile.sh twodev_io).
+    second=
+    [ "${RR_LINKS:-1}" != 2 ] || second=" 192.0.3.0/24($opts)"
+    printf '/export 192.0.2.0/24(%s) 2001:db8::/64(%s)%s\n' "$opts" "$opts" "$second" > /etc/exports
     exportfs -ra
 }
 
@@ -341,6 +344,65 @@ counts_req() {
         echo "done after_s=$(($(uptime_s) - t0)) $verdict" >> /export/.counts ;;
     *) echo "unknown counts request '$*'"; return 1 ;;
     esac
+}
+
+# listens_on DEV: one of nfsd's RDMA listeners is on DEV: the wildcard
+# listener's per-device child there (rdma_cm's cma_listen_on_dev).
+listens_on() {
+    rdma resource show cm_id | grep -qE "^(link $1/[-0-9]+|dev $1) .*state LISTEN .*:$NFS_RDMA_PORT( |\$)"
+}
+
+# twodev_req REQUEST: svc-hostile.sh's twodev_phase (rr.links=2), through
+# /export/.twodev. "listeners": nfsd's wildcard RDMA listener listens on
+# both devices. "delete": the second device deleted, which must return
+# within 60 s (ib_unregister_device waits for every CM id on it: a
+# connection request the accept path forgot, neither queued nor
+# rejected, held it for good), then added back, and the listener must
+# listen on the new one by itself. "counts": the transport's counts of
+# connections accepted, refused and failed. The answer is appended as one "done
+# rc=N ..." line.
+twodev_req() {
+    rc=0
+    case $1 in
+    listeners)
+        out=
+        for d in $RDMA_DEV $RDMA_DEV2; do
+            listens_on $d || { rc=1; out="$out no_listener_on=$d"; }
+        done
+        [ $rc -eq 0 ] || rdma resource show cm_id ;;
+    delete)
+        # In the background, off check's output pipe: a delete stuck in
+        # the kernel cannot be killed, and this loop must answer all the
+        # same.
+        t0=$(now_ms)
+        rdma link delete $RDMA_DEV2 > /tmp/twodev.del 2>&1 < /dev/null & pid=$!
+        if await_exit $pid 60; then
+            wait $pid || { rc=1; cat /tmp/twodev.del; }
+            out="deleted_ms=$(($(now_ms) - t0)) status=$rc"
+        else
+            # Nothing more from rdma here: it would wait on the device too.
+            rc=1 out="delete_stuck_after_ms=$(($(now_ms) - t0))"
+            echo "rdma link delete $RDMA_DEV2 still running after 60 s"
+        fi
+        if [ $rc -eq 0 ]; then
+            rdma link add $RDMA_DEV2 type $RDMA_TYPE netdev eth1 || rc=1
+            i=0
+            until [ $rc -ne 0 ] || listens_on $RDMA_DEV2; do
+                i=$((i + 1))
+                [ $i -le 20 ] || { rc=1; out="$out no_listener_on_new=$RDMA_DEV2"; rdma resource show cm_id; }
+                sleep 1
+            done
+            [ $rc -ne 0 ] || out="$out relisten_s=$i"
+        fi ;;
+    counts)
+        # The transport's own count of the connections it accepted,
+        # refused, and failed to accept (rpcrdma_rs's debugfs).
+        d=/sys/kernel/debug/rpcrdma_rs_server
+        out="accepted=$(cat $d/connections_accepted) refused=$(cat $d/connections_refused) failed=$(cat $d/accepts_failed)" || rc=1 ;;
+    *) rc=1 out="unknown request '$1'" ;;
+    esac
+    echo "done rc=$rc $out" >> /export/.twodev
+    return $rc
 }
 
 # svc_stats: the four counters of sunrpc.svc_rdma, as NAME=VALUE.
@@ -675,6 +737,10 @@ fault_watch() {
         if [ -s /export/.counts ] && req=$(cat /export/.counts 2>/dev/null) && [ -n "$req" ] &&
             [ "${req#*done}" = "$req" ]; then
             check "server_counts_${req%% *}" counts_req "$req"
+        fi
+        if [ -s /export/.twodev ] && req=$(cat /export/.twodev 2>/dev/null) && [ -n "$req" ] &&
+            [ "${req#*done}" = "$req" ]; then
+            check "server_twodev_${req%% *}" twodev_req "$req"
         fi
         # The client leaves once it asked; the host waits for our
         # RR-TEARDOWN-DONE (scripts/vm.sh run_pair) before powering us off,

@@ -497,6 +497,126 @@ abandon_phase() {
     rm -f /mnt/bg /mnt/.counts
 }
 
+# --- two RDMA devices (issue 27, defect 2) ---------------------------------
+# rr.links=2 (scripts/vm.sh): a second link between the VMs, 192.0.3.0/24,
+# and an rxe device on it in each (rxe1). nfsd's RDMA listener is a
+# wildcard one (rdma 20049), which rdma_cm splits into one listener per
+# device, whose handlers it calls concurrently: the accept queue once
+# took room and pushed under two acquisitions of its lock, and a request
+# could be forgotten between them, neither served nor refused, holding
+# its device. Here: connects stormed at both addresses at once (TWODEV_N
+# per loop, two loops per address) while the I/O loop compares, each one
+# answered (its NULL Call gets a Reply) or refused (REJECTED), nothing
+# else; a mount through each address with I/O that compares, its
+# connection on that address's device; then the server's rxe1 deleted,
+# which must return within 60 s, and added back, the listener listening
+# on it again and a new mount through it reading the file back; at the
+# end (server.sh teardown) the server's transport unloads and its RDMA
+# resources are back to their counts from before nfsd started.
+TWODEV_N=${TWODEV_N:-25}
+# A connect served: its NULL Call answered with a Reply to its XID, and a
+# second NULL Call on the same connection too.
+TWODEV_SERVED='^case good-null result=reply xid=0x[0-9a-f]* xid_ok=1 .* then=reply'
+SERVER4_2=$(addr2 $SERVER4)
+
+twodev_ask() {
+    server_ask /mnt/.twodev 150 "$@" || return 1
+    echo "server: $answer"
+    case $answer in "done rc=0"*) ;; *) return 1 ;; esac
+}
+
+# twodev_storm: four loops of TWODEV_N connects, two per address, at once,
+# the I/O loop on; then each connect's outcome.
+twodev_storm() {
+    rm -f /tmp/bg.stop /tmp/twodev.*.out && : > $BG_LOG || return 1
+    console_bg compare_loop /tmp/bgdata /mnt/bg /tmp/bg.stop $BG_LOG
+    twodev_ask counts > /dev/null || return 1
+    tw_before=$answer
+    pids=
+    for l in a1 a2 b1 b2; do
+        a=$SERVER4
+        case $l in b*) a=$SERVER4_2 ;; esac
+        (exec > /tmp/twodev.$l.out 2>&1 < /dev/null
+         i=0
+         while [ $i -lt "$TWODEV_N" ]; do
+             timeout -s KILL 60 rpcrdma-peer -c $a -t 5000 good-null || echo "case good-null result=peer-exit-$? addr=$a"
+             i=$((i + 1))
+         done) &
+        pids="$pids $!"
+    done
+    t0=$(uptime_s)
+    for p in $pids; do
+        await_exit $p 900 || { touch /tmp/bg.stop; echo "a connect loop still running after $(($(uptime_s) - t0)) s"; return 1; }
+    done
+    note "twodev: $((4 * TWODEV_N)) connects in $(($(uptime_s) - t0)) s, $(bg_rounds) I/O rounds meanwhile"
+    bg_stop || return 1
+    twodev_ask counts > /dev/null || return 1
+    tw_after=$answer
+    note "twodev: server before the storm: $tw_before; after: $tw_after"
+    rc=0 all_refused=0
+    for l in a1 a2 b1 b2; do
+        f=/tmp/twodev.$l.out
+        n=$(grep -c '^case good-null result=' $f)
+        served=$(grep -c "$TWODEV_SERVED" $f)
+        refused=$(grep '^case good-null result=connect-failed ' $f | grep -c 'REJECTED')
+        note "twodev: loop $l: $n connects, $served served, $refused refused"
+        [ "$n" -eq "$TWODEV_N" ] || { echo "loop $l: $n outcomes of $TWODEV_N connects"; rc=1; }
+        [ "$served" -gt 0 ] || { echo "loop $l: none served"; rc=1; }
+        # Anything else: an answer never came, or the connect never
+        # completed or was refused (forgotten by the server).
+        grep '^case good-null result=' $f | grep -v "$TWODEV_SERVED" |
+            grep -v '^case good-null result=connect-failed .*REJECTED' | head -n 3 | grep . && rc=1
+        [ $((served + refused)) -eq "$n" ] || { echo "loop $l: $((n - served - refused)) neither served nor refused"; rc=1; }
+        all_refused=$((all_refused + refused))
+    done
+    # Every refusal we saw, the server counted (refused when its accept
+    # queue was full, or failed to accept).
+    counted=$(($(field "$tw_after" refused) + $(field "$tw_after" failed) - $(field "$tw_before" refused) - $(field "$tw_before" failed)))
+    [ "$all_refused" -le "$counted" ] || { echo "$all_refused connects refused, $counted counted by the server"; rc=1; }
+    return $rc
+}
+
+# twodev_mount ADDR DEV: mount ADDR on /mnt2 over RDMA, NFSv3 (a second
+# NFSv4.1+ mount of the same server would be trunked onto the first
+# one's connection), with its connection on DEV.
+twodev_mount() {
+    mkdir -p /mnt2 &&
+        mount -t nfs -o "vers=3,proto=rdma,port=$NFS_RDMA_PORT,nolock,mountproto=tcp,mountport=$MOUNTD_PORT,retry=0" "$1:/export" /mnt2 || return 1
+    ids=$(rdma resource show cm_id)
+    echo "$ids" | grep -qE "^link $2/1 .*state CONNECT.* dst-addr $1:$NFS_RDMA_PORT( |\$)" ||
+        { echo "no connection on $2 to $1: $(echo "$ids" | tr '\n' ' ')"; return 1; }
+}
+
+# twodev_io: 8 MiB through each address, read back after a remount: the
+# second address's mount on rxe1 (/mnt2), the first's on rxe0 (/mnt,
+# whose connection the I/O loop uses).
+twodev_io() {
+    dd if=/dev/urandom of=/tmp/twodev bs=1M count=8 2>/dev/null &&
+        twodev_mount $SERVER4_2 $RDMA_DEV2 && cp /tmp/twodev /mnt2/twodev2 && umount /mnt2 &&
+        twodev_mount $SERVER4_2 $RDMA_DEV2 && cmp /tmp/twodev /mnt2/twodev2 && umount /mnt2 &&
+        on_rdma_dev $NFS_RDMA_PORT > /dev/null && cp /tmp/twodev /mnt/twodev1 && sync &&
+        echo 3 > /proc/sys/vm/drop_caches && cmp /tmp/twodev /mnt/twodev1
+}
+
+# twodev_back: once the server's rxe1 was deleted and added back, a new
+# mount through it reads the file back.
+twodev_back() {
+    twodev_mount $SERVER4_2 $RDMA_DEV2 && cmp /tmp/twodev /mnt2/twodev2 &&
+        rm /mnt2/twodev2 && umount /mnt2 && rm /mnt/twodev1
+}
+
+twodev_phase() {
+    check twodev_listener_on_each_device twodev_ask listeners || return
+    check twodev_storm_served_or_refused twodev_storm
+    # On failure too: a forgotten request must still not hold rxe1.
+    check twodev_io_through_each_address twodev_io
+    tw_t0=$(uptime_s)
+    check twodev_server_device_deleted_readded twodev_ask delete &&
+        check twodev_mount_after_readd twodev_back
+    note "twodev: delete and re-add took $(($(uptime_s) - tw_t0)) s"
+    rm -f /mnt/bg /mnt/.twodev
+}
+
 # rep_no_rnr_retry: the server's REP asks the client's QP for no RNR
 # retries, as svcrdma: a Send that finds no Receive ends the connection.
 # Read from still_serves' connection.
@@ -536,5 +656,14 @@ check after_write_read after_write_read
 check still_serves still_serves
 check rep_no_rnr_retry rep_no_rnr_retry
 [ $abandon = no ] || abandon_phase
+if [ "${RR_LINKS:-1}" = 2 ]; then
+    tw_phase=$(uptime_s)
+    twodev_phase
+    note "twodev phase: $(($(uptime_s) - tw_phase)) s"
+    # The server's transport unloads and leaves its RDMA resources as
+    # before nfsd (server.sh teardown), once we are gone.
+    check teardown_request touch /mnt/.teardown
+fi
 check umount umount /mnt
+[ "${RR_LINKS:-1}" != 2 ] || check server_teardown_done await_server teardown 300
 check unload_transport unload rpcrdma
