@@ -155,12 +155,13 @@ ud_send_lost() {
         [ $i -le 300 ] || break
         sleep 0.1
     done
+    at_send=$(cat "$gid")
     touch $d/go
     wait $pid
     rc=$?
     after=$(rxe_send_errors)
     $IP addr add "$SERVER4/24" dev "$dev" || return 1
-    note "UD send from a gone GID (index $idx, $(cat "$gid") now): send $(udlost send_status), QP $(udlost qp_state), probe send $(udlost probe_send), probe receive $(udlost probe_recv); rxe send errors $before -> $after"
+    note "UD send from a gone GID (index $idx read $at_send at the send): send $(udlost send_status), QP $(udlost qp_state), probe send $(udlost probe_send), probe receive $(udlost probe_recv); rxe send errors $before -> $after"
     [ $rc -eq 0 ] || { echo "ud-lost: $(cat $d/out)"; return 1; }
     if [ "$(udlost send_status)" = success ] && [ "$(udlost qp_state)" = RTS ] && [ "$after" -le "$before" ]; then
         echo "not injected: the send completed, the QP in RTS, send_err unchanged"; return 1
