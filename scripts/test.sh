@@ -349,9 +349,15 @@ scenario srv-recall-rs 900 rs "Rust client, Rust server: delegations recalled ov
 # ref-srv-faults: rpcrdma.ko's listener dies there (its new id collides
 # with the old one's address, EADDRINUSE: "Listener dead, address change
 # failed", after a lockdep splat for the new id it destroys in the old
-# one's handler), as a run with rr.bond=1 added to it showed.
+# one's handler), as a run with rr.bond=1 added to it showed. Last, once
+# the server unloaded its transport (rr.udlost=1): a UD send whose source
+# GID went after its address handle was made (tests/peer/ud-lost.c, what
+# the CM's messages meet when the node's address goes) must be a lost
+# datagram, counted in rxe's send_err, and its QP must stay in RTS and go
+# on receiving (rxe_ud_send_lost_keeps_qp: fails without 0003-*, rxe
+# moved the QP to ERR for good).
 faults="rr.script=srv-faults rr.mod=c rr.proto=rdma rr.vers=4.2 rr.size=8"
-scenario srv-faults 600 rs "C client, Rust server: thread counts, nfsd restart, link loss, lost CM messages, device removal under I/O; the listener through a bond failover" "$faults rr.bond=1" "rr.bond=1"
+scenario srv-faults 600 rs "C client, Rust server: thread counts, nfsd restart, link loss, lost CM messages, device removal under I/O; the listener through a bond failover; a UD send from a gone GID" "$faults rr.bond=1" "rr.bond=1 rr.udlost=1"
 scenario ref-srv-faults 600 c "C client, C server: thread counts, nfsd restart, link loss, lost CM messages, device removal under I/O" "$faults"
 run_scenarios
 if [ -n "$fuzz_pid" ]; then

@@ -80,6 +80,7 @@ vm_prepare() {
     peer=$("$REPO_DIR/scripts/peer-build.sh") || { rm -rf "$ov"; die "tests/peer does not build"; }
     copy_with_libs "$ov" "$peer=/usr/bin/rpcrdma-peer" \
         "$(dirname "$peer")/nfsd-listener=/usr/bin/nfsd-listener" \
+        "$(dirname "$peer")/ud-lost=/usr/bin/ud-lost" \
         /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav*.so \
         /usr/lib/x86_64-linux-gnu/libibverbs/libsiw-rdmav*.so
     mkdir -p "$ov/etc/libibverbs.d"

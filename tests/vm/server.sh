@@ -117,6 +117,70 @@ cm_send_lost() {
     esac
 }
 
+# ud_send_lost: a UD send whose source GID went after its address
+# handle was made (tests/peer/ud-lost.c), the path of the CM's messages on
+# QP 1 when the node's address goes under a connection. rxe moved the QP
+# to the error state for good (scripts/kernel-patches/0003-*). The
+# datagram must be lost instead (completed as sent, counted in send_err)
+# and the QP must go on sending and receiving. Run with no connection
+# left (after teardown): RC QPs on that GID would break too. The address
+# comes back after.
+ud_send_lost() {
+    peer=192.0.2.2 d=/tmp/ud-lost
+    dev=$($IP -4 -o addr show to "$SERVER4/32" | awk '{ print $2; exit }')
+    [ -n "$dev" ] || { echo "$SERVER4 is on no interface"; return 1; }
+    rm -rf $d && mkdir $d || return 1
+    (exec > $d/out 2>&1 < /dev/null; ud-lost "$RDMA_DEV" "$SERVER4" $peer "$SERVER6" $d) &
+    pid=$!
+    i=0
+    until [ -s $d/ready ]; do
+        i=$((i + 1))
+        if [ $i -gt 300 ] || ! kill -0 $pid 2> /dev/null; then
+            kill $pid 2> /dev/null; wait $pid
+            echo "ud-lost not ready in 30 s: $(cat $d/out)"; return 1
+        fi
+        sleep 0.1
+    done
+    idx=$(cat $d/ready) want=$(gid4 $SERVER4)
+    gid=/sys/class/infiniband/$RDMA_DEV/ports/1/gids/$idx
+    before=$(rxe_send_errors)
+    $IP addr del "$SERVER4/24" dev "$dev" || { kill $pid; wait $pid; return 1; }
+    # The GID goes in a work item (roce_gid_mgmt.c): the send must come
+    # after. sysfs reads an entry that is no longer valid as zeros, the
+    # test rxe_init_packet() fails on. Nothing adds an address meanwhile,
+    # and the AH's reference keeps the entry's index from any other GID.
+    i=0
+    while [ "$(cat "$gid")" = "$want" ]; do
+        i=$((i + 1))
+        [ $i -le 300 ] || break
+        sleep 0.1
+    done
+    at_send=$(cat "$gid")
+    touch $d/go
+    wait $pid
+    rc=$?
+    after=$(rxe_send_errors)
+    $IP addr add "$SERVER4/24" dev "$dev" || return 1
+    note "UD send from a gone GID (index $idx read $at_send at the send): send $(udlost send_status), QP $(udlost qp_state), probe send $(udlost probe_send), probe receive $(udlost probe_recv); rxe send errors $before -> $after"
+    [ $rc -eq 0 ] || { echo "ud-lost: $(cat $d/out)"; return 1; }
+    if [ "$(udlost send_status)" = success ] && [ "$(udlost qp_state)" = RTS ] && [ "$after" -le "$before" ]; then
+        echo "not injected: the send completed, the QP in RTS, send_err unchanged"; return 1
+    fi
+    [ "$(udlost qp_state)" = RTS ] || { echo "UD QP in $(udlost qp_state) after the send (completion: $(udlost send_status))"; return 1; }
+    [ "$(udlost send_status)" = success ] || { echo "send completed: $(udlost send_status), not as a lost datagram"; return 1; }
+    [ "$after" -gt "$before" ] || { echo "send_err unchanged ($before): the lost datagram was not counted"; return 1; }
+    [ "$(udlost probe_send)" = success ] && [ "$(udlost probe_recv)" = success ] ||
+        { echo "the QP no longer sends and receives: probe send $(udlost probe_send), receive $(udlost probe_recv)"; return 1; }
+}
+
+# udlost KEY: KEY's value in ud-lost's output.
+udlost() { sed -n "s/^$1=//p" /tmp/ud-lost/out; }
+
+# gid4 A.B.C.D: the RoCE GID of an IPv4 address as sysfs prints it.
+gid4() {
+    echo "$1" | awk -F. '{ printf "0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x\n", $1, $2, $3, $4 }'
+}
+
 rxe_send_errors() {
     rdma statistic show link rxe0/1 | sed -n 's/.* send_err \([0-9]*\).*/\1/p'
 }
@@ -755,6 +819,9 @@ fault_watch() {
             fi
             [ "${RR_MOD:-c}" = none ] || check server_teardown_unload_no_leak teardown
             rc=$?
+            # Its own result; the client's wait for the teardown is not
+            # about it.
+            [ -z "${RR_UDLOST:-}" ] || check rxe_ud_send_lost_keeps_qp ud_send_lost
             echo "RR-TEARDOWN-DONE" > "$RESULTS"
             publish teardown "done $rc"
         fi

@@ -12,7 +12,9 @@
 # must unload its transport cleanly and be back to its RDMA resource
 # counts (server.sh teardown; its results come on its own channel).
 # With rr.bond=1, before the unload: nfsd's RDMA listener must keep
-# listening through a bond failover (bond_failover).
+# listening through a bond failover (bond_failover). With rr.udlost=1,
+# after it, the server checks that rxe loses a UD send whose source GID
+# went rather than its QP (server.sh ud_send_lost, kernel patch 0003).
 # shellcheck shell=sh
 
 . /scenario/nfs-mount.sh
