@@ -153,6 +153,12 @@ pub(crate) struct RecvRing<O: RecvOwner> {
     batch: u32,
     /// Held by whoever is reposting.
     posting: Atomic<bool>,
+    /// Where the next repost pass starts looking: past the last buffer
+    /// posted. Buffers are posted in ring order and the device fills them
+    /// in the order posted, so the idle ones mostly follow on from here;
+    /// a pass from the start looked through half the ring for a batch.
+    /// Only the holder of `posting` uses it.
+    next: Atomic<u32>,
 }
 
 // SAFETY: The entries' plain parts are reached only by their owner of the
@@ -217,6 +223,7 @@ impl<O: RecvOwner> RecvRing<O> {
                 idle: Atomic::new(n),
                 batch: batch.max(1),
                 posting: Atomic::new(false),
+                next: Atomic::new(0),
             },
             GFP_KERNEL,
         )?;
@@ -276,11 +283,14 @@ impl<O: RecvOwner> RecvRing<O> {
                 return Ok(());
             }
             let mut head: *mut sys::ib_recv_wr = core::ptr::null_mut();
+            let mut tail: *mut sys::ib_recv_wr = core::ptr::null_mut();
             let mut n = 0u32;
             // Stop at the buffers counted so far: one counted but not yet
             // marked is posted by its own thread or the next pass.
             let want = self.idle.load(Acquire);
-            for e in self.entries.iter() {
+            let start = (self.next.load(Relaxed) as usize).min(self.entries.len());
+            let (looked, rest) = self.entries.split_at(start);
+            for e in Iterator::chain(rest.iter(), looked) {
                 if n >= want {
                     break;
                 }
@@ -291,13 +301,20 @@ impl<O: RecvOwner> RecvRing<O> {
                     let wr = e.wr.get();
                     // SAFETY: Moving the buffer from IDLE made it, and its
                     // work request, ours until posted (type invariant);
-                    // entries never move.
+                    // entries never move. `tail` is the work request of
+                    // an entry moved from IDLE earlier in this pass.
                     unsafe {
                         (*wr).sg_list = e.sge.get();
-                        (*wr).next = head;
+                        (*wr).next = core::ptr::null_mut();
                         (*wr).__bindgen_anon_1.wr_cqe = e.cqe.as_ptr();
+                        if tail.is_null() {
+                            head = wr;
+                        } else {
+                            (*tail).next = wr;
+                        }
                     }
-                    head = wr;
+                    tail = wr;
+                    self.next.store(e.idx + 1, Relaxed);
                     n += 1;
                     self.owner.posting(self.cq_id(), e.idx);
                 }

@@ -21,6 +21,7 @@ use kernel::str::CStr;
 use kernel::sync::atomic::{Acquire, Atomic, Full, Relaxed, Release};
 use kernel::sync::{new_condvar, new_spinlock, Arc, CondVar, CondVarTimeoutResult, SpinLock};
 
+use super::marshal::CallScratch;
 use super::placement::Verdict;
 use super::state::{RdmaXprt, XprtState};
 use super::Config;
@@ -317,10 +318,11 @@ pub(crate) struct Ep {
     pub(super) tx: Option<Arc<SendRing<Sender>>>,
     /// Which Sends are signalled; the sender's (`XPRT_LOCKED`).
     pub(super) signals: ExclusiveCell<SendSignals>,
-    /// The page list of the memory a Call registers or maps, rebuilt for
-    /// each region; the sender's (`XPRT_LOCKED`). Sized at connect for the
+    /// What a Call is marshalled in: the page list of the memory it
+    /// registers or maps, rebuilt for each region, and its chunk lists'
+    /// segments; the sender's (`XPRT_LOCKED`). Sized at connect for the
     /// largest payload, so that marshalling allocates nothing.
-    pub(super) page_list: ExclusiveCell<PageList>,
+    pub(super) scratch: ExclusiveCell<CallScratch>,
     pub(super) pool: Option<Arc<MrPool>>,
     pd: Option<Arc<Pd>>,
     pub(super) id: Option<CmId<Shared>>,
@@ -347,7 +349,7 @@ impl Ep {
                 rx: None,
                 tx: None,
                 signals: ExclusiveCell::new(SendSignals::new(1, 1)),
-                page_list: ExclusiveCell::new(PageList::with_capacity(0)?),
+                scratch: ExclusiveCell::new(CallScratch::new(PageList::with_capacity(0)?)),
                 pool: None,
                 pd: None,
                 id: None,
@@ -398,7 +400,7 @@ impl Ep {
         let nmrs = (cfg.slots.saturating_mul(segs.saturating_add(2))).min(4096);
         // A chunk's pages, plus the head and tail pages around them.
         let list = segs.saturating_mul(limits.max_fr_depth()).saturating_add(4);
-        *ep_ref.page_list.get_mut() = PageList::with_capacity(list as usize)?;
+        ep_ref.scratch.get_mut().pages = PageList::with_capacity(list as usize)?;
         let max_wr = dev.max_qp_wr().min(dev.max_cqe());
         // Send queue: every Send may come with a REG_MR per MR, and a
         // LOCAL_INV per MR follows its Reply. One extra each for ib_drain_qp.

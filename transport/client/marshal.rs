@@ -99,18 +99,20 @@ pub(super) fn send_request(
     }
     let regs = plan::registrations(&chosen, &call_buf, &reply_buf);
     let mut held = FrwrList::<MAX_RPC_MRS>::new();
-    let mut reads = [ReadSegment::default(); 16];
-    let mut writes = [Segment::default(); 16];
-    let mut reply = [Segment::default(); 16];
-    let mut segs = [Segment::default(); 16];
     let (mut nreads, mut nwrites, mut nreply) = (0usize, 0usize, 0usize);
     let stats = &rx.stats;
     // The sender's, under XPRT_LOCKED.
-    let Some(mut page_guard) = ep.page_list.try_borrow_mut() else {
+    let Some(mut scratch) = ep.scratch.try_borrow_mut() else {
         rx.version_unsent(xid);
         return EIO.to_errno();
     };
-    let page_list: &mut PageList = &mut page_guard;
+    let CallScratch {
+        pages: page_list,
+        reads,
+        writes,
+        reply,
+        segs,
+    } = &mut *scratch;
     let mut register = |buf: Buf, range: plan::Range, kind, out: &mut [Segment]| {
         let pages = call.pages(buf, range.offset, range.len, page_list)?;
         register_pages(rqst, pool, pages, kind, out, &mut held)
@@ -118,7 +120,7 @@ pub(super) fn send_request(
     let registered = (|| -> Result {
         if let Some((position, range)) = regs.read {
             let pos = trace::ChunkKind::Read { pos: position };
-            let (n, _) = register(Buf::Call, range, pos, &mut segs)?;
+            let (n, _) = register(Buf::Call, range, pos, segs)?;
             for (r, seg) in reads.iter_mut().zip(segs.iter().take(n)) {
                 *r = ReadSegment {
                     position,
@@ -130,7 +132,7 @@ pub(super) fn send_request(
         }
         if let Some((range, pad)) = regs.write {
             let write = trace::ChunkKind::Write;
-            let (mut n, mut bytes) = register(Buf::Reply, range, write, &mut writes)?;
+            let (mut n, mut bytes) = register(Buf::Reply, range, write, writes)?;
             // Some servers want room for the XDR pad.
             if pad {
                 let pad = ep.write_pad().ok_or(EIO)?;
@@ -151,7 +153,7 @@ pub(super) fn send_request(
             stats.write_chunk_count.add(n as u64);
         }
         if let Some(range) = regs.reply {
-            let (n, bytes) = register(Buf::Reply, range, trace::ChunkKind::Reply, &mut reply)?;
+            let (n, bytes) = register(Buf::Reply, range, trace::ChunkKind::Reply, reply)?;
             nreply = n;
             stats.total_rdma_request.add(u64::from(bytes));
             st.offered_reply.store(bytes, Relaxed);
@@ -187,7 +189,6 @@ pub(super) fn send_request(
         let pages = call.pages(Buf::Call, r.offset, r.len, page_list).ok()?;
         ep.map_pages(pages).ok()
     });
-    drop(page_guard);
     if layout.mapped.is_some() && mapped.is_none() {
         // Could not map: copy it all, which always fits.
         layout = plan::send_layout(chosen.call, &call_buf, 0, PAGE as u32);
@@ -245,6 +246,8 @@ pub(super) fn send_request(
         }
         Some((if mapped_len > 0 { split } else { at }, at))
     });
+    // The chunk lists are in the Send buffer now.
+    drop(scratch);
     let sent = match sent {
         Ok(posted) => {
             // Only now may a Reply take the MRs: the LOCAL_INVs it posts
@@ -301,6 +304,34 @@ pub(super) fn send_request(
         return ENOTCONN.to_errno();
     }
     0
+}
+
+/// Most segments in one chunk list of a Call.
+const MAX_LIST_SEGS: usize = 16;
+
+/// What a Call is marshalled in, kept with the connection (the sender's,
+/// under `XPRT_LOCKED`): a Call writes only the segments it counts, so
+/// none starts by zeroing a kilobyte of lists.
+pub(super) struct CallScratch {
+    /// The pages of the region being registered or mapped.
+    pub(super) pages: PageList,
+    reads: [ReadSegment; MAX_LIST_SEGS],
+    writes: [Segment; MAX_LIST_SEGS],
+    reply: [Segment; MAX_LIST_SEGS],
+    /// One Read chunk's segments, before they get their position.
+    segs: [Segment; MAX_LIST_SEGS],
+}
+
+impl CallScratch {
+    pub(super) fn new(pages: PageList) -> Self {
+        Self {
+            pages,
+            reads: [ReadSegment::default(); MAX_LIST_SEGS],
+            writes: [Segment::default(); MAX_LIST_SEGS],
+            reply: [Segment::default(); MAX_LIST_SEGS],
+            segs: [Segment::default(); MAX_LIST_SEGS],
+        }
+    }
 }
 
 /// What the planner needs to know of a request: its shape, and the parts
