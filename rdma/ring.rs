@@ -641,7 +641,8 @@ impl<O: SendOwner> SendRing<O> {
 
     /// Fills the next free Send buffer with `fill` and posts it, after the
     /// REG_MRs of `mrs`, MRs of `regs` registered and not yet posted, in
-    /// one call; returns the Send and the MRs, posted. `fill` returns
+    /// one call; returns the Send, and moves the MRs, posted, to `posted`
+    /// (in place: the lists are large, the MRs few). `fill` returns
     /// `(split, len)`: the Send gathers the first `split` bytes of the
     /// buffer, then the `mapped` pages, then the buffer up to `len`; or
     /// `None` if the message does not fit. `signal` decides, told whether
@@ -649,45 +650,48 @@ impl<O: SendOwner> SendRing<O> {
     /// mapped until the Send completed. At least `keep` free buffers are
     /// left. `posting` sees the Send just before it is posted (its
     /// completion may run before the post returns), as rpcrdma.ko traces
-    /// it; `failed` gets the error of a post that failed.
+    /// it; `failed` gets the error of a post that failed. Not sent, the
+    /// MRs stay in `mrs`, free to release, unless the post failed, which
+    /// may have queued some: then they are dropped, in use until the pool
+    /// goes (a failed post closes the connection).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn post<F: FrwrOwner>(
         &self,
         keep: u64,
         regs: Option<&FrwrPool<F>>,
-        mrs: InvList,
+        mrs: &mut InvList,
+        posted_to: &mut PostedList,
         mapped: Option<MappedPages>,
         signal: impl FnOnce(bool) -> bool,
         fill: impl FnOnce(&mut [u8]) -> Option<(usize, usize)>,
         posting: impl FnOnce(&SendPosted),
         failed: impl FnOnce(Error),
-    ) -> core::result::Result<(SendPosted, PostedList), NotSent> {
-        let not_sent = |why, unposted| NotSent { why, unposted };
+    ) -> core::result::Result<SendPosted, SendError> {
         let Some(_sender) = self.sender.try_borrow_mut() else {
-            return Err(not_sent(SendError::Post, mrs));
+            return Err(SendError::Post);
         };
         let n = self.entries.len() as u64;
         if n == 0 {
-            return Err(not_sent(SendError::Post, mrs));
+            return Err(SendError::Post);
         }
         let posted = self.posted.load(Relaxed);
         if posted.wrapping_sub(self.done.load(Acquire)) >= n.saturating_sub(keep) {
-            return Err(not_sent(SendError::NoBuffer, mrs));
+            return Err(SendError::NoBuffer);
         }
         let seq = posted.wrapping_add(1);
         let Some(e) = usize::try_from(posted % n)
             .ok()
             .and_then(|idx| self.entries.get(idx))
         else {
-            return Err(not_sent(SendError::Post, mrs));
+            return Err(SendError::Post);
         };
         // Send `seq - n`, the last one of this entry, has completed (the
         // check above): the buffer and the mapping are ours.
         let Some(mut buf) = e.buf.try_borrow_mut() else {
-            return Err(not_sent(SendError::Post, mrs));
+            return Err(SendError::Post);
         };
         let Some((split, len)) = fill(buf.as_mut_slice()) else {
-            return Err(not_sent(SendError::TooBig, mrs));
+            return Err(SendError::TooBig);
         };
         let len = len.min(buf.len());
         let split = split.min(len);
@@ -712,7 +716,7 @@ impl<O: SendOwner> SendRing<O> {
         drop(e.mapped.take());
         if let Some(mapped) = mapped {
             if e.mapped.put(mapped).is_err() {
-                return Err(not_sent(SendError::Post, mrs));
+                return Err(SendError::Post);
             }
         }
         // The CPU is done with the buffer; the device reads it until the
@@ -723,9 +727,9 @@ impl<O: SendOwner> SendRing<O> {
             // The REG_MRs go on our QP only, whose closing drains them.
             if !Arc::ptr_eq(pool.gate(), &self.gate) {
                 drop(e.mapped.take());
-                return Err(not_sent(SendError::Post, mrs));
+                return Err(SendError::Post);
             }
-            pool.chain_reg(&mrs, &mut chain);
+            pool.chain_reg(mrs, &mut chain);
         }
         let Ok(mut wr) = send_wr(
             e.cqe.as_ptr(),
@@ -734,7 +738,7 @@ impl<O: SendOwner> SendRing<O> {
             None,
         ) else {
             drop(e.mapped.take());
-            return Err(not_sent(SendError::Post, mrs));
+            return Err(SendError::Post);
         };
         let sent = SendPosted {
             seq,
@@ -762,23 +766,13 @@ impl<O: SendOwner> SendRing<O> {
             // (dropped here) stay in use until the pool goes with the
             // connection, which the caller closes.
             drop(e.mapped.take());
-            return Err(NotSent {
-                why: SendError::Post,
-                unposted: InvList::new(),
-            });
+            mrs.forget();
+            return Err(SendError::Post);
         }
         self.posted.store(seq, Relaxed);
-        Ok((sent, PostedList::posted(mrs)))
+        posted_to.append_posted(mrs);
+        Ok(sent)
     }
-}
-
-/// Why [`SendRing::post`] did not send, and the MRs it was given when
-/// their REG_MRs were not posted either (free to release). Those of a
-/// failed post, which may have queued some, stay in use until the pool
-/// goes: a failed post closes the connection.
-pub(crate) struct NotSent {
-    pub(crate) why: SendError,
-    pub(crate) unposted: InvList,
 }
 
 impl<O: SendOwner> Drop for SendRing<O> {

@@ -11,12 +11,12 @@ use kernel::sync::barrier::{smp_mb, Full as Barrier};
 use super::classify_received;
 use super::connection::{Ep, Pending, Receiver, RecvState, RpcMrs, RpcPosted, Sender, Shared};
 use super::placement::Verdict;
-use super::request::{CallState, ReqState, MAX_RPC_MRS};
+use super::request::{CallState, ReqState};
 use super::state::RdmaXprt;
 use crate::params;
 use crate::proto::error::DecodeError;
 use crate::proto::negotiate::{Action, Version};
-use crate::proto::plan::{self, CantReply};
+use crate::proto::plan::CantReply;
 use crate::proto::reply::{BadReply, Dropped, Inbound, ReplyBody};
 use crate::proto::{v1, v2};
 use crate::rdma::{RecvOwner, RecvRing, RecvToken, RemoteInv, Wc};
@@ -99,13 +99,9 @@ impl RdmaXprt {
         let mut mrs = st.take_mrs(shared.gen);
         let pool = &*rcv.pool;
         if let (Some(inv), false) = (pending.inv.take(), mrs.is_empty()) {
-            let mut keys = [0u32; MAX_RPC_MRS];
-            for (k, mr) in keys.iter_mut().zip(mrs.as_slice()) {
-                *k = pool.rkey(mr);
-            }
-            let ours =
-                plan::remote_invalidation_ok(inv.rkey(), keys.get(..mrs.len()).unwrap_or(&[]));
-            match ours.and_then(|_| mrs.take_remote(pool, inv)) {
+            // Only a key of this RPC's MRs (RFC 8166 §3.3.4): `take_remote`
+            // finds none for any other.
+            match mrs.take_remote(pool, inv) {
                 Some(mr) => {
                     // The server invalidated it: nothing can reach it now.
                     trace::xprtrdma_mr(

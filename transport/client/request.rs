@@ -241,6 +241,31 @@ impl ReqState {
         self.nmrs.store(n, Release);
     }
 
+    /// Runs `post`, which moves the MRs it posts to the request's, in
+    /// place, and leaves them on the request as [`ReqState::hold_mrs`]
+    /// does. Only the current owner calls this, with no MRs held.
+    pub(super) fn post_with_mrs<R>(
+        &self,
+        post: impl FnOnce(&mut PostedMrs<MAX_RPC_MRS>) -> R,
+    ) -> R {
+        let (r, n) = match self.mrs.try_borrow_mut() {
+            Some(mut held) => {
+                let r = post(&mut held);
+                (r, held.len())
+            }
+            // Never: as in `hold_mrs`.
+            None => {
+                rwarn!("request MRs in use twice\n");
+                let mut lost = PostedMrs::new();
+                let r = post(&mut lost);
+                (r, lost.len())
+            }
+        };
+        // Published after the borrow ended.
+        self.nmrs.store(n as u32, Release);
+        r
+    }
+
     /// Takes the MRs held on connection `gen`; none when they were
     /// registered on an older connection (they stay for the fence).
     pub(super) fn take_mrs(&self, gen: u64) -> PostedMrs<MAX_RPC_MRS> {
@@ -261,9 +286,13 @@ impl ReqState {
     /// (their pool counts them as orphaned). Only the request's owner
     /// calls this, before it posts the Call.
     pub(super) fn forget_mrs(&self) {
+        // None held (the usual case): nothing to borrow.
+        if self.nmrs.load(Relaxed) == 0 {
+            return;
+        }
         self.nmrs.store(0, Relaxed);
         if let Some(mut held) = self.mrs.try_borrow_mut() {
-            *held = PostedMrs::new();
+            held.forget();
         }
     }
 

@@ -7,7 +7,7 @@
 use kernel::prelude::*;
 
 use super::connection::{Ep, MrPool, RpcMrs, RpcPosted, Sender, BC_SENDS};
-use crate::rdma::{HeldPages, MappedPages, NotSent, SendOwner, SendPosted, Wc};
+use crate::rdma::{HeldPages, MappedPages, SendOwner, SendPosted, Wc};
 use crate::sunrpc::{trace, SendRqst};
 
 pub(crate) use crate::rdma::SendError;
@@ -38,7 +38,8 @@ impl Ep {
 
     /// Fills the next free Send buffer with `fill` and posts it, after the
     /// REG_MRs of `mrs`, MRs of `pool` registered and not yet posted;
-    /// returns them posted. `fill` returns `(split, len)`: the Send
+    /// moves them, posted, to `posted` (as `SendRing::post`: not sent,
+    /// they stay in `mrs` unless the post failed). `fill` returns `(split, len)`: the Send
     /// gathers the first `split` bytes of the buffer, then the `mapped`
     /// pages, then the buffer up to `len`; or `None` if the message does
     /// not fit. A Send with mapped pages is signalled, and they are
@@ -47,11 +48,12 @@ impl Ep {
     pub(crate) fn send(
         &self,
         pool: &MrPool,
-        mrs: RpcMrs,
+        mrs: &mut RpcMrs,
+        posted: &mut RpcPosted,
         mapped: Option<MappedPages>,
         rqst: &SendRqst<'_>,
         fill: impl FnOnce(&mut [u8]) -> Option<(usize, usize)>,
-    ) -> Result<RpcPosted, NotSent> {
+    ) -> Result<(), SendError> {
         let chained = mrs.len() as u32;
         for mr in mrs.as_slice() {
             trace::xprtrdma_mr(
@@ -63,6 +65,7 @@ impl Ep {
         self.post_send(
             Some(pool),
             mrs,
+            posted,
             chained,
             mapped,
             u64::from(BC_SENDS),
@@ -79,9 +82,8 @@ impl Ep {
         rqst: &SendRqst<'_>,
         fill: impl FnOnce(&mut [u8]) -> Option<(usize, usize)>,
     ) -> Result<(), SendError> {
-        self.post_send(None, RpcMrs::new(), 0, None, 0, rqst, fill)
-            .map(drop)
-            .map_err(|e| e.why)
+        let (mut none, mut posted) = (RpcMrs::new(), RpcPosted::new());
+        self.post_send(None, &mut none, &mut posted, 0, None, 0, rqst, fill)
     }
 
     /// [`Ep::send`], leaving `keep` Send buffers free.
@@ -89,18 +91,16 @@ impl Ep {
     fn post_send(
         &self,
         pool: Option<&MrPool>,
-        mrs: RpcMrs,
+        mrs: &mut RpcMrs,
+        posted: &mut RpcPosted,
         chained: u32,
         mapped: Option<MappedPages>,
         keep: u64,
         rqst: &SendRqst<'_>,
         fill: impl FnOnce(&mut [u8]) -> Option<(usize, usize)>,
-    ) -> Result<RpcPosted, NotSent> {
+    ) -> Result<(), SendError> {
         let Some(tx) = self.tx.as_ref() else {
-            return Err(NotSent {
-                why: SendError::Post,
-                unposted: mrs,
-            });
+            return Err(SendError::Post);
         };
         let signal = |awaited: bool| {
             // The policy is the sender's, and we hold XPRT_LOCKED; a busy
@@ -120,7 +120,9 @@ impl Ep {
         let failed = |e: Error| {
             trace::xprtrdma_post_send_err(|| tx.cq_id(), || rqst.trace_task(), e.to_errno());
         };
-        let (_, posted) = tx.post(keep, pool, mrs, mapped, signal, fill, posting, failed)?;
-        Ok(posted)
+        tx.post(
+            keep, pool, mrs, posted, mapped, signal, fill, posting, failed,
+        )
+        .map(drop)
     }
 }
