@@ -647,7 +647,8 @@ impl<O: SendOwner> SendRing<O> {
     /// buffer, then the `mapped` pages, then the buffer up to `len`; or
     /// `None` if the message does not fit. `signal` decides, told whether
     /// pages are mapped, whether the Send is signalled. The pages stay
-    /// mapped until the Send completed. At least `keep` free buffers are
+    /// mapped until the Send completed (`mapped` is left empty once they
+    /// are the Send's). At least `keep` free buffers are
     /// left. `posting` sees the Send just before it is posted (its
     /// completion may run before the post returns), as rpcrdma.ko traces
     /// it; `failed` gets the error of a post that failed. Not sent, the
@@ -661,7 +662,7 @@ impl<O: SendOwner> SendRing<O> {
         regs: Option<&FrwrPool<F>>,
         mrs: &mut InvList,
         posted_to: &mut PostedList,
-        mapped: Option<MappedPages>,
+        mapped: &mut Option<MappedPages>,
         signal: impl FnOnce(bool) -> bool,
         fill: impl FnOnce(&mut [u8]) -> Option<(usize, usize)>,
         posting: impl FnOnce(&SendPosted),
@@ -712,12 +713,17 @@ impl<O: SendOwner> SendRing<O> {
         }
         let signalled = signal(mapped.is_some());
         e.seq.store(seq, Release);
-        // A mapping left in the entry is of a Send that completed.
-        drop(e.mapped.take());
-        if let Some(mapped) = mapped {
-            if e.mapped.put(mapped).is_err() {
-                return Err(SendError::Post);
+        // In place, with one borrow: the mapping is large and rarely there.
+        match e.mapped.try_borrow_mut() {
+            Some(mut held) => {
+                // A mapping left in the entry is of a Send that completed.
+                if held.is_some() {
+                    *held = None;
+                }
+                core::mem::swap(&mut *held, mapped);
             }
+            None if mapped.is_some() => return Err(SendError::Post),
+            None => {}
         }
         // The CPU is done with the buffer; the device reads it until the
         // Send completes.
@@ -726,7 +732,7 @@ impl<O: SendOwner> SendRing<O> {
         if let Some(pool) = regs {
             // The REG_MRs go on our QP only, whose closing drains them.
             if !Arc::ptr_eq(pool.gate(), &self.gate) {
-                drop(e.mapped.take());
+                e.mapped.clear();
                 return Err(SendError::Post);
             }
             pool.chain_reg(mrs, &mut chain);
@@ -737,7 +743,7 @@ impl<O: SendOwner> SendRing<O> {
             signalled,
             None,
         ) else {
-            drop(e.mapped.take());
+            e.mapped.clear();
             return Err(SendError::Post);
         };
         let sent = SendPosted {
@@ -765,7 +771,7 @@ impl<O: SendOwner> SendRing<O> {
             // still ours. The post may have queued some REG_MRs: their MRs
             // (dropped here) stay in use until the pool goes with the
             // connection, which the caller closes.
-            drop(e.mapped.take());
+            e.mapped.clear();
             mrs.forget();
             return Err(SendError::Post);
         }
@@ -788,7 +794,7 @@ impl<O: SendOwner> CqHandler for SendEntry<O> {
         let ring = self.ring();
         // The Send completed and its number is not yet published: the
         // mapping is ours, and the device is done with it.
-        drop(self.mapped.take());
+        self.mapped.clear();
         let seq = self.seq.load(Acquire);
         // Sends complete in order: this one covers every Send before it.
         let mut done = ring.done.load(Relaxed);

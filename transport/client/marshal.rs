@@ -21,6 +21,7 @@ use crate::proto::chunk::{ChunkSlices, ReadSegment, Segment};
 use crate::proto::header::MsgType;
 use crate::proto::negotiate::{self, Version};
 use crate::proto::plan::{self, CallPlan};
+use crate::proto::queue::SendSignals;
 use crate::rdma::{FrwrList, HeldPages};
 use crate::sunrpc::{trace, Buf, ForwardCall, PageList, SendRqst, XprtLocked};
 use crate::sys;
@@ -107,6 +108,7 @@ pub(super) fn send_request(
     };
     let CallScratch {
         pages: page_list,
+        signals,
         held,
         reads,
         writes,
@@ -188,7 +190,7 @@ pub(super) fn send_request(
         rx.stats.nomsg_call_count.add(1);
     }
     let mut layout = plan::send_layout(chosen.call, &call_buf, ep.limits.send_sges(), PAGE as u32);
-    let mapped = layout.mapped.and_then(|r| {
+    let mut mapped = layout.mapped.and_then(|r| {
         // The mapping holds the Call's pages until the Send completes.
         let pages = call.pages(Buf::Call, r.offset, r.len, page_list).ok()?;
         ep.map_pages(pages).ok()
@@ -230,28 +232,36 @@ pub(super) fn send_request(
     st.start_call(gen);
     // The MRs go, posted, straight to the request.
     let sent = st.post_with_mrs(|posted| {
-        ep.send(pool, &mut *held, posted, mapped, rqst, |buf| {
-            let hdr = encode_call_header(buf, xid, credits, nomsg, chunks, version)?;
-            let xdr = [snd.head_len(), snd.page_len(), snd.tail_len()];
-            trace::xprtrdma_marshal(|| rqst.trace_task(), hdr as u32, xdr, rtype, wtype);
-            let mut at = hdr;
-            // The mapped pages, if any, go between the two copied parts.
-            let mut split = at;
-            for (k, part) in layout.copy.iter().enumerate() {
-                if part.len != 0 {
-                    let end = at.checked_add(part.len as usize)?;
-                    snd.read(part.offset, buf.get_mut(at..end)?).ok()?;
-                    at = end;
+        ep.send(
+            pool,
+            &mut *held,
+            posted,
+            signals,
+            &mut mapped,
+            rqst,
+            |buf| {
+                let hdr = encode_call_header(buf, xid, credits, nomsg, chunks, version)?;
+                let xdr = [snd.head_len(), snd.page_len(), snd.tail_len()];
+                trace::xprtrdma_marshal(|| rqst.trace_task(), hdr as u32, xdr, rtype, wtype);
+                let mut at = hdr;
+                // The mapped pages, if any, go between the two copied parts.
+                let mut split = at;
+                for (k, part) in layout.copy.iter().enumerate() {
+                    if part.len != 0 {
+                        let end = at.checked_add(part.len as usize)?;
+                        snd.read(part.offset, buf.get_mut(at..end)?).ok()?;
+                        at = end;
+                    }
+                    if k == 0 {
+                        split = at;
+                    }
                 }
-                if k == 0 {
-                    split = at;
+                if at.checked_add(mapped_len)? > inline_send {
+                    return None;
                 }
-            }
-            if at.checked_add(mapped_len)? > inline_send {
-                return None;
-            }
-            Some((if mapped_len > 0 { split } else { at }, at))
-        })
+                Some((if mapped_len > 0 { split } else { at }, at))
+            },
+        )
     });
     let sent = match sent {
         Ok(()) => {
@@ -265,11 +275,13 @@ pub(super) fn send_request(
             Ok(())
         }
         Err(why) => {
-            // Not posted: ours to release (a failed post dropped them).
+            // Not posted: ours to release (a failed post dropped them),
+            // and the pages' mapping, if the Send did not take it.
             while let Some(mr) = held.pop() {
                 pool.release(mr, false);
             }
             drop(scratch);
+            drop(mapped);
             if let Some(early) = st.call_unsent(gen) {
                 ep.drop_early(early);
             }
@@ -322,6 +334,8 @@ const MAX_LIST_SEGS: usize = 16;
 pub(super) struct CallScratch {
     /// The pages of the region being registered or mapped.
     pub(super) pages: PageList,
+    /// Which Sends are signalled.
+    pub(super) signals: SendSignals,
     /// The Call's MRs until they are posted, then empty: built in place,
     /// not moved on the way to the request.
     held: FrwrList<MAX_RPC_MRS>,
@@ -336,6 +350,7 @@ impl CallScratch {
     pub(super) fn new(pages: PageList) -> Self {
         Self {
             pages,
+            signals: SendSignals::new(1, 1),
             held: FrwrList::new(),
             reads: [ReadSegment::default(); MAX_LIST_SEGS],
             writes: [Segment::default(); MAX_LIST_SEGS],

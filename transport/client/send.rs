@@ -7,6 +7,7 @@
 use kernel::prelude::*;
 
 use super::connection::{Ep, MrPool, RpcMrs, RpcPosted, Sender, BC_SENDS};
+use crate::proto::queue::SendSignals;
 use crate::rdma::{HeldPages, MappedPages, SendOwner, SendPosted, Wc};
 use crate::sunrpc::{trace, SendRqst};
 
@@ -43,14 +44,16 @@ impl Ep {
     /// gathers the first `split` bytes of the buffer, then the `mapped`
     /// pages, then the buffer up to `len`; or `None` if the message does
     /// not fit. A Send with mapped pages is signalled, and they are
-    /// unmapped when it completes. The last [`BC_SENDS`] free buffers are
+    /// unmapped when it completes (posted, `mapped` is left empty). The last [`BC_SENDS`] free buffers are
     /// left to backchannel Replies.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn send(
         &self,
         pool: &MrPool,
         mrs: &mut RpcMrs,
         posted: &mut RpcPosted,
-        mapped: Option<MappedPages>,
+        signals: &mut SendSignals,
+        mapped: &mut Option<MappedPages>,
         rqst: &SendRqst<'_>,
         fill: impl FnOnce(&mut [u8]) -> Option<(usize, usize)>,
     ) -> Result<(), SendError> {
@@ -66,6 +69,7 @@ impl Ep {
             Some(pool),
             mrs,
             posted,
+            Some(signals),
             chained,
             mapped,
             u64::from(BC_SENDS),
@@ -83,7 +87,20 @@ impl Ep {
         fill: impl FnOnce(&mut [u8]) -> Option<(usize, usize)>,
     ) -> Result<(), SendError> {
         let (mut none, mut posted) = (RpcMrs::new(), RpcPosted::new());
-        self.post_send(None, &mut none, &mut posted, 0, None, 0, rqst, fill)
+        // The sender's, as we hold XPRT_LOCKED.
+        let mut scratch = self.scratch.try_borrow_mut();
+        let signals = scratch.as_mut().map(|s| &mut s.signals);
+        self.post_send(
+            None,
+            &mut none,
+            &mut posted,
+            signals,
+            0,
+            &mut None,
+            0,
+            rqst,
+            fill,
+        )
     }
 
     /// [`Ep::send`], leaving `keep` Send buffers free.
@@ -93,8 +110,9 @@ impl Ep {
         pool: Option<&MrPool>,
         mrs: &mut RpcMrs,
         posted: &mut RpcPosted,
+        signals: Option<&mut SendSignals>,
         chained: u32,
-        mapped: Option<MappedPages>,
+        mapped: &mut Option<MappedPages>,
         keep: u64,
         rqst: &SendRqst<'_>,
         fill: impl FnOnce(&mut [u8]) -> Option<(usize, usize)>,
@@ -103,11 +121,9 @@ impl Ep {
             return Err(SendError::Post);
         };
         let signal = |awaited: bool| {
-            // The policy is the sender's, and we hold XPRT_LOCKED; a busy
-            // cell (never) signals, which is always safe.
-            self.signals
-                .try_borrow_mut()
-                .is_none_or(|mut s| s.next(chained, awaited))
+            // The policy is the sender's, and we hold XPRT_LOCKED; without
+            // it (a busy cell: never) the Send is signalled, always safe.
+            signals.is_none_or(|s| s.next(chained, awaited))
         };
         // Before the post, as rpcrdma.ko (a backchannel Reply's too: its
         // task has no client, -1): the completion may be handled before
