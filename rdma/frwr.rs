@@ -488,18 +488,10 @@ impl<const N: usize> FrwrList<N> {
 
     /// Takes the MR at `pos`, keeping the order of the others.
     fn remove(&mut self, pos: usize) -> Option<FrwrMr> {
-        if pos >= self.len() {
-            return None;
-        }
-        let mut tail = Self::new();
-        while self.len() > pos + 1 {
-            let _ = tail.push(self.pop()?);
-        }
-        let mr = self.pop();
-        while let Some(m) = tail.pop() {
-            let _ = self.push(m);
-        }
-        mr
+        // In place: the MRs after it move up one, it goes last.
+        let n = self.len();
+        self.mrs.get_mut(pos..n)?.rotate_left(1);
+        self.pop()
     }
 
     /// The MRs.

@@ -96,37 +96,43 @@ impl RdmaXprt {
         let shared = &*rcv.shared;
         // Only a message that matched a waiting RPC may move the window.
         self.update_cwnd(pending.credits);
-        let mut mrs = st.take_mrs(shared.gen);
         let pool = &*rcv.pool;
-        if let (Some(inv), false) = (pending.inv.take(), mrs.is_empty()) {
-            // Only a key of this RPC's MRs (RFC 8166 §3.3.4): `take_remote`
-            // finds none for any other.
-            match mrs.take_remote(pool, inv) {
-                Some(mr) => {
-                    // The server invalidated it: nothing can reach it now.
-                    trace::xprtrdma_mr(
-                        trace::MrEvent::RemInv,
-                        || Some(pending.rqst.trace_task()),
-                        || pool.registered(&mr),
-                    );
-                    pool.release(mr, false);
-                }
-                None => {
-                    rwarn!("server invalidated a key that is not the RPC's: closing\n");
-                    self.stats.bad_remote_inv.add(1);
-                    self.stats.bad_reply_count.add(1);
-                    self.force_disconnect();
-                    // The MRs stay on the request until the connection is
-                    // gone; unpinned, the RPC is retransmitted after the
-                    // reconnect.
-                    st.hold_mrs(mrs);
-                    drop(pending);
-                    repost(shared, buf);
-                    return;
-                }
+        let inv = pending.inv.take();
+        // In place: the list is large, and with the server's remote
+        // invalidation usually empty after it; moved out only to be
+        // invalidated here.
+        let left = st.with_mrs(shared.gen, |mrs| {
+            if let Some(inv) = inv {
+                // Only a key of this RPC's MRs (RFC 8166 §3.3.4):
+                // `take_remote` finds none for any other.
+                let mr = mrs.take_remote(pool, inv).ok_or(())?;
+                // The server invalidated it: nothing can reach it now.
+                trace::xprtrdma_mr(
+                    trace::MrEvent::RemInv,
+                    || Some(pending.rqst.trace_task()),
+                    || pool.registered(&mr),
+                );
+                pool.release(mr, false);
             }
-        }
-        if mrs.is_empty() {
+            Ok((!mrs.is_empty()).then(|| core::mem::replace(mrs, RpcPosted::new())))
+        });
+        let mrs = match left {
+            Some(Err(())) => {
+                rwarn!("server invalidated a key that is not the RPC's: closing\n");
+                self.stats.bad_remote_inv.add(1);
+                self.stats.bad_reply_count.add(1);
+                self.force_disconnect();
+                // The MRs stay on the request until the connection is
+                // gone; unpinned, the RPC is retransmitted after the
+                // reconnect.
+                drop(pending);
+                repost(shared, buf);
+                return;
+            }
+            Some(Ok(mrs)) => mrs,
+            None => None,
+        };
+        let Some(mrs) = mrs else {
             // Nothing left to invalidate (any MR the server invalidated
             // was released above). Without LOCAL_INVs, which complete
             // after the Send on the same queue, a Reply may overtake its
@@ -153,7 +159,7 @@ impl RdmaXprt {
             self.complete(pending.rqst, pending.reply, buf.buffer());
             repost(shared, buf);
             return;
-        }
+        };
         let n = mrs.len();
         match invalidate(shared, rcv, buf, pending, mrs) {
             Ok(()) => self.stats.local_inv_needed.add(n as u64),

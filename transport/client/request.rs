@@ -266,20 +266,33 @@ impl ReqState {
         r
     }
 
-    /// Takes the MRs held on connection `gen`; none when they were
-    /// registered on an older connection (they stay for the fence).
-    pub(super) fn take_mrs(&self, gen: u64) -> PostedMrs<MAX_RPC_MRS> {
+    /// Runs `f` on the MRs held on connection `gen`, in place; `None`,
+    /// without running it, when there are none or they were registered
+    /// on an older connection (they stay for the fence). What `f` leaves
+    /// there is held again, as by [`ReqState::hold_mrs`]. Only the
+    /// Reply's handler calls this.
+    pub(super) fn with_mrs<R>(
+        &self,
+        gen: u64,
+        f: impl FnOnce(&mut PostedMrs<MAX_RPC_MRS>) -> R,
+    ) -> Option<R> {
         if self.nmrs.load(Acquire) == 0 || self.gen.load(Relaxed) != gen {
-            return PostedMrs::new();
+            return None;
         }
+        // Taken, as by the LOCAL_INV path; held again below if `f`
+        // leaves any.
         self.nmrs.store(0, Relaxed);
-        match self.mrs.try_borrow_mut() {
-            Some(mut held) => core::mem::replace(&mut *held, PostedMrs::new()),
-            None => {
-                rwarn!("request MRs in use twice\n");
-                PostedMrs::new()
-            }
+        let Some(mut held) = self.mrs.try_borrow_mut() else {
+            rwarn!("request MRs in use twice\n");
+            return None;
+        };
+        let r = f(&mut held);
+        let n = held.len();
+        drop(held);
+        if n != 0 {
+            self.nmrs.store(n as u32, Release);
         }
+        Some(r)
     }
 
     /// Drops the MRs of an older connection, now gone with their keys
