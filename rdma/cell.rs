@@ -65,16 +65,6 @@ impl<U> ExclusiveCell<Option<U>> {
         self.try_borrow_mut()?.take()
     }
 
-    /// Drops the value in place, if there is one and nobody else has the
-    /// cell: [`ExclusiveCell::take`] would copy a large one out first.
-    pub(crate) fn clear(&self) {
-        if let Some(mut g) = self.try_borrow_mut() {
-            if g.is_some() {
-                *g = None;
-            }
-        }
-    }
-
     /// Puts `value` in an empty cell; gives it back when the cell holds
     /// one already or someone else has it.
     pub(crate) fn put(&self, value: U) -> Result<(), U> {

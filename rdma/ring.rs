@@ -535,16 +535,24 @@ pub(crate) struct SendPosted {
 ///
 /// # Invariants
 ///
-/// While its Send (number `seq`) is outstanding, the device reads `buf`
-/// and the pages of `mapped`; they are the sender's again once the ring's
-/// `done` reached `seq`, and `mapped` is the completion handler's while it
-/// runs for this Send. `ring` is set as for [`RecvEntry`].
+/// While its Send (number `seq`) is outstanding, the device reads the
+/// slot's `buf` and the pages of its `mapped`; they are the sender's
+/// again once the ring's `done` reached `seq`, and `mapped` is the
+/// completion handler's while it runs for this Send. `ring` is set as for
+/// [`RecvEntry`].
 struct SendEntry<O: SendOwner> {
     cqe: CqEntry<SendEntry<O>>,
-    buf: ExclusiveCell<DmaBuf>,
-    mapped: ExclusiveCell<Option<MappedPages>>,
+    /// In one cell, borrowed once per Send: the sender fills the buffer
+    /// and places the mapping together.
+    slot: ExclusiveCell<SendSlot>,
     seq: Atomic<u64>,
     ring: Atomic<*const SendRing<O>>,
+}
+
+/// A Send buffer and the RPC pages its Send gathers, if any.
+struct SendSlot {
+    buf: DmaBuf,
+    mapped: Option<MappedPages>,
 }
 
 // SAFETY: `cqe` is a `CqEntry<Self>` field at this offset.
@@ -553,6 +561,15 @@ unsafe impl<O: SendOwner> HasCqEntry for SendEntry<O> {
 }
 
 impl<O: SendOwner> SendEntry<O> {
+    /// Drops the mapping, in place, if there is one and the slot is free.
+    fn unmap(&self) {
+        if let Some(mut slot) = self.slot.try_borrow_mut() {
+            if slot.mapped.is_some() {
+                slot.mapped = None;
+            }
+        }
+    }
+
     /// The ring holding the entry.
     fn ring(&self) -> &SendRing<O> {
         // SAFETY: As for `RecvEntry::ring`.
@@ -602,8 +619,10 @@ impl<O: SendOwner> SendRing<O> {
             entries.push(
                 SendEntry {
                     cqe: CqEntry::new(),
-                    buf: ExclusiveCell::new(DmaBuf::new(dev, size, DmaDir::ToDevice)?),
-                    mapped: ExclusiveCell::new(None),
+                    slot: ExclusiveCell::new(SendSlot {
+                        buf: DmaBuf::new(dev, size, DmaDir::ToDevice)?,
+                        mapped: None,
+                    }),
                     seq: Atomic::new(0),
                     ring: Atomic::new(core::ptr::null()),
                 },
@@ -688,9 +707,10 @@ impl<O: SendOwner> SendRing<O> {
         };
         // Send `seq - n`, the last one of this entry, has completed (the
         // check above): the buffer and the mapping are ours.
-        let Some(mut buf) = e.buf.try_borrow_mut() else {
+        let Some(mut slot) = e.slot.try_borrow_mut() else {
             return Err(SendError::Post);
         };
+        let SendSlot { buf, mapped: held } = &mut *slot;
         let Some((split, len)) = fill(buf.as_mut_slice()) else {
             return Err(SendError::TooBig);
         };
@@ -713,26 +733,20 @@ impl<O: SendOwner> SendRing<O> {
         }
         let signalled = signal(mapped.is_some());
         e.seq.store(seq, Release);
-        // In place, with one borrow: the mapping is large and rarely there.
-        match e.mapped.try_borrow_mut() {
-            Some(mut held) => {
-                // A mapping left in the entry is of a Send that completed.
-                if held.is_some() {
-                    *held = None;
-                }
-                core::mem::swap(&mut *held, mapped);
-            }
-            None if mapped.is_some() => return Err(SendError::Post),
-            None => {}
+        // In place: the mapping is large and rarely there. One left in
+        // the entry is of a Send that completed.
+        if held.is_some() {
+            *held = None;
         }
+        core::mem::swap(held, mapped);
         // The CPU is done with the buffer; the device reads it until the
         // Send completes.
-        drop(buf);
+        drop(slot);
         let mut chain = SendChain::new();
         if let Some(pool) = regs {
             // The REG_MRs go on our QP only, whose closing drains them.
             if !Arc::ptr_eq(pool.gate(), &self.gate) {
-                e.mapped.clear();
+                e.unmap();
                 return Err(SendError::Post);
             }
             pool.chain_reg(mrs, &mut chain);
@@ -743,7 +757,7 @@ impl<O: SendOwner> SendRing<O> {
             signalled,
             None,
         ) else {
-            e.mapped.clear();
+            e.unmap();
             return Err(SendError::Post);
         };
         let sent = SendPosted {
@@ -771,7 +785,7 @@ impl<O: SendOwner> SendRing<O> {
             // still ours. The post may have queued some REG_MRs: their MRs
             // (dropped here) stay in use until the pool goes with the
             // connection, which the caller closes.
-            e.mapped.clear();
+            e.unmap();
             mrs.forget();
             return Err(SendError::Post);
         }
@@ -794,7 +808,7 @@ impl<O: SendOwner> CqHandler for SendEntry<O> {
         let ring = self.ring();
         // The Send completed and its number is not yet published: the
         // mapping is ours, and the device is done with it.
-        self.mapped.clear();
+        self.unmap();
         let seq = self.seq.load(Acquire);
         // Sends complete in order: this one covers every Send before it.
         let mut done = ring.done.load(Relaxed);

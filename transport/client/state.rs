@@ -174,7 +174,9 @@ impl RdmaXprt {
         // Replies are handled one at a time (one Receive CQ), and most
         // repeat the last grant: like rpcrdma.ko, take the lock only when
         // it changes.
-        if self.granted.xchg(grant, Relaxed) == grant {
+        // A plain load first: a locked exchange costs more, and the grant
+        // rarely changes.
+        if self.granted.load(Relaxed) == grant || self.granted.xchg(grant, Relaxed) == grant {
             return;
         }
         let cwnd = c_ulong::from(grant) << sys::RPC_CWNDSHIFT;
