@@ -488,18 +488,10 @@ impl<const N: usize> FrwrList<N> {
 
     /// Takes the MR at `pos`, keeping the order of the others.
     fn remove(&mut self, pos: usize) -> Option<FrwrMr> {
-        if pos >= self.len() {
-            return None;
-        }
-        let mut tail = Self::new();
-        while self.len() > pos + 1 {
-            let _ = tail.push(self.pop()?);
-        }
-        let mr = self.pop();
-        while let Some(m) = tail.pop() {
-            let _ = self.push(m);
-        }
-        mr
+        // In place: the MRs after it move up one, it goes last.
+        let n = self.len();
+        self.mrs.get_mut(pos..n)?.rotate_left(1);
+        self.pop()
     }
 
     /// The MRs.
@@ -513,6 +505,23 @@ impl<const N: usize> FrwrList<N> {
 
     pub(crate) fn is_empty(&self) -> bool {
         self.n == 0
+    }
+
+    /// Moves the MRs of `other` behind ours, in order, leaving `other`
+    /// empty: only the MRs there are copied, not the whole array. Past
+    /// our capacity (never: the caller's list is empty) an MR is dropped,
+    /// left in use until its pool goes.
+    fn append(&mut self, other: &mut Self) {
+        for mr in other.mrs.iter_mut().take(usize::from(other.n)) {
+            let _ = self.push(core::mem::replace(mr, FrwrMr { idx: NO_MR }));
+        }
+        other.n = 0;
+    }
+
+    /// Drops the MRs, which stay in use until their pool goes: for MRs
+    /// whose REG_MRs a failed post may have queued.
+    pub(crate) fn forget(&mut self) {
+        while self.pop().is_some() {}
     }
 }
 
@@ -555,6 +564,20 @@ impl<const N: usize> PostedMrs<N> {
         self.list.is_empty()
     }
 
+    /// Moves the MRs of `list`, whose REG_MRs the caller posted or tried
+    /// to post, behind ours, leaving `list` empty; in place, copying only
+    /// the MRs.
+    pub(super) fn append_posted(&mut self, list: &mut FrwrList<N>) {
+        // INVARIANT: the caller's word.
+        self.list.append(list);
+    }
+
+    /// Drops the MRs, which stay in use until their pool goes: MRs of a
+    /// connection that went, with their keys.
+    pub(crate) fn forget(&mut self) {
+        self.list.forget();
+    }
+
     /// The MRs, their REG_MRs proven done by the caller.
     pub(super) fn done(self) -> FrwrList<N> {
         self.list
@@ -586,10 +609,5 @@ impl RemoteInv {
     /// From a successful Receive completion that carried it.
     pub(super) fn new(rkey: u32) -> Self {
         Self(rkey)
-    }
-
-    /// The key.
-    pub(crate) fn rkey(self) -> u32 {
-        self.0
     }
 }

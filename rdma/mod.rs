@@ -50,7 +50,7 @@ pub(crate) use mr::{Mr, PageSeg, Registered};
 pub(crate) use owner::{owner, EpHome, EpSlot, ListenHome};
 pub(crate) use qp::Qp;
 pub(crate) use ring::{
-    InvList, NotSent, ParkedRecv, PostedList, RecvOwner, RecvRing, RecvToken, SendError, SendOwner,
+    InvList, ParkedRecv, PostedList, RecvOwner, RecvRing, RecvToken, SendError, SendOwner,
     SendPosted, SendRing, MAX_INV_MRS,
 };
 pub(crate) use rw::{read_wrs, RwCtx, RwOp, RwSpares};

@@ -535,16 +535,24 @@ pub(crate) struct SendPosted {
 ///
 /// # Invariants
 ///
-/// While its Send (number `seq`) is outstanding, the device reads `buf`
-/// and the pages of `mapped`; they are the sender's again once the ring's
-/// `done` reached `seq`, and `mapped` is the completion handler's while it
-/// runs for this Send. `ring` is set as for [`RecvEntry`].
+/// While its Send (number `seq`) is outstanding, the device reads the
+/// slot's `buf` and the pages of its `mapped`; they are the sender's
+/// again once the ring's `done` reached `seq`, and `mapped` is the
+/// completion handler's while it runs for this Send. `ring` is set as for
+/// [`RecvEntry`].
 struct SendEntry<O: SendOwner> {
     cqe: CqEntry<SendEntry<O>>,
-    buf: ExclusiveCell<DmaBuf>,
-    mapped: ExclusiveCell<Option<MappedPages>>,
+    /// In one cell, borrowed once per Send: the sender fills the buffer
+    /// and places the mapping together.
+    slot: ExclusiveCell<SendSlot>,
     seq: Atomic<u64>,
     ring: Atomic<*const SendRing<O>>,
+}
+
+/// A Send buffer and the RPC pages its Send gathers, if any.
+struct SendSlot {
+    buf: DmaBuf,
+    mapped: Option<MappedPages>,
 }
 
 // SAFETY: `cqe` is a `CqEntry<Self>` field at this offset.
@@ -553,6 +561,15 @@ unsafe impl<O: SendOwner> HasCqEntry for SendEntry<O> {
 }
 
 impl<O: SendOwner> SendEntry<O> {
+    /// Drops the mapping, in place, if there is one and the slot is free.
+    fn unmap(&self) {
+        if let Some(mut slot) = self.slot.try_borrow_mut() {
+            if slot.mapped.is_some() {
+                slot.mapped = None;
+            }
+        }
+    }
+
     /// The ring holding the entry.
     fn ring(&self) -> &SendRing<O> {
         // SAFETY: As for `RecvEntry::ring`.
@@ -602,8 +619,10 @@ impl<O: SendOwner> SendRing<O> {
             entries.push(
                 SendEntry {
                     cqe: CqEntry::new(),
-                    buf: ExclusiveCell::new(DmaBuf::new(dev, size, DmaDir::ToDevice)?),
-                    mapped: ExclusiveCell::new(None),
+                    slot: ExclusiveCell::new(SendSlot {
+                        buf: DmaBuf::new(dev, size, DmaDir::ToDevice)?,
+                        mapped: None,
+                    }),
                     seq: Atomic::new(0),
                     ring: Atomic::new(core::ptr::null()),
                 },
@@ -641,53 +660,59 @@ impl<O: SendOwner> SendRing<O> {
 
     /// Fills the next free Send buffer with `fill` and posts it, after the
     /// REG_MRs of `mrs`, MRs of `regs` registered and not yet posted, in
-    /// one call; returns the Send and the MRs, posted. `fill` returns
+    /// one call; returns the Send, and moves the MRs, posted, to `posted`
+    /// (in place: the lists are large, the MRs few). `fill` returns
     /// `(split, len)`: the Send gathers the first `split` bytes of the
     /// buffer, then the `mapped` pages, then the buffer up to `len`; or
     /// `None` if the message does not fit. `signal` decides, told whether
     /// pages are mapped, whether the Send is signalled. The pages stay
-    /// mapped until the Send completed. At least `keep` free buffers are
+    /// mapped until the Send completed (`mapped` is left empty once they
+    /// are the Send's). At least `keep` free buffers are
     /// left. `posting` sees the Send just before it is posted (its
     /// completion may run before the post returns), as rpcrdma.ko traces
-    /// it; `failed` gets the error of a post that failed.
+    /// it; `failed` gets the error of a post that failed. Not sent, the
+    /// MRs stay in `mrs`, free to release, unless the post failed, which
+    /// may have queued some: then they are dropped, in use until the pool
+    /// goes (a failed post closes the connection).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn post<F: FrwrOwner>(
         &self,
         keep: u64,
         regs: Option<&FrwrPool<F>>,
-        mrs: InvList,
-        mapped: Option<MappedPages>,
+        mrs: &mut InvList,
+        posted_to: &mut PostedList,
+        mapped: &mut Option<MappedPages>,
         signal: impl FnOnce(bool) -> bool,
         fill: impl FnOnce(&mut [u8]) -> Option<(usize, usize)>,
         posting: impl FnOnce(&SendPosted),
         failed: impl FnOnce(Error),
-    ) -> core::result::Result<(SendPosted, PostedList), NotSent> {
-        let not_sent = |why, unposted| NotSent { why, unposted };
+    ) -> core::result::Result<SendPosted, SendError> {
         let Some(_sender) = self.sender.try_borrow_mut() else {
-            return Err(not_sent(SendError::Post, mrs));
+            return Err(SendError::Post);
         };
         let n = self.entries.len() as u64;
         if n == 0 {
-            return Err(not_sent(SendError::Post, mrs));
+            return Err(SendError::Post);
         }
         let posted = self.posted.load(Relaxed);
         if posted.wrapping_sub(self.done.load(Acquire)) >= n.saturating_sub(keep) {
-            return Err(not_sent(SendError::NoBuffer, mrs));
+            return Err(SendError::NoBuffer);
         }
         let seq = posted.wrapping_add(1);
         let Some(e) = usize::try_from(posted % n)
             .ok()
             .and_then(|idx| self.entries.get(idx))
         else {
-            return Err(not_sent(SendError::Post, mrs));
+            return Err(SendError::Post);
         };
         // Send `seq - n`, the last one of this entry, has completed (the
         // check above): the buffer and the mapping are ours.
-        let Some(mut buf) = e.buf.try_borrow_mut() else {
-            return Err(not_sent(SendError::Post, mrs));
+        let Some(mut slot) = e.slot.try_borrow_mut() else {
+            return Err(SendError::Post);
         };
+        let SendSlot { buf, mapped: held } = &mut *slot;
         let Some((split, len)) = fill(buf.as_mut_slice()) else {
-            return Err(not_sent(SendError::TooBig, mrs));
+            return Err(SendError::TooBig);
         };
         let len = len.min(buf.len());
         let split = split.min(len);
@@ -708,24 +733,23 @@ impl<O: SendOwner> SendRing<O> {
         }
         let signalled = signal(mapped.is_some());
         e.seq.store(seq, Release);
-        // A mapping left in the entry is of a Send that completed.
-        drop(e.mapped.take());
-        if let Some(mapped) = mapped {
-            if e.mapped.put(mapped).is_err() {
-                return Err(not_sent(SendError::Post, mrs));
-            }
+        // In place: the mapping is large and rarely there. One left in
+        // the entry is of a Send that completed.
+        if held.is_some() {
+            *held = None;
         }
+        core::mem::swap(held, mapped);
         // The CPU is done with the buffer; the device reads it until the
         // Send completes.
-        drop(buf);
+        drop(slot);
         let mut chain = SendChain::new();
         if let Some(pool) = regs {
             // The REG_MRs go on our QP only, whose closing drains them.
             if !Arc::ptr_eq(pool.gate(), &self.gate) {
-                drop(e.mapped.take());
-                return Err(not_sent(SendError::Post, mrs));
+                e.unmap();
+                return Err(SendError::Post);
             }
-            pool.chain_reg(&mrs, &mut chain);
+            pool.chain_reg(mrs, &mut chain);
         }
         let Ok(mut wr) = send_wr(
             e.cqe.as_ptr(),
@@ -733,8 +757,8 @@ impl<O: SendOwner> SendRing<O> {
             signalled,
             None,
         ) else {
-            drop(e.mapped.take());
-            return Err(not_sent(SendError::Post, mrs));
+            e.unmap();
+            return Err(SendError::Post);
         };
         let sent = SendPosted {
             seq,
@@ -761,24 +785,14 @@ impl<O: SendOwner> SendRing<O> {
             // still ours. The post may have queued some REG_MRs: their MRs
             // (dropped here) stay in use until the pool goes with the
             // connection, which the caller closes.
-            drop(e.mapped.take());
-            return Err(NotSent {
-                why: SendError::Post,
-                unposted: InvList::new(),
-            });
+            e.unmap();
+            mrs.forget();
+            return Err(SendError::Post);
         }
         self.posted.store(seq, Relaxed);
-        Ok((sent, PostedList::posted(mrs)))
+        posted_to.append_posted(mrs);
+        Ok(sent)
     }
-}
-
-/// Why [`SendRing::post`] did not send, and the MRs it was given when
-/// their REG_MRs were not posted either (free to release). Those of a
-/// failed post, which may have queued some, stay in use until the pool
-/// goes: a failed post closes the connection.
-pub(crate) struct NotSent {
-    pub(crate) why: SendError,
-    pub(crate) unposted: InvList,
 }
 
 impl<O: SendOwner> Drop for SendRing<O> {
@@ -794,7 +808,7 @@ impl<O: SendOwner> CqHandler for SendEntry<O> {
         let ring = self.ring();
         // The Send completed and its number is not yet published: the
         // mapping is ours, and the device is done with it.
-        drop(self.mapped.take());
+        self.unmap();
         let seq = self.seq.load(Acquire);
         // Sends complete in order: this one covers every Send before it.
         let mut done = ring.done.load(Relaxed);

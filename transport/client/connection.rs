@@ -316,11 +316,10 @@ pub(crate) struct Ep {
     recv_cq: Option<Arc<Cq>>,
     rx: Option<Arc<RecvRing<Receiver>>>,
     pub(super) tx: Option<Arc<SendRing<Sender>>>,
-    /// Which Sends are signalled; the sender's (`XPRT_LOCKED`).
-    pub(super) signals: ExclusiveCell<SendSignals>,
     /// What a Call is marshalled in: the page list of the memory it
     /// registers or maps, rebuilt for each region, and its chunk lists'
-    /// segments; the sender's (`XPRT_LOCKED`). Sized at connect for the
+    /// segments, and which Sends are signalled; the sender's
+    /// (`XPRT_LOCKED`), in one cell, borrowed once per Send. Sized at connect for the
     /// largest payload, so that marshalling allocates nothing.
     pub(super) scratch: ExclusiveCell<CallScratch>,
     pub(super) pool: Option<Arc<MrPool>>,
@@ -348,7 +347,6 @@ impl Ep {
                 recv_cq: None,
                 rx: None,
                 tx: None,
-                signals: ExclusiveCell::new(SendSignals::new(1, 1)),
                 scratch: ExclusiveCell::new(CallScratch::new(PageList::with_capacity(0)?)),
                 pool: None,
                 pd: None,
@@ -415,7 +413,8 @@ impl Ep {
         let send_cq = ep_ref.send_cq.insert(Cq::new(&dev, send_wr)?).clone();
         let recv_cq = ep_ref.recv_cq.insert(Cq::new(&dev, recv_wr)?).clone();
         // A quarter of the Send Queue may wait for a signalled completion.
-        *ep_ref.signals.get_mut() = SendSignals::new(queue::send_batch(cfg.slots), send_wr / 4);
+        ep_ref.scratch.get_mut().signals =
+            SendSignals::new(queue::send_batch(cfg.slots), send_wr / 4);
         ep_ref.dev = Some(dev.clone());
         let lkey = pd.local_dma_lkey();
         let id = ep_ref.id.as_mut().ok_or(ENOTCONN)?;

@@ -21,6 +21,7 @@ use crate::proto::chunk::{ChunkSlices, ReadSegment, Segment};
 use crate::proto::header::MsgType;
 use crate::proto::negotiate::{self, Version};
 use crate::proto::plan::{self, CallPlan};
+use crate::proto::queue::SendSignals;
 use crate::rdma::{FrwrList, HeldPages};
 use crate::sunrpc::{trace, Buf, ForwardCall, PageList, SendRqst, XprtLocked};
 use crate::sys;
@@ -98,7 +99,6 @@ pub(super) fn send_request(
         return ENOBUFS.to_errno();
     }
     let regs = plan::registrations(&chosen, &call_buf, &reply_buf);
-    let mut held = FrwrList::<MAX_RPC_MRS>::new();
     let (mut nreads, mut nwrites, mut nreply) = (0usize, 0usize, 0usize);
     let stats = &rx.stats;
     // The sender's, under XPRT_LOCKED.
@@ -108,14 +108,20 @@ pub(super) fn send_request(
     };
     let CallScratch {
         pages: page_list,
+        signals,
+        held,
         reads,
         writes,
         reply,
         segs,
     } = &mut *scratch;
+    // Left empty by the last Call (posted, released or dropped).
+    while let Some(mr) = held.pop() {
+        pool.release(mr, false);
+    }
     let mut register = |buf: Buf, range: plan::Range, kind, out: &mut [Segment]| {
         let pages = call.pages(buf, range.offset, range.len, page_list)?;
-        register_pages(rqst, pool, pages, kind, out, &mut held)
+        register_pages(rqst, pool, pages, kind, out, held)
     };
     let registered = (|| -> Result {
         if let Some((position, range)) = regs.read {
@@ -184,7 +190,7 @@ pub(super) fn send_request(
         rx.stats.nomsg_call_count.add(1);
     }
     let mut layout = plan::send_layout(chosen.call, &call_buf, ep.limits.send_sges(), PAGE as u32);
-    let mapped = layout.mapped.and_then(|r| {
+    let mut mapped = layout.mapped.and_then(|r| {
         // The mapping holds the Call's pages until the Send completes.
         let pages = call.pages(Buf::Call, r.offset, r.len, page_list).ok()?;
         ep.map_pages(pages).ok()
@@ -224,49 +230,62 @@ pub(super) fn send_request(
     // From here on a Reply may be for this Call: one that comes before the
     // post returned waits for us (`call_posted`).
     st.start_call(gen);
-    let sent = ep.send(pool, held, mapped, rqst, |buf| {
-        let hdr = encode_call_header(buf, xid, credits, nomsg, chunks, version)?;
-        let xdr = [snd.head_len(), snd.page_len(), snd.tail_len()];
-        trace::xprtrdma_marshal(|| rqst.trace_task(), hdr as u32, xdr, rtype, wtype);
-        let mut at = hdr;
-        // The mapped pages, if any, go between the two copied parts.
-        let mut split = at;
-        for (k, part) in layout.copy.iter().enumerate() {
-            if part.len != 0 {
-                let end = at.checked_add(part.len as usize)?;
-                snd.read(part.offset, buf.get_mut(at..end)?).ok()?;
-                at = end;
-            }
-            if k == 0 {
-                split = at;
-            }
-        }
-        if at.checked_add(mapped_len)? > inline_send {
-            return None;
-        }
-        Some((if mapped_len > 0 { split } else { at }, at))
+    // The MRs go, posted, straight to the request.
+    let sent = st.post_with_mrs(|posted| {
+        ep.send(
+            pool,
+            &mut *held,
+            posted,
+            signals,
+            &mut mapped,
+            rqst,
+            |buf| {
+                let hdr = encode_call_header(buf, xid, credits, nomsg, chunks, version)?;
+                let xdr = [snd.head_len(), snd.page_len(), snd.tail_len()];
+                trace::xprtrdma_marshal(|| rqst.trace_task(), hdr as u32, xdr, rtype, wtype);
+                let mut at = hdr;
+                // The mapped pages, if any, go between the two copied parts.
+                let mut split = at;
+                for (k, part) in layout.copy.iter().enumerate() {
+                    if part.len != 0 {
+                        let end = at.checked_add(part.len as usize)?;
+                        snd.read(part.offset, buf.get_mut(at..end)?).ok()?;
+                        at = end;
+                    }
+                    if k == 0 {
+                        split = at;
+                    }
+                }
+                if at.checked_add(mapped_len)? > inline_send {
+                    return None;
+                }
+                Some((if mapped_len > 0 { split } else { at }, at))
+            },
+        )
     });
-    // The chunk lists are in the Send buffer now.
-    drop(scratch);
     let sent = match sent {
-        Ok(posted) => {
+        Ok(()) => {
+            // The chunk lists are in the Send buffer now.
+            drop(scratch);
             // Only now may a Reply take the MRs: the LOCAL_INVs it posts
             // then go behind their REG_MRs.
-            st.hold_mrs(posted);
             if let Some(early) = st.call_posted(gen) {
                 ep.finish_early(rx, st, early);
             }
             Ok(())
         }
-        Err(not_sent) => {
-            let mut unposted = not_sent.unposted;
-            while let Some(mr) = unposted.pop() {
+        Err(why) => {
+            // Not posted: ours to release (a failed post dropped them),
+            // and the pages' mapping, if the Send did not take it.
+            while let Some(mr) = held.pop() {
                 pool.release(mr, false);
             }
+            drop(scratch);
+            drop(mapped);
             if let Some(early) = st.call_unsent(gen) {
                 ep.drop_early(early);
             }
-            Err(not_sent.why)
+            Err(why)
         }
     };
     if matches!(sent, Err(SendError::TooBig)) {
@@ -315,6 +334,11 @@ const MAX_LIST_SEGS: usize = 16;
 pub(super) struct CallScratch {
     /// The pages of the region being registered or mapped.
     pub(super) pages: PageList,
+    /// Which Sends are signalled.
+    pub(super) signals: SendSignals,
+    /// The Call's MRs until they are posted, then empty: built in place,
+    /// not moved on the way to the request.
+    held: FrwrList<MAX_RPC_MRS>,
     reads: [ReadSegment; MAX_LIST_SEGS],
     writes: [Segment; MAX_LIST_SEGS],
     reply: [Segment; MAX_LIST_SEGS],
@@ -326,6 +350,8 @@ impl CallScratch {
     pub(super) fn new(pages: PageList) -> Self {
         Self {
             pages,
+            signals: SendSignals::new(1, 1),
+            held: FrwrList::new(),
             reads: [ReadSegment::default(); MAX_LIST_SEGS],
             writes: [Segment::default(); MAX_LIST_SEGS],
             reply: [Segment::default(); MAX_LIST_SEGS],

@@ -11,12 +11,12 @@ use kernel::sync::barrier::{smp_mb, Full as Barrier};
 use super::classify_received;
 use super::connection::{Ep, Pending, Receiver, RecvState, RpcMrs, RpcPosted, Sender, Shared};
 use super::placement::Verdict;
-use super::request::{CallState, ReqState, MAX_RPC_MRS};
+use super::request::{CallState, ReqState};
 use super::state::RdmaXprt;
 use crate::params;
 use crate::proto::error::DecodeError;
 use crate::proto::negotiate::{Action, Version};
-use crate::proto::plan::{self, CantReply};
+use crate::proto::plan::CantReply;
 use crate::proto::reply::{BadReply, Dropped, Inbound, ReplyBody};
 use crate::proto::{v1, v2};
 use crate::rdma::{RecvOwner, RecvRing, RecvToken, RemoteInv, Wc};
@@ -96,41 +96,43 @@ impl RdmaXprt {
         let shared = &*rcv.shared;
         // Only a message that matched a waiting RPC may move the window.
         self.update_cwnd(pending.credits);
-        let mut mrs = st.take_mrs(shared.gen);
         let pool = &*rcv.pool;
-        if let (Some(inv), false) = (pending.inv.take(), mrs.is_empty()) {
-            let mut keys = [0u32; MAX_RPC_MRS];
-            for (k, mr) in keys.iter_mut().zip(mrs.as_slice()) {
-                *k = pool.rkey(mr);
+        let inv = pending.inv.take();
+        // In place: the list is large, and with the server's remote
+        // invalidation usually empty after it; moved out only to be
+        // invalidated here.
+        let left = st.with_mrs(shared.gen, |mrs| {
+            if let Some(inv) = inv {
+                // Only a key of this RPC's MRs (RFC 8166 §3.3.4):
+                // `take_remote` finds none for any other.
+                let mr = mrs.take_remote(pool, inv).ok_or(())?;
+                // The server invalidated it: nothing can reach it now.
+                trace::xprtrdma_mr(
+                    trace::MrEvent::RemInv,
+                    || Some(pending.rqst.trace_task()),
+                    || pool.registered(&mr),
+                );
+                pool.release(mr, false);
             }
-            let ours =
-                plan::remote_invalidation_ok(inv.rkey(), keys.get(..mrs.len()).unwrap_or(&[]));
-            match ours.and_then(|_| mrs.take_remote(pool, inv)) {
-                Some(mr) => {
-                    // The server invalidated it: nothing can reach it now.
-                    trace::xprtrdma_mr(
-                        trace::MrEvent::RemInv,
-                        || Some(pending.rqst.trace_task()),
-                        || pool.registered(&mr),
-                    );
-                    pool.release(mr, false);
-                }
-                None => {
-                    rwarn!("server invalidated a key that is not the RPC's: closing\n");
-                    self.stats.bad_remote_inv.add(1);
-                    self.stats.bad_reply_count.add(1);
-                    self.force_disconnect();
-                    // The MRs stay on the request until the connection is
-                    // gone; unpinned, the RPC is retransmitted after the
-                    // reconnect.
-                    st.hold_mrs(mrs);
-                    drop(pending);
-                    repost(shared, buf);
-                    return;
-                }
+            Ok((!mrs.is_empty()).then(|| core::mem::replace(mrs, RpcPosted::new())))
+        });
+        let mrs = match left {
+            Some(Err(())) => {
+                rwarn!("server invalidated a key that is not the RPC's: closing\n");
+                self.stats.bad_remote_inv.add(1);
+                self.stats.bad_reply_count.add(1);
+                self.force_disconnect();
+                // The MRs stay on the request until the connection is
+                // gone; unpinned, the RPC is retransmitted after the
+                // reconnect.
+                drop(pending);
+                repost(shared, buf);
+                return;
             }
-        }
-        if mrs.is_empty() {
+            Some(Ok(mrs)) => mrs,
+            None => None,
+        };
+        let Some(mrs) = mrs else {
             // Nothing left to invalidate (any MR the server invalidated
             // was released above). Without LOCAL_INVs, which complete
             // after the Send on the same queue, a Reply may overtake its
@@ -157,7 +159,7 @@ impl RdmaXprt {
             self.complete(pending.rqst, pending.reply, buf.buffer());
             repost(shared, buf);
             return;
-        }
+        };
         let n = mrs.len();
         match invalidate(shared, rcv, buf, pending, mrs) {
             Ok(()) => self.stats.local_inv_needed.add(n as u64),

@@ -241,29 +241,71 @@ impl ReqState {
         self.nmrs.store(n, Release);
     }
 
-    /// Takes the MRs held on connection `gen`; none when they were
-    /// registered on an older connection (they stay for the fence).
-    pub(super) fn take_mrs(&self, gen: u64) -> PostedMrs<MAX_RPC_MRS> {
-        if self.nmrs.load(Acquire) == 0 || self.gen.load(Relaxed) != gen {
-            return PostedMrs::new();
-        }
-        self.nmrs.store(0, Relaxed);
-        match self.mrs.try_borrow_mut() {
-            Some(mut held) => core::mem::replace(&mut *held, PostedMrs::new()),
+    /// Runs `post`, which moves the MRs it posts to the request's, in
+    /// place, and leaves them on the request as [`ReqState::hold_mrs`]
+    /// does. Only the current owner calls this, with no MRs held.
+    pub(super) fn post_with_mrs<R>(
+        &self,
+        post: impl FnOnce(&mut PostedMrs<MAX_RPC_MRS>) -> R,
+    ) -> R {
+        let (r, n) = match self.mrs.try_borrow_mut() {
+            Some(mut held) => {
+                let r = post(&mut held);
+                (r, held.len())
+            }
+            // Never: as in `hold_mrs`.
             None => {
                 rwarn!("request MRs in use twice\n");
-                PostedMrs::new()
+                let mut lost = PostedMrs::new();
+                let r = post(&mut lost);
+                (r, lost.len())
             }
+        };
+        // Published after the borrow ended.
+        self.nmrs.store(n as u32, Release);
+        r
+    }
+
+    /// Runs `f` on the MRs held on connection `gen`, in place; `None`,
+    /// without running it, when there are none or they were registered
+    /// on an older connection (they stay for the fence). What `f` leaves
+    /// there is held again, as by [`ReqState::hold_mrs`]. Only the
+    /// Reply's handler calls this.
+    pub(super) fn with_mrs<R>(
+        &self,
+        gen: u64,
+        f: impl FnOnce(&mut PostedMrs<MAX_RPC_MRS>) -> R,
+    ) -> Option<R> {
+        if self.nmrs.load(Acquire) == 0 || self.gen.load(Relaxed) != gen {
+            return None;
         }
+        // Taken, as by the LOCAL_INV path; held again below if `f`
+        // leaves any.
+        self.nmrs.store(0, Relaxed);
+        let Some(mut held) = self.mrs.try_borrow_mut() else {
+            rwarn!("request MRs in use twice\n");
+            return None;
+        };
+        let r = f(&mut held);
+        let n = held.len();
+        drop(held);
+        if n != 0 {
+            self.nmrs.store(n as u32, Release);
+        }
+        Some(r)
     }
 
     /// Drops the MRs of an older connection, now gone with their keys
     /// (their pool counts them as orphaned). Only the request's owner
     /// calls this, before it posts the Call.
     pub(super) fn forget_mrs(&self) {
+        // None held (the usual case): nothing to borrow.
+        if self.nmrs.load(Relaxed) == 0 {
+            return;
+        }
         self.nmrs.store(0, Relaxed);
         if let Some(mut held) = self.mrs.try_borrow_mut() {
-            *held = PostedMrs::new();
+            held.forget();
         }
     }
 

@@ -7,7 +7,8 @@
 use kernel::prelude::*;
 
 use super::connection::{Ep, MrPool, RpcMrs, RpcPosted, Sender, BC_SENDS};
-use crate::rdma::{HeldPages, MappedPages, NotSent, SendOwner, SendPosted, Wc};
+use crate::proto::queue::SendSignals;
+use crate::rdma::{HeldPages, MappedPages, SendOwner, SendPosted, Wc};
 use crate::sunrpc::{trace, SendRqst};
 
 pub(crate) use crate::rdma::SendError;
@@ -38,20 +39,24 @@ impl Ep {
 
     /// Fills the next free Send buffer with `fill` and posts it, after the
     /// REG_MRs of `mrs`, MRs of `pool` registered and not yet posted;
-    /// returns them posted. `fill` returns `(split, len)`: the Send
+    /// moves them, posted, to `posted` (as `SendRing::post`: not sent,
+    /// they stay in `mrs` unless the post failed). `fill` returns `(split, len)`: the Send
     /// gathers the first `split` bytes of the buffer, then the `mapped`
     /// pages, then the buffer up to `len`; or `None` if the message does
     /// not fit. A Send with mapped pages is signalled, and they are
-    /// unmapped when it completes. The last [`BC_SENDS`] free buffers are
+    /// unmapped when it completes (posted, `mapped` is left empty). The last [`BC_SENDS`] free buffers are
     /// left to backchannel Replies.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn send(
         &self,
         pool: &MrPool,
-        mrs: RpcMrs,
-        mapped: Option<MappedPages>,
+        mrs: &mut RpcMrs,
+        posted: &mut RpcPosted,
+        signals: &mut SendSignals,
+        mapped: &mut Option<MappedPages>,
         rqst: &SendRqst<'_>,
         fill: impl FnOnce(&mut [u8]) -> Option<(usize, usize)>,
-    ) -> Result<RpcPosted, NotSent> {
+    ) -> Result<(), SendError> {
         let chained = mrs.len() as u32;
         for mr in mrs.as_slice() {
             trace::xprtrdma_mr(
@@ -63,6 +68,8 @@ impl Ep {
         self.post_send(
             Some(pool),
             mrs,
+            posted,
+            Some(signals),
             chained,
             mapped,
             u64::from(BC_SENDS),
@@ -79,9 +86,21 @@ impl Ep {
         rqst: &SendRqst<'_>,
         fill: impl FnOnce(&mut [u8]) -> Option<(usize, usize)>,
     ) -> Result<(), SendError> {
-        self.post_send(None, RpcMrs::new(), 0, None, 0, rqst, fill)
-            .map(drop)
-            .map_err(|e| e.why)
+        let (mut none, mut posted) = (RpcMrs::new(), RpcPosted::new());
+        // The sender's, as we hold XPRT_LOCKED.
+        let mut scratch = self.scratch.try_borrow_mut();
+        let signals = scratch.as_mut().map(|s| &mut s.signals);
+        self.post_send(
+            None,
+            &mut none,
+            &mut posted,
+            signals,
+            0,
+            &mut None,
+            0,
+            rqst,
+            fill,
+        )
     }
 
     /// [`Ep::send`], leaving `keep` Send buffers free.
@@ -89,25 +108,22 @@ impl Ep {
     fn post_send(
         &self,
         pool: Option<&MrPool>,
-        mrs: RpcMrs,
+        mrs: &mut RpcMrs,
+        posted: &mut RpcPosted,
+        signals: Option<&mut SendSignals>,
         chained: u32,
-        mapped: Option<MappedPages>,
+        mapped: &mut Option<MappedPages>,
         keep: u64,
         rqst: &SendRqst<'_>,
         fill: impl FnOnce(&mut [u8]) -> Option<(usize, usize)>,
-    ) -> Result<RpcPosted, NotSent> {
+    ) -> Result<(), SendError> {
         let Some(tx) = self.tx.as_ref() else {
-            return Err(NotSent {
-                why: SendError::Post,
-                unposted: mrs,
-            });
+            return Err(SendError::Post);
         };
         let signal = |awaited: bool| {
-            // The policy is the sender's, and we hold XPRT_LOCKED; a busy
-            // cell (never) signals, which is always safe.
-            self.signals
-                .try_borrow_mut()
-                .is_none_or(|mut s| s.next(chained, awaited))
+            // The policy is the sender's, and we hold XPRT_LOCKED; without
+            // it (a busy cell: never) the Send is signalled, always safe.
+            signals.is_none_or(|s| s.next(chained, awaited))
         };
         // Before the post, as rpcrdma.ko (a backchannel Reply's too: its
         // task has no client, -1): the completion may be handled before
@@ -120,7 +136,9 @@ impl Ep {
         let failed = |e: Error| {
             trace::xprtrdma_post_send_err(|| tx.cq_id(), || rqst.trace_task(), e.to_errno());
         };
-        let (_, posted) = tx.post(keep, pool, mrs, mapped, signal, fill, posting, failed)?;
-        Ok(posted)
+        tx.post(
+            keep, pool, mrs, posted, mapped, signal, fill, posting, failed,
+        )
+        .map(drop)
     }
 }

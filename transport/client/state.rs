@@ -53,6 +53,11 @@ pub(crate) struct XprtState {
     /// (`version.rs`).
     #[pin]
     pub(super) neg: SpinLock<Negotiator>,
+    /// `neg`'s settled version (its `rdma_vers`), 0 while unsettled:
+    /// written under `neg`'s lock with every change of it, so that the
+    /// per-RPC questions, which change nothing once the version is
+    /// settled, need not take the lock.
+    pub(super) settled: Atomic<u32>,
     /// `rdma_version` is in debugfs.
     pub(super) version_published: Atomic<bool>,
 }
@@ -75,6 +80,7 @@ impl XprtState {
             fence_wq <- WaitQueue::new(),
             bc: Backchannel::new(),
             neg <- new_spinlock!(Negotiator::v1_only()),
+            settled: Atomic::new(crate::proto::negotiate::Version::V1.number()),
             version_published: Atomic::new(false),
         })
     }
@@ -168,7 +174,9 @@ impl RdmaXprt {
         // Replies are handled one at a time (one Receive CQ), and most
         // repeat the last grant: like rpcrdma.ko, take the lock only when
         // it changes.
-        if self.granted.xchg(grant, Relaxed) == grant {
+        // A plain load first: a locked exchange costs more, and the grant
+        // rarely changes.
+        if self.granted.load(Relaxed) == grant || self.granted.xchg(grant, Relaxed) == grant {
             return;
         }
         let cwnd = c_ulong::from(grant) << sys::RPC_CWNDSHIFT;

@@ -11,7 +11,7 @@
 //! every transport, so that it is never probed twice. The `max_version`
 //! module parameter at 1 turns version 2 off.
 
-use kernel::sync::atomic::{Atomic, Relaxed};
+use kernel::sync::atomic::{Acquire, Atomic, Relaxed, Release};
 
 use super::state::RdmaXprt;
 use crate::proto::negotiate::{Action, Answer, Negotiator, SendAs, Version};
@@ -61,7 +61,7 @@ impl RdmaXprt {
         } else {
             Negotiator::new()
         };
-        *self.neg.lock() = neg;
+        self.with_neg(|n| *n = neg);
         self.show_version(neg.version());
         // The transport's debugfs directory exists once it connects.
         if !self.version_published.xchg(true, Relaxed) {
@@ -82,7 +82,7 @@ impl RdmaXprt {
     /// server dropped what it did not understand, version 1 (its RPC goes
     /// again on the next connection, as every unanswered one).
     pub(super) fn version_lost(&self) {
-        if self.neg.lock().on_probe_lost() != Action::None {
+        if self.with_neg(Negotiator::on_probe_lost) != Action::None {
             remember(self.peer(), Version::V1);
             rinfo!(
                 "{}: version 2 probe lost with its connection: version 1\n",
@@ -93,18 +93,41 @@ impl RdmaXprt {
 
     /// The version the connection settled on, if it has.
     pub(super) fn version(&self) -> Option<Version> {
-        self.neg.lock().version()
+        self.settled().or_else(|| self.neg.lock().version())
+    }
+
+    /// The settled version, read without the lock; `None` if it was not
+    /// settled when looked at (then ask the [`Negotiator`]).
+    fn settled(&self) -> Option<Version> {
+        Version::from_number(self.settled.load(Acquire))
+    }
+
+    /// Runs `f` on the [`Negotiator`], under its lock, and publishes
+    /// the settled version it leaves.
+    fn with_neg<R>(&self, f: impl FnOnce(&mut Negotiator) -> R) -> R {
+        let mut neg = self.neg.lock();
+        let r = f(&mut neg);
+        self.settled
+            .store(neg.version().map_or(0, Version::number), Release);
+        r
     }
 
     /// How to send the Call with `xid` (as in `rq_xid`).
     pub(super) fn version_send(&self, xid: u32) -> SendAs {
-        self.neg.lock().send(u32::from_be(xid))
+        // Settled, the Negotiator answers that version and stays.
+        match self.settled() {
+            Some(version) => SendAs::Version(version),
+            None => self.with_neg(|n| n.send(u32::from_be(xid))),
+        }
     }
 
     /// The Call with `xid` (as in `rq_xid`) fails before it reaches the
     /// wire: if it was the probe, the next Call probes.
     pub(super) fn version_unsent(&self, xid: u32) {
-        self.neg.lock().on_unsent(u32::from_be(xid));
+        // Settled, there is no probe to forget.
+        if self.settled().is_none() {
+            self.with_neg(|n| n.on_unsent(u32::from_be(xid)));
+        }
     }
 
     /// The RPC of the Call with `xid` (as on the wire) ended, answered or
@@ -112,18 +135,23 @@ impl RdmaXprt {
     /// probes, and a connection lost afterwards says nothing of the
     /// server's version.
     pub(super) fn version_abandoned(&self, xid: u32) {
-        self.neg.lock().on_abandoned(xid);
+        if self.settled().is_none() {
+            self.with_neg(|n| n.on_abandoned(xid));
+        }
     }
 
     /// Feeds the answer to the Call with `xid` (as on the wire) to the
     /// negotiation; what the Reply's RPC must do.
     pub(super) fn version_answer(&self, xid: u32, answer: Answer) -> Action {
-        let (was, action, now) = {
-            let mut neg = self.neg.lock();
+        // Settled, an answer changes nothing.
+        if self.settled().is_some() {
+            return Action::None;
+        }
+        let (was, action, now) = self.with_neg(|neg| {
             let was = neg.version();
             let action = neg.on_answer(xid, answer);
             (was, action, neg.version())
-        };
+        });
         if was != now {
             if let Some(version) = now {
                 remember(self.peer(), version);
