@@ -481,10 +481,10 @@ pub fn write_fixup(head_len: u32, page_len: u32, inline_len: u32, written: u32) 
 }
 
 /// Whether the R_key a Responder invalidated with Send With Invalidate is
-/// one of the `ours` this RPC registered (RFC 8166 §3.3.4). Any other key
+/// one of the `ours` this RPC registered (RFC 8166 §3.3.4): its position. Any other key
 /// is a protocol violation: the connection is closed.
-pub fn remote_invalidation_ok(rkey: u32, ours: &[u32]) -> Option<usize> {
-    ours.iter().position(|&k| k == rkey)
+pub fn remote_invalidation_ok(rkey: u32, ours: impl IntoIterator<Item = u32>) -> Option<usize> {
+    ours.into_iter().position(|k| k == rkey)
 }
 
 /// Page data below this size is copied into the Send buffer with the rest

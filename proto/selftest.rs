@@ -1028,8 +1028,8 @@ pub fn requester_chunk_rules() -> Outcome {
         "frwr: written length bounded by the pages",
     )?;
     check(
-        plan::remote_invalidation_ok(5, &[7, 5]) == Some(1)
-            && plan::remote_invalidation_ok(6, &[7, 5]).is_none(),
+        plan::remote_invalidation_ok(5, [7, 5]) == Some(1)
+            && plan::remote_invalidation_ok(6, [7, 5]).is_none(),
         "frwr: remote invalidation key",
     )?;
     // A Reply claiming 4097 bytes in a 4096-byte Reply chunk.

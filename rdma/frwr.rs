@@ -583,19 +583,20 @@ impl<const N: usize> PostedMrs<N> {
         self.list
     }
 
-    /// Takes the MR of `pool` whose key the peer invalidated, as `inv`
-    /// proves: the device matched the key of its registration, so that
-    /// REG_MR executed, and the key no longer works.
+    /// Takes the MR of `pool` at `pos`, whose key the peer invalidated,
+    /// as `inv` proves: the device matched the key of its registration,
+    /// so that REG_MR executed, and the key no longer works. `None` if
+    /// the MR at `pos` has another key.
     pub(crate) fn take_remote<O: FrwrOwner>(
         &mut self,
         pool: &FrwrPool<O>,
+        pos: usize,
         inv: RemoteInv,
     ) -> Option<FrwrMr> {
-        let pos = self
-            .list
-            .as_slice()
-            .iter()
-            .position(|mr| pool.rkey(mr) == inv.0)?;
+        let mr = self.list.as_slice().get(pos)?;
+        if pool.rkey(mr) != inv.0 {
+            return None;
+        }
         self.list.remove(pos)
     }
 }
@@ -609,5 +610,10 @@ impl RemoteInv {
     /// From a successful Receive completion that carried it.
     pub(super) fn new(rkey: u32) -> Self {
         Self(rkey)
+    }
+
+    /// The key.
+    pub(crate) fn rkey(self) -> u32 {
+        self.0
     }
 }

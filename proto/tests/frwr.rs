@@ -180,9 +180,9 @@ fn write_list_trim() {
 
 #[test]
 fn remote_invalidation_key_check() {
-    assert_eq!(remote_invalidation_ok(0x105, &[0x204, 0x105]), Some(1));
-    assert_eq!(remote_invalidation_ok(0x106, &[0x204, 0x105]), None);
-    assert_eq!(remote_invalidation_ok(0, &[]), None);
+    assert_eq!(remote_invalidation_ok(0x105, [0x204, 0x105]), Some(1));
+    assert_eq!(remote_invalidation_ok(0x106, [0x204, 0x105]), None);
+    assert_eq!(remote_invalidation_ok(0, []), None);
 }
 
 #[test]

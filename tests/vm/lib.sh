@@ -788,15 +788,21 @@ trace_check_server() {
 # rdma_counts: the RDMA resources held, by kind ("rdma resource show").
 rdma_counts() { rdma resource show | sed 's/^[0-9]*: //'; }
 
+# shrink_slabs: every slab cache shrunk. Freed objects wait in per-CPU
+# sheaves and the node's barn, and under KASAN in its quarantine, still
+# counted as in use (slabinfo, SUnreclaim) until their cache is shrunk.
+shrink_slabs() {
+    for f in /sys/kernel/slab/*/shrink; do echo 1 > "$f"; done 2>/dev/null
+}
+
 # counts_snapshot: with the caches dropped, the RDMA resource counts,
 # MemFree (kB), and the objects in use in each kmalloc cache (what
 # server.sh counts_req and the soak's memory figures compare).
 counts_snapshot() {
     sync && echo 3 > /proc/sys/vm/drop_caches
-    # Freed objects wait in per-CPU sheaves and the node's barn, still
-    # counted as active, until the cache is shrunk: without this a burst
-    # of connections leaves a few hundred free objects that look kept.
-    for f in /sys/kernel/slab/*/shrink; do echo 1 > "$f"; done 2>/dev/null
+    # Without this a burst of connections leaves a few hundred free
+    # objects that look kept.
+    shrink_slabs
     echo "rdma $(rdma_counts | tr -s ' \n' '__')"
     awk '$1 == "MemFree:" { print "memfree", $2 }' /proc/meminfo
     awk '$1 ~ /^(dma-)?kmalloc-/ { print "slab", $1, $2 }' /proc/slabinfo

@@ -16,7 +16,7 @@ use super::state::RdmaXprt;
 use crate::params;
 use crate::proto::error::DecodeError;
 use crate::proto::negotiate::{Action, Version};
-use crate::proto::plan::CantReply;
+use crate::proto::plan::{self, CantReply};
 use crate::proto::reply::{BadReply, Dropped, Inbound, ReplyBody};
 use crate::proto::{v1, v2};
 use crate::rdma::{RecvOwner, RecvRing, RecvToken, RemoteInv, Wc};
@@ -103,9 +103,10 @@ impl RdmaXprt {
         // invalidated here.
         let left = st.with_mrs(shared.gen, |mrs| {
             if let Some(inv) = inv {
-                // Only a key of this RPC's MRs (RFC 8166 §3.3.4):
-                // `take_remote` finds none for any other.
-                let mr = mrs.take_remote(pool, inv).ok_or(())?;
+                // Only a key of this RPC's MRs (RFC 8166 §3.3.4).
+                let keys = mrs.as_slice().iter().map(|mr| pool.rkey(mr));
+                let pos = plan::remote_invalidation_ok(inv.rkey(), keys).ok_or(())?;
+                let mr = mrs.take_remote(pool, pos, inv).ok_or(())?;
                 // The server invalidated it: nothing can reach it now.
                 trace::xprtrdma_mr(
                     trace::MrEvent::RemInv,

@@ -91,14 +91,10 @@ impl RdmaXprt {
         }
     }
 
-    /// The version the connection settled on, if it has.
+    /// The version the connection settled on, if it has: the
+    /// [`Negotiator`]'s, as [`RdmaXprt::with_neg`] publishes it with its
+    /// every change, read without the lock.
     pub(super) fn version(&self) -> Option<Version> {
-        self.settled().or_else(|| self.neg.lock().version())
-    }
-
-    /// The settled version, read without the lock; `None` if it was not
-    /// settled when looked at (then ask the [`Negotiator`]).
-    fn settled(&self) -> Option<Version> {
         Version::from_number(self.settled.load(Acquire))
     }
 
@@ -115,7 +111,7 @@ impl RdmaXprt {
     /// How to send the Call with `xid` (as in `rq_xid`).
     pub(super) fn version_send(&self, xid: u32) -> SendAs {
         // Settled, the Negotiator answers that version and stays.
-        match self.settled() {
+        match self.version() {
             Some(version) => SendAs::Version(version),
             None => self.with_neg(|n| n.send(u32::from_be(xid))),
         }
@@ -125,7 +121,7 @@ impl RdmaXprt {
     /// wire: if it was the probe, the next Call probes.
     pub(super) fn version_unsent(&self, xid: u32) {
         // Settled, there is no probe to forget.
-        if self.settled().is_none() {
+        if self.version().is_none() {
             self.with_neg(|n| n.on_unsent(u32::from_be(xid)));
         }
     }
@@ -135,7 +131,7 @@ impl RdmaXprt {
     /// probes, and a connection lost afterwards says nothing of the
     /// server's version.
     pub(super) fn version_abandoned(&self, xid: u32) {
-        if self.settled().is_none() {
+        if self.version().is_none() {
             self.with_neg(|n| n.on_abandoned(xid));
         }
     }
@@ -144,7 +140,7 @@ impl RdmaXprt {
     /// negotiation; what the Reply's RPC must do.
     pub(super) fn version_answer(&self, xid: u32, answer: Answer) -> Action {
         // Settled, an answer changes nothing.
-        if self.settled().is_some() {
+        if self.version().is_some() {
             return Action::None;
         }
         let (was, action, now) = self.with_neg(|neg| {
