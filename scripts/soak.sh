@@ -26,6 +26,8 @@
 #   SOAK_BOUND=180    seconds after a fault's end within which I/O must move
 #   SOAK_SIZE=8       MiB of the streaming write-read-compare file
 #   SOAK_TIMEOUT=s    per pair, for a guest that hangs (SOAK_MINUTES x 90 + 900)
+#   SOAK_JOBS=1       pairs run at once (2: four VMs share the cores, each
+#                     pair's I/O and recoveries slower, all pairs alike)
 #   SOAK_OUT=dir      run into this directory (pairs already there stay in
 #                     the table: one lock-holding run per pair, one table)
 #   REPORT=dir        no VMs: print the table of that run again
@@ -41,11 +43,12 @@ SOAK_MINUTES=${SOAK_MINUTES:-60}
 LINK_FAULTS=${LINK_FAULTS:-50} NFSD_FAULTS=${NFSD_FAULTS:-10} SRV_DEVDEL=${SRV_DEVDEL:-5}
 CLI_DEVDEL=${CLI_DEVDEL:-5} UMOUNT_F=${UMOUNT_F:-3}
 SOAK_SEED=${SOAK_SEED:-1} SOAK_BOUND=${SOAK_BOUND:-180} SOAK_SIZE=${SOAK_SIZE:-8}
-REPORT=${REPORT:-} SOAK_KARGS=${SOAK_KARGS:-}
+SOAK_JOBS=${SOAK_JOBS:-1} REPORT=${REPORT:-} SOAK_KARGS=${SOAK_KARGS:-}
 T_PASS=0 T_FAIL=0
-for v in SOAK_MINUTES LINK_FAULTS NFSD_FAULTS SRV_DEVDEL CLI_DEVDEL UMOUNT_F SOAK_SEED SOAK_BOUND SOAK_SIZE; do
+for v in SOAK_JOBS SOAK_MINUTES LINK_FAULTS NFSD_FAULTS SRV_DEVDEL CLI_DEVDEL UMOUNT_F SOAK_SEED SOAK_BOUND SOAK_SIZE; do
     [[ ${!v} =~ ^[0-9]+$ ]] || die "$v=${!v}: a number"
 done
+[ "$SOAK_JOBS" -ge 1 ] || die "SOAK_JOBS=$SOAK_JOBS: at least 1"
 for p in $PAIRS; do
     [[ $p =~ ^(c|rs)-(c|rs)$ ]] || die "PAIRS: '$p' is not CLIENT-SERVER with c or rs each"
 done
@@ -67,14 +70,35 @@ if [ -z "$REPORT" ]; then
     # timeout is for a guest that hangs.
     tmo=${SOAK_TIMEOUT:-$((SOAK_MINUTES * 90 + 900))}
     soak=$SOAK_MINUTES,$LINK_FAULTS,$NFSD_FAULTS,$SRV_DEVDEL,$CLI_DEVDEL,$UMOUNT_F,$SOAK_SEED,$SOAK_BOUND
-    echo "$SOAK_MINUTES min; $LINK_FAULTS link outages (5-30 s), $NFSD_FAULTS nfsd restarts, $SRV_DEVDEL server and $CLI_DEVDEL client rxe removals (10 s), $UMOUNT_F umount -f; seed $SOAK_SEED, bound $SOAK_BOUND s" > "$RUN_DIR/config.txt"
+    echo "$SOAK_MINUTES min; $LINK_FAULTS link outages (5-30 s), $NFSD_FAULTS nfsd restarts, $SRV_DEVDEL server and $CLI_DEVDEL client rxe removals (10 s), $UMOUNT_F umount -f; seed $SOAK_SEED, bound $SOAK_BOUND s$([ "$SOAK_JOBS" = 1 ] || echo "; $SOAK_JOBS pairs at a time")" > "$RUN_DIR/config.txt"
+    running=()
     for pair in $PAIRS; do
+        while [ ${#running[@]} -ge "$SOAK_JOBS" ]; do
+            wait -n || true
+            for i in "${!running[@]}"; do
+                kill -0 "${running[$i]}" 2>/dev/null || unset "running[$i]"
+            done
+        done
         cli=${pair%-*} srv=${pair#*-}
         step "soak: $pair (client $(mod_name "$cli"), server $(mod_name "$srv")): $SOAK_MINUTES min, $nfaults faults"
-        t0=$SECONDS
-        run_pair "soak-$pair" "$tmo" "rr.mod=$srv rr.soak=1 $SOAK_KARGS" \
-            "rr.script=soak rr.mod=$cli rr.proto=rdma rr.vers=4.2 rr.size=$SOAK_SIZE rr.soak=$soak $SOAK_KARGS"
-        echo "  soak-$pair: $((SECONDS - t0)) s"
+        (
+            t0=$SECONDS
+            run_pair "soak-$pair" "$tmo" "rr.mod=$srv rr.soak=1 $SOAK_KARGS" \
+                "rr.script=soak rr.mod=$cli rr.proto=rdma rr.vers=4.2 rr.size=$SOAK_SIZE rr.soak=$soak $SOAK_KARGS"
+            echo "  soak-$pair: $((SECONDS - t0)) s"
+        ) > "$RUN_DIR/soak-$pair.out" 2>&1 &
+        running+=($!)
+    done
+    wait || true
+    # The pairs' check lines, counted here: each ran in its own subshell.
+    for pair in $PAIRS; do
+        while IFS= read -r line; do
+            case $line in
+            "PASS "*) T_PASS=$((T_PASS + 1)) ;;
+            "FAIL "*) T_FAIL=$((T_FAIL + 1)) ;;
+            esac
+            printf '%s\n' "$line"
+        done < "$RUN_DIR/soak-$pair.out"
     done
     rm -f "$RUN_DIR"/*.cpio
 fi
