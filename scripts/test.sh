@@ -359,6 +359,14 @@ scenario srv-recall-rs 900 rs "Rust client, Rust server: delegations recalled ov
 faults="rr.script=srv-faults rr.mod=c rr.proto=rdma rr.vers=4.2 rr.size=8"
 scenario srv-faults 600 rs "C client, Rust server: thread counts, nfsd restart, link loss, lost CM messages, device removal under I/O; the listener through a bond failover; a UD send from a gone GID" "$faults rr.bond=1" "rr.bond=1 rr.udlost=1"
 scenario ref-srv-faults 600 c "C client, C server: thread counts, nfsd restart, link loss, lost CM messages, device removal under I/O" "$faults"
+# make soak's smoke (scripts/soak.sh, tests/vm/soak.sh): Rust client and
+# Rust server, 5 minutes of mixed I/O (streaming write-read-compare, small
+# files, a delegation recalled each minute) while 3 server link outages of
+# 5-30 s, an nfsd restart, a server and a client rxe removal and a umount -f
+# of a busy second mount run; each fault must be survived (I/O moving within
+# 180 s of its end), with no data or I/O error, then both ends unload clean.
+scenario soak-smoke-rs 900 rs "Rust client, Rust server: make soak's smoke, a few faults of each kind under mixed I/O" \
+    "rr.script=soak rr.mod=rs rr.proto=rdma rr.vers=4.2 rr.size=8 rr.soak=5,3,1,1,1,1,1,180" "rr.soak=1"
 run_scenarios
 if [ -n "$fuzz_pid" ]; then
     step "host: waiting for the fuzzer"
