@@ -91,15 +91,7 @@ if [ -z "$REPORT" ]; then
     done
     wait || true
     # The pairs' check lines, counted here: each ran in its own subshell.
-    for pair in $PAIRS; do
-        while IFS= read -r line; do
-            case $line in
-            "PASS "*) T_PASS=$((T_PASS + 1)) ;;
-            "FAIL "*) T_FAIL=$((T_FAIL + 1)) ;;
-            esac
-            printf '%s\n' "$line"
-        done < "$RUN_DIR/soak-$pair.out"
-    done
+    for pair in $PAIRS; do replay_results "$RUN_DIR/soak-$pair.out"; done
     rm -f "$RUN_DIR"/*.cpio
 fi
 

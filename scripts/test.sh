@@ -165,17 +165,11 @@ run_scenarios() {
 # name) that have ended, and forget them.
 reap_scenarios() {
     local -n jobs_=$1
-    local pid line
+    local pid
     for pid in "${!jobs_[@]}"; do
         ! kill -0 "$pid" 2>/dev/null || continue
         wait "$pid" 2>/dev/null
-        while IFS= read -r line; do
-            case $line in
-            "PASS "*) T_PASS=$((T_PASS + 1)) ;;
-            "FAIL "*) T_FAIL=$((T_FAIL + 1)) ;;
-            esac
-            printf '%s\n' "$line"
-        done < "$RUN_DIR/${jobs_[$pid]}.out"
+        replay_results "$RUN_DIR/${jobs_[$pid]}.out"
         unset "jobs_[$pid]"
     done
 }

@@ -230,6 +230,19 @@ report() {
     fi
 }
 
+# replay_results FILE: print FILE, the output of a run_pair held while it
+# ran beside others, counting its PASS and FAIL lines as report did.
+replay_results() {
+    local line
+    while IFS= read -r line; do
+        case $line in
+        "PASS "*) T_PASS=$((T_PASS + 1)) ;;
+        "FAIL "*) T_FAIL=$((T_FAIL + 1)) ;;
+        esac
+        printf '%s\n' "$line"
+    done < "$1"
+}
+
 # Turn a guest's results.log into test lines; fail if it did not finish.
 vm_collect() {
     local scen=$1 name=$2 need_done=$3 log=$VM_DIR/$2.results.log tag tname status detail
