@@ -71,13 +71,12 @@ if [ -z "$REPORT" ]; then
     tmo=${SOAK_TIMEOUT:-$((SOAK_MINUTES * 90 + 900))}
     soak=$SOAK_MINUTES,$LINK_FAULTS,$NFSD_FAULTS,$SRV_DEVDEL,$CLI_DEVDEL,$UMOUNT_F,$SOAK_SEED,$SOAK_BOUND
     echo "$SOAK_MINUTES min; $LINK_FAULTS link outages (5-30 s), $NFSD_FAULTS nfsd restarts, $SRV_DEVDEL server and $CLI_DEVDEL client rxe removals (10 s), $UMOUNT_F umount -f; seed $SOAK_SEED, bound $SOAK_BOUND s$([ "$SOAK_JOBS" = 1 ] || echo "; $SOAK_JOBS pairs at a time")" > "$RUN_DIR/config.txt"
-    running=()
+    # As make test's scenarios: each pair's output is held and printed,
+    # its checks counted, when it ends (scripts/vm.sh reap_scenarios).
+    declare -A running=()
     for pair in $PAIRS; do
         while [ ${#running[@]} -ge "$SOAK_JOBS" ]; do
-            wait -n || true
-            for i in "${!running[@]}"; do
-                kill -0 "${running[$i]}" 2>/dev/null || unset "running[$i]"
-            done
+            sleep 2; reap_scenarios running
         done
         cli=${pair%-*} srv=${pair#*-}
         step "soak: $pair (client $(mod_name "$cli"), server $(mod_name "$srv")): $SOAK_MINUTES min, $nfaults faults"
@@ -87,11 +86,11 @@ if [ -z "$REPORT" ]; then
                 "rr.script=soak rr.mod=$cli rr.proto=rdma rr.vers=4.2 rr.size=$SOAK_SIZE rr.soak=$soak $SOAK_KARGS"
             echo "  soak-$pair: $((SECONDS - t0)) s"
         ) > "$RUN_DIR/soak-$pair.out" 2>&1 &
-        running+=($!)
+        running[$!]=soak-$pair
     done
-    wait || true
-    # The pairs' check lines, counted here: each ran in its own subshell.
-    for pair in $PAIRS; do replay_results "$RUN_DIR/soak-$pair.out"; done
+    while [ ${#running[@]} -gt 0 ]; do
+        sleep 2; reap_scenarios running
+    done
     rm -f "$RUN_DIR"/*.cpio
 fi
 

@@ -161,18 +161,6 @@ run_scenarios() {
     done
 }
 
-# reap_scenarios ARRAY: print and count the scenarios of ARRAY (pid ->
-# name) that have ended, and forget them.
-reap_scenarios() {
-    local -n jobs_=$1
-    local pid
-    for pid in "${!jobs_[@]}"; do
-        ! kill -0 "$pid" 2>/dev/null || continue
-        wait "$pid" 2>/dev/null
-        replay_results "$RUN_DIR/${jobs_[$pid]}.out"
-        unset "jobs_[$pid]"
-    done
-}
 io="rr.script=nfs-io"
 small="rr.size=16 rr.files=200"
 # The reference: C client and C server. ref-rdma is the issue 2 baseline.

@@ -230,17 +230,24 @@ report() {
     fi
 }
 
-# replay_results FILE: print FILE, the output of a run_pair held while it
-# ran beside others, counting its PASS and FAIL lines as report did.
-replay_results() {
-    local line
-    while IFS= read -r line; do
-        case $line in
-        "PASS "*) T_PASS=$((T_PASS + 1)) ;;
-        "FAIL "*) T_FAIL=$((T_FAIL + 1)) ;;
-        esac
-        printf '%s\n' "$line"
-    done < "$1"
+# reap_scenarios ARRAY: print and count the run_pairs of ARRAY (pid ->
+# name, each held in RUN_DIR/NAME.out while it ran beside others) that
+# have ended, and forget them.
+reap_scenarios() {
+    local -n jobs_=$1
+    local pid line
+    for pid in "${!jobs_[@]}"; do
+        ! kill -0 "$pid" 2>/dev/null || continue
+        wait "$pid" 2>/dev/null
+        while IFS= read -r line; do
+            case $line in
+            "PASS "*) T_PASS=$((T_PASS + 1)) ;;
+            "FAIL "*) T_FAIL=$((T_FAIL + 1)) ;;
+            esac
+            printf '%s\n' "$line"
+        done < "$RUN_DIR/${jobs_[$pid]}.out"
+        unset "jobs_[$pid]"
+    done
 }
 
 # Turn a guest's results.log into test lines; fail if it did not finish.
