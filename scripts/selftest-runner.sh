@@ -41,6 +41,8 @@ fixture detects-oops fail '[   12.0] Oops: general protection fault, probably fo
 fixture detects-lockdep fail '[   12.0] WARNING: possible circular locking dependency detected\n' "$ok_results"
 fixture detects-kfence fail '[   12.0] BUG: KFENCE: use-after-free read in rpcrdma_rs\n' "$ok_results"
 fixture detects-hung-task fail '[  861.2] INFO: task mount.nfs:93 blocked for more than 61 seconds.\n' "$ok_results"
+# 7.3 words it so for a task in io_schedule (kernel/hung_task.c).
+fixture detects-hung-task-iowait fail '[  185.3] INFO: task cp:858 blocked in I/O wait for more than 61 seconds.\n' "$ok_results"
 fixture detects-atomic-sleep fail '[   12.0] BUG: sleeping function called from invalid context at mm/slub.c:4000\n' "$ok_results"
 
 [ $# -ge 2 ] || exit 0

@@ -27,7 +27,7 @@ VM_LINK=${VM_LINK:-unix}
 VM_APPEND_BASE="console=ttyS0 panic=-1 loglevel=7 printk.devkmsg=on"
 
 # Kernel log lines that fail a scenario whatever its guest said.
-BAD_LOG='Kernel panic|BUG:|WARNING:|Oops|general protection fault|possible circular locking|possible recursive locking|inconsistent lock state|suspicious RCU usage|KFENCE:|blocked for more than|soft lockup|hard LOCKUP|UBSAN:|panicked at|list_add corruption|list_del corruption|Call Trace:'
+BAD_LOG='Kernel panic|BUG:|WARNING:|Oops|general protection fault|possible circular locking|possible recursive locking|inconsistent lock state|suspicious RCU usage|KFENCE:|blocked( in I/O wait)? for more than|soft lockup|hard LOCKUP|UBSAN:|panicked at|list_add corruption|list_del corruption|Call Trace:'
 
 # vm_for_kasan: guests for the kasan kernel. A third more memory: KASAN's
 # shadow takes an eighth of it and its quarantine and redzones more (with
