@@ -9,7 +9,8 @@
 # C/C pair as the reference: faults run and survived (I/O moved again
 # within SOAK_BOUND s of the fault's end), the stall beyond each fault's
 # own length (median and worst), data errors (compare failures), RPCs
-# failed to the application (I/O errors the loops saw), kernel splats
+# failed to the application (I/O errors the loops saw; removes replayed
+# across an nfsd restart apart: tests/vm/soak.sh replayed_removes), kernel splats
 # (both consoles scanned as the tests do: scripts/vm.sh BAD_LOG), leaks at
 # the end (the server's teardown check and the client's: RDMA resources
 # back to their counts, module unloads; the three kmalloc caches that grew
@@ -143,9 +144,10 @@ table() {
     local pair d stalls run surv kind
     echo "soak: NFSv4.2 over RDMA (soft-RoCE, QEMU $VM_ACCEL, $VM_LINK link), per pair: $(cat "$RUN_DIR/config.txt" 2>/dev/null || echo '?')"
     echo "  stall: the longest I/O gap through a fault minus the fault's own length, seconds, median/worst"
-    echo "  over the faults survived (I/O moved within the bound); leaks: 0, or the end (cli, srv) whose check failed"
-    printf '%-6s %-11s %-11s %6s %8s %14s %11s %11s %6s %8s %4s\n' \
-        pair client server faults survived "stall med/max" "data errors" "failed RPCs" splats leaks deaf
+    echo "  over the faults survived (I/O moved within the bound); replayed: removes that found their file gone"
+    echo "  during an nfsd restart (NFS4ERR_NOENT, not in failed RPCs); leaks: 0, or the end (cli, srv) whose check failed"
+    printf '%-6s %-11s %-11s %6s %8s %14s %11s %11s %8s %6s %8s %4s\n' \
+        pair client server faults survived "stall med/max" "data errors" "failed RPCs" replayed splats leaks deaf
     for pair in c-c rs-c c-rs rs-rs; do
         d=$RUN_DIR/soak-$pair
         [ -d "$d" ] || continue
@@ -154,9 +156,9 @@ table() {
         surv=$(faults_of "$d" | awk '$5 == 1' | grep -c . || true)
         read -r med _ worst _ < <(stats "${stalls[@]}")
         med=$(one_decimal "$med") worst=$(one_decimal "$worst")
-        printf '%-6s %-11s %-11s %6s %8s %14s %11s %11s %6s %8s %4s\n' "$pair" \
+        printf '%-6s %-11s %-11s %6s %8s %14s %11s %11s %8s %6s %8s %4s\n' "$pair" \
             "$(mod_name "${pair%-*}")" "$(mod_name "${pair#*-}")" "$run/$(sum_field "$d" faults)" "$surv" \
-            "$med/$worst" "$(sum_field "$d" dataerr)" "$(sum_field "$d" ioerr)" "$(splats "$d")" "$(leaks "$d")" \
+            "$med/$worst" "$(sum_field "$d" dataerr)" "$(sum_field "$d" ioerr)" "$(sum_field "$d" replayed)" "$(splats "$d")" "$(leaks "$d")" \
             "$(faults_of "$d" link | awk '$5 == 0 && /server-gsi=[A-Z]/ && !/server-gsi=RTS/' | grep -c . || true)"
     done
     echo "stall by fault kind, seconds: median/worst (survived/run); link: server link outage, nfsd: restart,"

@@ -34,6 +34,9 @@ RECALL_EVERY=60
 # Seconds a server or client rxe device stays deleted.
 DEVDEL_SECS=10
 EV=/tmp/soak.ev
+# One line per nfsd restart: when it was asked for, when the server said
+# it was done (ms since boot).
+RESTARTS=/tmp/soak.restarts
 STOP=/tmp/soak.stop
 size=${RR_SIZE:-8}
 
@@ -47,7 +50,8 @@ now() {
 
 # ev KIND [DETAIL]: one line of the event log: p (progress: an operation
 # the server answered), ioerr (an error the application saw), dataerr
-# (data read back differs).
+# (data read back differs), gone (a remove found its file gone: see
+# replayed_removes).
 ev() { now; echo "$NOW $*" >> $EV; }
 
 stream_loop() {
@@ -80,7 +84,13 @@ small_loop() {
         got=
         read -r got < "$f" || { ev ioerr "read $f"; sleep 1; continue; }
         [ "$got" = "$i" ] || ev dataerr "$f reads '$got', not $i"
-        if rm "$f"; then ev p; else ev ioerr "remove $f"; sleep 1; fi
+        if err=$(rm "$f" 2>&1); then
+            ev p
+        elif [ ! -e "$f" ] && [ -z "${err##*No such file or directory*}" ]; then
+            ev gone "remove $f"
+        else
+            ev ioerr "remove $f: $err"; sleep 1
+        fi
     done
 }
 
@@ -221,7 +231,8 @@ one_fault() {
     rc=0 FAULT_ANSWER=
     case $kind in
     link) server_fault link "$secs" "$id" || rc=1 ;;
-    nfsd) server_fault nfsd 0 "$id" || rc=1 ;;
+    nfsd) server_fault nfsd 0 "$id" || rc=1
+        now; echo "$t_req $NOW" >> $RESTARTS ;;
     sdev) server_fault devdel "$secs" "$id" || rc=1 ;;
     cdev) out=$(cli_devdel "$secs" 2>&1) || { rc=1; echo "$out"; } ;;
     umf) out=$(umount_f 2>&1) || { rc=1; echo "$out"; }
@@ -249,6 +260,26 @@ one_fault() {
     stall=$(awk -v g="$gap" -v s="$secs" 'BEGIN { x = g / 1000 - s; printf "%.1f", (x > 0 ? x : 0) }')
     echo "RR-SOAK-FAULT $id $kind $secs $stall 1 rc=$rc" > "$RESULTS"
     note "fault $id $kind ${secs}s: longest I/O gap $gap ms, stall $stall s beyond the fault; ${FAULT_ANSWER:-}"
+}
+
+# replayed_removes: how many removes found their file gone while an nfsd
+# restart was under way (from its request to 60 s after nfsd was back);
+# each other one becomes an I/O error in the event log. The server
+# removed the file and stopped before its reply got out; the client sent
+# the REMOVE again to an nfsd with no record of it (no reply cache outlives
+# nfsd) and got NFS4ERR_NOENT. Any NFS client over any transport sees
+# that; the C pair does too.
+replayed_removes() {
+    grep ' gone ' $EV > /tmp/soak.gone
+    n=0
+    while read -r t _ what; do
+        if awk -v t="$t" '$1 <= t && t <= $2 + 60000 { f = 1 } END { exit !f }' $RESTARTS 2>/dev/null; then
+            n=$((n + 1))
+        else
+            echo "$t ioerr $what: gone, with no nfsd restart under way" >> $EV
+        fi
+    done < /tmp/soak.gone
+    echo $n
 }
 
 # faults: the schedule, fault k at k x (the run / (faults + 1)) s or,
@@ -306,11 +337,12 @@ w=300
 for l in stream small recall; do
     await_exit "$(cat /tmp/$l.pid)" $w || note "$l loop still running $w s after the stop"
 done
+replayed=$(replayed_removes)
 ioerr=$(grep -c ' ioerr' $EV) dataerr=$(grep -c ' dataerr' $EV) prog=$(grep -c ' p$' $EV)
 grep -E ' (ioerr|dataerr)' $EV | head -n 20 | sed 's/^/== /'
 recalled=$(grep -c '^recalled' /tmp/soak.recalls 2>/dev/null) asked=$(wc -l < /tmp/soak.recalls 2>/dev/null)
-echo "RR-SOAK-SUM faults=$(wc -l < /tmp/soak.schedule) ioerr=$ioerr dataerr=$dataerr progress=$prog recalls=${recalled:-0}/${asked:-0}" > "$RESULTS"
-note "soak: $prog progress events, $ioerr I/O errors, $dataerr data errors, ${recalled:-0} of ${asked:-0} recalls with a delegation"
+echo "RR-SOAK-SUM faults=$(wc -l < /tmp/soak.schedule) ioerr=$ioerr dataerr=$dataerr progress=$prog recalls=${recalled:-0}/${asked:-0} replayed=$replayed" > "$RESULTS"
+note "soak: $prog progress events, $ioerr I/O errors, $dataerr data errors, $replayed removes replayed across an nfsd restart, ${recalled:-0} of ${asked:-0} recalls with a delegation"
 check no_data_errors [ "$dataerr" -eq 0 ]
 check no_io_errors [ "$ioerr" -eq 0 ]
 [ $ran -eq 0 ] || finish
