@@ -67,6 +67,8 @@ vm_prepare() {
     cp "$REPO_DIR"/tests/vm/*.sh "$REPO_DIR"/tests/vm/*.awk "$ov/scenario/"
     # The guests check their own logs with the same patterns (lib.sh).
     printf '%s\n' "$BAD_LOG" > "$ov/scenario/bad-log.re"
+    # The kernel's HZ, to read delays in jiffies (reconnect.sh).
+    sed -n 's/^CONFIG_HZ=//p' "$kbuild/.config" > "$ov/scenario/kernel-hz"
     # Inputs a run made for its scenarios (scripts/alloc-faults.sh's sites).
     # shellcheck disable=SC2086 # a list of paths
     [ -z "${VM_SCENARIO_FILES:-}" ] || cp $VM_SCENARIO_FILES "$ov/scenario/"

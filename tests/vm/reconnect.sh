@@ -65,6 +65,57 @@ write_through_fault() {
     [ "$after" -gt "$before" ]
 }
 
+# connect_trace start|stop: the transport's connects (rpcrdma.ko's trace
+# events, which rpcrdma_rs emits too: xprtrdma_op_connect's delay, each
+# connect's rc) into /tmp/connect.trace.
+connect_trace() {
+    t=/sys/kernel/tracing
+    if [ "$1" = start ]; then
+        [ -d $t/events ] || mount -t tracefs nodev $t || return 1
+        echo > $t/trace &&
+            echo 1 > $t/events/rpcrdma/xprtrdma_op_connect/enable &&
+            echo 1 > $t/events/rpcrdma/xprtrdma_connect/enable &&
+            echo 1 > $t/tracing_on
+        return
+    fi
+    echo 0 > $t/events/rpcrdma/xprtrdma_op_connect/enable &&
+        echo 0 > $t/events/rpcrdma/xprtrdma_connect/enable &&
+        grep -E ' xprtrdma_(op_)?connect: ' $t/trace > /tmp/connect.trace || return 1
+    note "connects through the fault: $(sed 's/.* \(xprtrdma_[a-z_]*: \)/\1/' /tmp/connect.trace | tr '\n' ';')"
+}
+
+# guest_hz: the kernel's HZ, from its config (scripts/vm.sh).
+guest_hz() {
+    hz=$(cat /scenario/kernel-hz 2>/dev/null)
+    [ "${hz:-0}" -gt 0 ] || { echo "HZ unknown" >&2; return 1; }
+    echo "$hz"
+}
+
+# refused_paced: once the server refused a connect (nfsd down, its host
+# up), the next connect starts half a second after the refused one began:
+# not later (a backoff that doubled on each refusal reconnected up to one
+# doubled delay after nfsd was back, where rpcrdma.ko asks no delay), and
+# not sooner (sunrpc hands the connection to each waiting task in turn: a
+# refusal retried at once is retried as fast as the server refuses). nfsd
+# stays down for 5 s, so the client, writing all along, meets refusals.
+refused_paced() {
+    hz=$(guest_hz) || return 1
+    awk -v hz="$hz" -v pace=0.5 '
+        { for (i = 1; i < NF; i++) if ($(i + 1) ~ /^xprtrdma_(op_)?connect:$/) { ts = $i; sub(/:$/, "", ts) } }
+        / xprtrdma_op_connect: / {
+            d = $0; sub(/.*delay=/, "", d); start = ts + d / hz
+            if (refused) {
+                paced++
+                if (d > pace * hz) { printf "delayed %d jiffies (%.2f s) after a refused connect\n", d, d / hz; bad = 1 }
+                if (start - rstart < pace - 0.02) { printf "started again %.3f s after a refused connect began\n", start - rstart; bad = 1 }
+            }
+            refused = 0; last = start; next
+        }
+        / xprtrdma_connect: / && / rc=-111 / { refused = 1; rstart = last; n++ }
+        END { if (!n) { print "no connect was refused"; exit 1 }
+              printf "%d connects refused, %d retried after them (HZ %d)\n", n, paced, hz; exit bad }' /tmp/connect.trace
+}
+
 # Connection events in the log: rpcrdma_rs's debug messages through
 # dynamic debug (the C module has tracepoints instead).
 debug_on() {
@@ -81,7 +132,12 @@ check client_net net_up 192.0.2.2 2001:db8::2 &&
     check mount nfs_mount &&
     check make_data dd if=/dev/urandom of=/tmp/data bs=1M count="$size" &&
     for fault in ${RR_FAULTS:-nfsd link}; do
+        [ $fault != nfsd ] || check connect_trace_start connect_trace start || break
         check reconnect_after_$fault write_through_fault $fault || break
+        if [ $fault = nfsd ]; then
+            check connect_trace_stop connect_trace stop &&
+                check refused_connect_paced refused_paced || break
+        fi
         check remove_$fault rm /mnt/data-$fault || break
     done
 grep -A 1 "xprt:" /proc/self/mountstats

@@ -33,6 +33,12 @@ const FENCE_WARN_SECS: c_ulong = 30;
 pub(crate) struct XprtState {
     /// A connection attempt failed or a connection was lost: back off.
     pub(super) backoff: Atomic<bool>,
+    /// The last connect was refused: the server's host answered and
+    /// nothing listened (nfsd restarting). The next one is paced, not
+    /// backed off.
+    pub(super) refused: Atomic<bool>,
+    /// When that refused connect started, in jiffies.
+    pub(super) refused_at: Atomic<u64>,
     /// A Reply arrived since the last connect: reset the backoff.
     pub(super) had_reply: Atomic<bool>,
     /// The last credit grant applied to `cwnd`; 0 after a reset.
@@ -72,6 +78,8 @@ impl XprtState {
     pub(super) fn new(cfg: Config) -> impl PinInit<Self> {
         pin_init!(Self {
             backoff: Atomic::new(false),
+            refused: Atomic::new(false),
+            refused_at: Atomic::new(0),
             had_reply: Atomic::new(false),
             granted: Atomic::new(0),
             stats: Stats::default(),

@@ -19,6 +19,18 @@ fn init_reestablish() -> c_ulong {
     3 * hz()
 }
 
+/// The least time from the start of a refused connect to the start of
+/// the next one.
+///
+/// sunrpc hands the connection to each waiting task in turn, so a refusal
+/// would otherwise be retried as fast as the server can refuse. rpcrdma.ko
+/// does not delay there (its endpoint is gone after a failed connect) and
+/// is paced only by how long building one takes; a backoff doubled on
+/// every refusal came back up to one doubled delay after nfsd did.
+fn refused_pace() -> c_ulong {
+    hz() / 2
+}
+
 /// `connect` (the task holds `XPRT_LOCKED`, which goes to the connect
 /// worker): the delay before the worker runs.
 pub(super) fn connect(rx: &RdmaXprt, locked: &XprtLocked<'_>) -> c_ulong {
@@ -26,7 +38,10 @@ pub(super) fn connect(rx: &RdmaXprt, locked: &XprtLocked<'_>) -> c_ulong {
         locked.reset_backoff();
     }
     let mut delay: c_ulong = 0;
-    if rx.backoff.load(Relaxed) {
+    if rx.refused.xchg(false, Relaxed) {
+        let since = jiffies().wrapping_sub(rx.refused_at.load(Relaxed));
+        delay = refused_pace().saturating_sub(since);
+    } else if rx.backoff.load(Relaxed) {
         delay = locked.backoff(init_reestablish());
     }
     rdebug!("connect in {} jiffies\n", delay);
@@ -90,6 +105,10 @@ pub(super) fn connect_worker(rx: &RdmaXprt, locked: &mut XprtLocked<'_>) -> c_in
             );
             rx.trace_connect(false, err.to_errno(), err.to_errno());
             rx.backoff.store(true, Relaxed);
+            if err == ECONNREFUSED {
+                rx.refused_at.store(start, Relaxed);
+                rx.refused.store(true, Relaxed);
+            }
             // Running out of memory is transient: ENOBUFS makes sunrpc
             // retry the connect (after our backoff), where ENOMEM
             // would fail the RPC that asked for it.
