@@ -733,12 +733,15 @@ impl<O: SendOwner> SendRing<O> {
         }
         let signalled = signal(mapped.is_some());
         e.seq.store(seq, Release);
-        // In place: the mapping is large and rarely there. One left in
-        // the entry is of a Send that completed.
+        // In place: the mapping is large and rarely there, and moving an
+        // empty one still copies all of it. One left in the entry is of a
+        // Send that completed.
         if held.is_some() {
             *held = None;
         }
-        core::mem::swap(held, mapped);
+        if mapped.is_some() {
+            core::mem::swap(held, mapped);
+        }
         // The CPU is done with the buffer; the device reads it until the
         // Send completes.
         drop(slot);

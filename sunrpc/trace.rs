@@ -9,7 +9,7 @@
 //! hold an out-of-tree module's events, hence this copy. Arguments that
 //! cost something to gather come as closures, run only when the event is
 //! on: an event nobody listens to costs one load and one branch (a
-//! patched jump with `CONFIG_JUMP_LABEL`).
+//! patched jump with `CONFIG_JUMP_LABEL`), not a call.
 
 use kernel::str::{CStr, CStrExt};
 
@@ -23,15 +23,14 @@ macro_rules! on {
         kernel::macros::paste! {{
             #[cfg(not(CONFIG_JUMP_LABEL))]
             // SAFETY: The tracepoint is a static that `sys/trace.c`
-            // defines; reading its key's count is what the C side's
-            // `static_key_false()` does without jump labels (and what
-            // `declare_trace!` does: a call to a one-load helper, the
-            // same cost as a kernel atomic's load from Rust here).
+            // defines. Its key's count is an aligned int that C updates
+            // atomically; a volatile load of it is the C side's
+            // `static_key_count()` (`raw_atomic_read`, a `READ_ONCE`),
+            // without the call to a helper that every event nobody
+            // listens to would pay.
             let on = unsafe {
-                kernel::bindings::static_key_count(
-                    (&raw const sys::[<__tracepoint_ $name>].key)
-                        .cast_mut()
-                        .cast(),
+                core::ptr::read_volatile(
+                    &raw const sys::[<__tracepoint_ $name>].key.key.enabled.counter,
                 ) > 0
             };
             #[cfg(CONFIG_JUMP_LABEL)]
