@@ -688,31 +688,39 @@ for dim in $BENCH_DIMS; do
 done
 [ "$shown" -gt 0 ] || T_FAIL=$((T_FAIL + 1))
 
-# PROFILER=funcs: the server's kernel calls per RPC under each module, for
-# the first round that has both, the functions whose counts differ most
-# (the module's own Rust code is not counted: ftrace sees C functions).
+# PROFILER=funcs: the kernel calls per RPC under each module, for the
+# first round that has both, the functions whose counts differ most (the
+# module's own Rust code is not counted: ftrace sees C functions).
+# funcs_diff WHO C-FILE RS-FILE OUT
 funcs_diff() {
-    local c=$RUN_DIR/fio-srv-c-r$1/perf-server.txt rs=$RUN_DIR/fio-srv-rs-r$1/perf-server.txt
-    echo "server kernel calls per RPC (ftrace function profiler, round $1): C, rpcrdma_rs, difference"
+    echo "$1 kernel calls per RPC (ftrace function profiler): C, rpcrdma_rs, difference"
     awk 'FNR == 1 { f++ } $1 == "rpcs" { r[f] = $2; next }
          NF == 2 { c[f, $2] = $1; n[$2] = 1 }
          END { if (r[1] > 0 && r[2] > 0) for (k in n) {
                    a = c[1, k] / r[1]; b = c[2, k] / r[2]
-                   if (a != b) printf "%10.2f %10.2f %+9.2f  %s\n", a, b, b - a, k } }' "$c" "$rs" |
-        sort -k3,3gr > "$RUN_DIR/funcs-diff.txt"
+                   if (a != b) printf "%10.2f %10.2f %+9.2f  %s\n", a, b, b - a, k } }' "$2" "$3" |
+        sort -k3,3gr > "$4"
     printf '  RPCs: C %s, rpcrdma_rs %s; more under rpcrdma_rs:\n' \
-        "$(sed -n 's/^rpcs //p' "$c")" "$(sed -n 's/^rpcs //p' "$rs")"
-    head -n 15 "$RUN_DIR/funcs-diff.txt"
+        "$(sed -n 's/^rpcs //p' "$2")" "$(sed -n 's/^rpcs //p' "$3")"
+    head -n 15 "$4"
     echo "  fewer under rpcrdma_rs:"
-    tail -n 15 "$RUN_DIR/funcs-diff.txt" | sort -k3,3g
-    echo "  every function: $RUN_DIR/funcs-diff.txt"
+    tail -n 15 "$4" | sort -k3,3g
+    echo "  every function: $4"
+}
+# funcs_pair WHO C-FILE RS-FILE OUT: funcs_diff if both files are counts.
+funcs_pair() {
+    head -n 1 "$2" 2>/dev/null | grep -q '^rpcs ' && head -n 1 "$3" 2>/dev/null | grep -q '^rpcs ' &&
+        funcs_diff "$@"
 }
 for ((round = 1; round <= REPS; round++)); do
-    if head -n 1 "$RUN_DIR/fio-srv-c-r$round/perf-server.txt" 2>/dev/null | grep -q '^rpcs ' &&
-        head -n 1 "$RUN_DIR/fio-srv-rs-r$round/perf-server.txt" 2>/dev/null | grep -q '^rpcs '; then
-        funcs_diff "$round"
-        break
-    fi
+    funcs_pair server "$RUN_DIR/fio-srv-c-r$round/perf-server.txt" \
+        "$RUN_DIR/fio-srv-rs-r$round/perf-server.txt" "$RUN_DIR/funcs-diff.txt" && break
+done
+for job in $PROFILE; do
+    for ((round = 1; round <= REPS; round++)); do
+        funcs_pair "client ($job, round $round)" "$RUN_DIR/fio-c-r$round/perf-client-$job.txt" \
+            "$RUN_DIR/fio-rs-r$round/perf-client-$job.txt" "$RUN_DIR/funcs-client-$job.txt" && break
+    done
 done
 echo "logs, fio JSON and mountstats per round: $RUN_DIR"
 if [ -z "$REPORT" ]; then

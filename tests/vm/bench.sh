@@ -24,6 +24,25 @@ dir=/mnt/bench
 md_mnt=/md
 md_dir=$md_mnt/bench
 
+# client_rpcs: the RPCs this client has sent (retransmissions aside).
+client_rpcs() {
+    awk '$1 == "rpc" { print $2 }' /proc/net/rpc/nfs
+}
+
+# funcs_start / funcs_stop NAME: ftrace's function profiler over the
+# client's job, its counts to the host with the RPCs sent meanwhile.
+funcs_start() {
+    [ -e /sys/kernel/tracing/function_profile_enabled ] ||
+        mount -t tracefs tracefs /sys/kernel/tracing
+    echo 0 > /sys/kernel/tracing/function_profile_enabled
+    client_rpcs > /tmp/client.rpcs
+    echo 1 > /sys/kernel/tracing/function_profile_enabled
+}
+funcs_stop() {
+    echo 0 > /sys/kernel/tracing/function_profile_enabled
+    funcs_report "$1" "$(($(client_rpcs) - $(cat /tmp/client.rpcs)))"
+}
+
 # profiling NAME: whether RR_PROFILE names this job (or is "all").
 profiling() {
     case " $RR_PROFILE " in *" $1 "* | *" all "*) return 0 ;; esac
@@ -75,8 +94,11 @@ fio_job() {
     set -- fio --name="$name" --output-format=json --output=/tmp/"$name".json "$@"
     if profiling "$name"; then
         server_profile start || return 1
-        [ "${RR_PROFILER:-perf}" = funcs ] ||
+        if [ "${RR_PROFILER:-perf}" = funcs ]; then
+            funcs_start
+        else
             set -- perf record -q -a -e cpu-clock -F 199 -o /tmp/"$name".perf -- "$@"
+        fi
     fi
     server_cpu start "$name" || return 1
     t0=$(cpu_ticks)
@@ -87,7 +109,11 @@ fio_job() {
     echo "$t0 $t1" | awk -v n="$name" '{ print "RR-CPU", n, $6 - $1, $7 - $2, $8 - $3, $9 - $4, $10 - $5 }' > "$RESULTS"
     if profiling "$name"; then
         server_profile stop || return 1
-        [ "${RR_PROFILER:-perf}" = funcs ] || perf_report "client $name" /tmp/"$name".perf
+        if [ "${RR_PROFILER:-perf}" = funcs ]; then
+            funcs_stop "client $name"
+        else
+            perf_report "client $name" /tmp/"$name".perf
+        fi
     fi
 }
 

@@ -286,6 +286,11 @@ perf_report() {
           grep -v '^#' | grep -v '^$' | head -n 80
       echo "-- the transport module's functions"
       perf report -i "$2" --stdio --no-children --sort dso,sym 2>&1 | grep '\[rpcrdma' | head -n 40
+      echo "-- the kernel's Rust helpers (out of line without LTO)"
+      perf report -i "$2" --stdio --no-children --sort dso,sym 2>&1 | grep ' rust_helper_' | head -n 30
+      echo "-- the transport module's hottest instructions (samples, symbol+offset)"
+      perf script -i "$2" -F ip,sym,symoff,dso 2>/dev/null | grep '(\[rpcrdma' |
+          awk '{ print $2 }' | sort | uniq -c | sort -rn | head -n 150
       echo "RR-PERF-END $1"; } > "$RESULTS"
 }
 
