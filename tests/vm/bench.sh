@@ -32,14 +32,13 @@ client_rpcs() {
 # funcs_start / funcs_stop NAME: ftrace's function profiler over the
 # client's job, its counts to the host with the RPCs sent meanwhile.
 funcs_start() {
-    [ -e /sys/kernel/tracing/function_profile_enabled ] ||
-        mount -t tracefs tracefs /sys/kernel/tracing
-    echo 0 > /sys/kernel/tracing/function_profile_enabled
+    [ -e $TRACEFS/function_profile_enabled ] || mount -t tracefs nodev $TRACEFS
+    echo 0 > $TRACEFS/function_profile_enabled
     client_rpcs > /tmp/client.rpcs
-    echo 1 > /sys/kernel/tracing/function_profile_enabled
+    echo 1 > $TRACEFS/function_profile_enabled
 }
 funcs_stop() {
-    echo 0 > /sys/kernel/tracing/function_profile_enabled
+    echo 0 > $TRACEFS/function_profile_enabled
     funcs_report "$1" "$(($(client_rpcs) - $(cat /tmp/client.rpcs)))"
 }
 

@@ -463,6 +463,24 @@ trace_stop() {
     return 0
 }
 
+# events_start EVENT...: records only these rpcrdma EVENTs, few enough
+# that the I/O under them runs as it would untraced: clears the buffer and
+# enables them.
+events_start() {
+    [ -d $TRACEFS/events ] || mount -t tracefs nodev $TRACEFS || return 1
+    echo > $TRACEFS/trace || return 1
+    for e in "$@"; do echo 1 > "$TRACEFS/events/rpcrdma/$e/enable" || return 1; done
+    echo 1 > $TRACEFS/tracing_on
+}
+
+# events_stop FILE EVENT...: disables the EVENTs and keeps their lines in
+# FILE; fails when none fired.
+events_stop() {
+    _f=$1; shift
+    for e in "$@"; do echo 0 > "$TRACEFS/events/rpcrdma/$e/enable" || return 1; done
+    grep -E " ($(echo "$*" | tr ' ' '|')): " $TRACEFS/trace > "$_f"
+}
+
 # trace_count EVENT: how many EVENT lines TRACE_OUT holds.
 trace_count() { if [ -f "$TRACE_DIR/$1" ]; then wc -l < "$TRACE_DIR/$1"; else echo 0; fi; }
 

@@ -69,18 +69,11 @@ write_through_fault() {
 # events, which rpcrdma_rs emits too: xprtrdma_op_connect's delay, each
 # connect's rc) into /tmp/connect.trace.
 connect_trace() {
-    t=/sys/kernel/tracing
     if [ "$1" = start ]; then
-        [ -d $t/events ] || mount -t tracefs nodev $t || return 1
-        echo > $t/trace &&
-            echo 1 > $t/events/rpcrdma/xprtrdma_op_connect/enable &&
-            echo 1 > $t/events/rpcrdma/xprtrdma_connect/enable &&
-            echo 1 > $t/tracing_on
+        events_start xprtrdma_op_connect xprtrdma_connect
         return
     fi
-    echo 0 > $t/events/rpcrdma/xprtrdma_op_connect/enable &&
-        echo 0 > $t/events/rpcrdma/xprtrdma_connect/enable &&
-        grep -E ' xprtrdma_(op_)?connect: ' $t/trace > /tmp/connect.trace || return 1
+    events_stop /tmp/connect.trace xprtrdma_op_connect xprtrdma_connect || return 1
     note "connects through the fault: $(sed 's/.* \(xprtrdma_[a-z_]*: \)/\1/' /tmp/connect.trace | tr '\n' ';')"
 }
 

@@ -766,14 +766,11 @@ swap_to_c() {
 # event; rdma_cm's DEVICE_REMOVAL), so none may fire; each that does must
 # name the device and the client's address.
 qp_error_trace() {
-    t=/sys/kernel/tracing
     if [ "$1" = start ]; then
-        [ -d $t/events ] || mount -t tracefs nodev $t || return 1
-        echo > $t/trace && echo 1 > $t/events/rpcrdma/svcrdma_qp_error/enable &&
-            echo 1 > $t/tracing_on
+        events_start svcrdma_qp_error
         return
     fi
-    echo 0 > $t/events/rpcrdma/svcrdma_qp_error/enable && grep " svcrdma_qp_error: " $t/trace > /tmp/qp_error.trace
+    events_stop /tmp/qp_error.trace svcrdma_qp_error
     n=$(wc -l < /tmp/qp_error.trace)
     note "svcrdma_qp_error through fault $2: $n$(head -1 /tmp/qp_error.trace | sed 's/.* svcrdma_qp_error: /, /')"
     ! grep -v -m1 -E "addr=(192\.0\.2\.[0-9]+|\[2001:db8::[0-9a-f]+\]):[0-9]+ dev=[a-z]+[0-9]+ event=[A-Z_]+ \([0-9]+\)$" /tmp/qp_error.trace
