@@ -96,7 +96,7 @@ refused_paced() {
     awk -v hz="$hz" -v pace=0.5 '
         { for (i = 1; i < NF; i++) if ($(i + 1) ~ /^xprtrdma_(op_)?connect:$/) { ts = $i; sub(/:$/, "", ts) } }
         / xprtrdma_op_connect: / {
-            d = $0; sub(/.*delay=/, "", d); start = ts + d / hz
+            d = $0; sub(/.*delay=/, "", d); d += 0; start = ts + d / hz
             if (refused) {
                 paced++
                 if (d > pace * hz) { printf "delayed %d jiffies (%.2f s) after a refused connect\n", d, d / hz; bad = 1 }
