@@ -62,7 +62,12 @@
 #                 counted by ftrace's function profiler, with the RPCs it
 #                 served, in perf-server.txt: exact calls per RPC, to set
 #                 the two servers side by side; the guest runs several
-#                 times slower meanwhile)
+#                 times slower meanwhile), or insns (the client's kernel
+#                 instructions per RPC, counted exactly by a QEMU plugin,
+#                 tools/qemu-insns, over the job's window, by function:
+#                 the transport module's own Rust included, which ftrace
+#                 and perf's few samples do not resolve; insns-client-JOB.txt
+#                 sets both clients side by side; client dimension only)
 #   REPORT=out/bench-...   no VMs: print the table and chart of that run again
 #
 # Each job also records the client's CPU time (user, sys, softirq, idle);
@@ -88,7 +93,7 @@ BENCH_DIMS=${BENCH_DIMS:-client server}
 VERSION_JOBS=${VERSION_JOBS:-rand_read_4k_qd1 rand_read_4k_qd16 md_create md_stat md_delete}
 VERS=${VERS:-4.2} REPORT=${REPORT:-} VM_LINK=${LINK:-unix} KERNEL=${KERNEL:-bench} JOBS=${JOBS:-} PROFILE=${PROFILE:-}
 PROFILER=${PROFILER:-perf}
-case $PROFILER in perf | funcs) ;; *) die "PROFILER=$PROFILER: perf or funcs" ;; esac
+case $PROFILER in perf | funcs | insns) ;; *) die "PROFILER=$PROFILER: perf, funcs or insns" ;; esac
 CLOCK=${CLOCK:-icount}
 T_PASS=0 T_FAIL=0
 RUN_DIR=${REPORT:-$REPO_DIR/out/bench-$(date +%Y%m%d-%H%M%S)}
@@ -111,7 +116,8 @@ if [ -n "$REPORT" ]; then MDFILES=$(cat "$RUN_DIR/mdfiles.txt" 2>/dev/null || ec
 need=()
 command -v jq >/dev/null || need+=(jq)
 command -v gnuplot >/dev/null || need+=(gnuplot-nox)
-[ -z "$PROFILE" ] || [ "$PROFILER" = funcs ] || command -v perf >/dev/null || need+=(linux-perf)
+[ -z "$PROFILE" ] || [ "$PROFILER" != insns ] || command -v gcc >/dev/null || need+=(gcc)
+[ -z "$PROFILE" ] || [ "$PROFILER" != perf ] || command -v perf >/dev/null || need+=(linux-perf)
 if ((${#need[@]})); then
     step "apt: installing ${need[*]}"
     SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
@@ -154,6 +160,14 @@ if [ -z "$REPORT" ]; then
             VM_EXTRA_BINS=$(ls /usr/bin/perf_[0-9]* | sort -V | tail -n 1)
     fi
     vm_prepare "$kbuild" "$rs_ko" "$RUN_DIR"
+    clock_args=$VM_QEMU_ARGS
+    if [ -n "$PROFILE" ] && [ "$PROFILER" = insns ]; then
+        gcc -O2 -Wall -shared -fPIC -o "$RUN_DIR/insns.so" "$REPO_DIR/tools/qemu-insns/insns.c" -lpthread ||
+            die "could not build the QEMU plugin"
+        cp "$kbuild/System.map" "$RUN_DIR/System.map"
+        cp "$rs_ko" "$RUN_DIR/rpcrdma_rs.ko"
+        cp "$kbuild/net/sunrpc/xprtrdma/rpcrdma.ko" "$RUN_DIR/rpcrdma.ko"
+    fi
     echo "$RUNTIME" > "$RUN_DIR/runtime.txt"
     echo "$VM_LINK" > "$RUN_DIR/link.txt"
     echo "$KERNEL" > "$RUN_DIR/kernel.txt"
@@ -196,11 +210,13 @@ if [ -z "$REPORT" ]; then
                 fi
                 step "bench: round $round/$REPS, $what (fio ${RUNTIME} s per timed job, $VM_LINK link)"
                 t0=$SECONDS
+                out=$RUN_DIR/fio-$pfx$mod-r$round
+                mkdir -p "$out"
+                VM_QEMU_ARGS=$clock_args
+                [ ! -e "$RUN_DIR/insns.so" ] || VM_QEMU_ARGS="$VM_QEMU_ARGS -plugin $RUN_DIR/insns.so,dir=$out"
                 run_pair "bench-$pfx$mod-r$round" 1500 "$swords" "$cwords"
                 echo "  bench-$pfx$mod-r$round: $((SECONDS - t0)) s"
                 # Split the results port into one JSON file per job.
-                out=$RUN_DIR/fio-$pfx$mod-r$round
-                mkdir -p "$out"
                 tr -d '\r' < "$VM_DIR/client.results.log" | awk -v dir="$out" '
                     /^RR-FIO-BEGIN / { f = dir "/" $2 ".json"; next }
                     /^RR-FIO-END /   { close(f); f = ""; next }
@@ -209,6 +225,8 @@ if [ -z "$REPORT" ]; then
                     /^RR-CPU /       { print $3, $4, $5, $6, $7 > (dir "/" $2 ".cpu"); close(dir "/" $2 ".cpu"); next }
                     /^RR-PERF-BEGIN / { f = dir "/perf-" $2 "-" $3 ".txt"; next }
                     /^RR-PERF-END/   { close(f); f = ""; next }
+                    /^RR-INSNS-RPCS / { print "rpcs", $2, $3 > (dir "/insns-meta.txt"); next }
+                    /^RR-INSNS-SECT / { print "sect", $2, $3, $4, $5 > (dir "/insns-meta.txt"); next }
                     f != ""          { print > f }'
                 tr -d '\r' < "$VM_DIR/server.results.log" | awk -v dir="$out" -v f="$out/perf-server.txt" '
                     /^RR-SCPU / { print $3, $4, $5, $6, $7 > (dir "/" $2 ".scpu"); close(dir "/" $2 ".scpu"); next }
@@ -720,6 +738,19 @@ for job in $PROFILE; do
     for ((round = 1; round <= REPS; round++)); do
         funcs_pair "client ($job, round $round)" "$RUN_DIR/fio-c-r$round/perf-client-$job.txt" \
             "$RUN_DIR/fio-rs-r$round/perf-client-$job.txt" "$RUN_DIR/funcs-client-$job.txt" && break
+    done
+done
+# PROFILER=insns: the kernel's instructions per RPC under each module.
+for job in $PROFILE; do
+    for ((round = 1; round <= REPS; round++)); do
+        c=$RUN_DIR/fio-c-r$round rs=$RUN_DIR/fio-rs-r$round
+        [ -e "$c/insns-client-${job}_stop.txt" ] && [ -e "$rs/insns-client-${job}_stop.txt" ] || continue
+        python3 "$REPO_DIR/tools/qemu-insns/report.py" "$RUN_DIR/System.map" "$job" \
+            "rpcrdma.ko=$c:$RUN_DIR/rpcrdma.ko" "rpcrdma_rs=$rs:$RUN_DIR/rpcrdma_rs.ko" \
+            > "$RUN_DIR/insns-client-$job.txt" || T_FAIL=$((T_FAIL + 1))
+        head -n 60 "$RUN_DIR/insns-client-$job.txt"
+        echo "  every function: $RUN_DIR/insns-client-$job.txt"
+        break
     done
 done
 echo "logs, fio JSON and mountstats per round: $RUN_DIR"

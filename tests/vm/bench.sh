@@ -42,6 +42,26 @@ funcs_stop() {
     funcs_report "$1" "$(($(client_rpcs) - $(cat /tmp/client.rpcs)))"
 }
 
+# insns_mark NAME start|stop: under RR_PROFILER=insns, have the host's
+# QEMU plugin (tools/qemu-insns), which follows this log, snapshot the
+# guest's instruction counts; the second mark sends the RPCs sent in
+# between and where the transport modules sit in memory, for the host to
+# name the code. The pause lets the snapshot land before the job starts
+# (or after it ended): a late one only adds a few idle instructions.
+insns_mark() {
+    echo "RR-INSNS-SNAP $1 $2" > "$RESULTS"
+    sleep 1
+    if [ "$2" = start ]; then
+        client_rpcs > /tmp/client.rpcs
+        return 0
+    fi
+    echo "RR-INSNS-RPCS $1 $(($(client_rpcs) - $(cat /tmp/client.rpcs)))" > "$RESULTS"
+    for s in /sys/module/rpcrdma*/sections/.text*; do
+        m=${s#/sys/module/}
+        echo "RR-INSNS-SECT $1 ${m%%/*} ${s##*/} $(cat "$s")"
+    done > "$RESULTS"
+}
+
 # profiling NAME: whether RR_PROFILE names this job (or is "all").
 profiling() {
     case " $RR_PROFILE " in *" $1 "* | *" all "*) return 0 ;; esac
@@ -91,7 +111,9 @@ fio_job() {
     case " ${RR_JOBS:-$name} " in *" $name "*) ;; *) return 0 ;; esac
     echo 3 > /proc/sys/vm/drop_caches
     set -- fio --name="$name" --output-format=json --output=/tmp/"$name".json "$@"
-    if profiling "$name"; then
+    if profiling "$name" && [ "${RR_PROFILER:-perf}" = insns ]; then
+        insns_mark "$name" start
+    elif profiling "$name"; then
         server_profile start || return 1
         if [ "${RR_PROFILER:-perf}" = funcs ]; then
             funcs_start
@@ -103,10 +125,11 @@ fio_job() {
     t0=$(cpu_ticks)
     "$@" > /tmp/"$name".out 2>&1 || { tail -n 5 /tmp/"$name".out /tmp/"$name".json; return 1; }
     t1=$(cpu_ticks)
+    if profiling "$name" && [ "${RR_PROFILER:-perf}" = insns ]; then insns_mark "$name" stop; fi
     server_cpu stop "$name" || return 1
     { echo "RR-FIO-BEGIN $name"; cat /tmp/"$name".json; echo "RR-FIO-END $name"; } > "$RESULTS"
     echo "$t0 $t1" | awk -v n="$name" '{ print "RR-CPU", n, $6 - $1, $7 - $2, $8 - $3, $9 - $4, $10 - $5 }' > "$RESULTS"
-    if profiling "$name"; then
+    if profiling "$name" && [ "${RR_PROFILER:-perf}" != insns ]; then
         server_profile stop || return 1
         if [ "${RR_PROFILER:-perf}" = funcs ]; then
             funcs_stop "client $name"
