@@ -718,7 +718,16 @@ impl<O: SendOwner> SendRing<O> {
         let split = split.min(len);
         buf.sync_for_device(len);
         let lkey = self.lkey;
-        let mut sges = [sys::ib_sge::default(); MAX_MAPPED_PAGES + 2];
+        // Without mapped pages (the usual Send) two SGEs at most: zeroing
+        // room for a mapping's SGEs on every Send costs more than filling it.
+        let mut inline = [sys::ib_sge::default(); 2];
+        let mut gathered;
+        let sges: &mut [sys::ib_sge] = if mapped.is_some() {
+            gathered = [sys::ib_sge::default(); MAX_MAPPED_PAGES + 2];
+            &mut gathered
+        } else {
+            &mut inline
+        };
         let mut k = 0;
         {
             let first = core::iter::once(buf.sge(0, split, lkey));

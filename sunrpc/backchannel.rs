@@ -190,9 +190,12 @@ impl BcPool {
     /// sunrpc owns, marked `RPC_BC_PA_IN_USE`), rather than a forward
     /// Call.
     pub(crate) fn is_reply(&self, rqst: &SendRqst<'_>) -> bool {
+        let Some(raw) = NonNull::new(rqst.as_ptr()) else {
+            return false;
+        };
         // SAFETY: A live request being sent; the flag is set before the
         // request is handed to sunrpc and cleared after it comes back.
-        let flagged = unsafe { sys::rpcrdma_rs_bc_prealloc(rqst.as_ptr()) };
+        let flagged = unsafe { super::slots::backchannel(raw) };
         flagged && self.index_of(rqst.as_ptr()).is_some()
     }
 

@@ -685,7 +685,7 @@ unsafe extern "C" fn op_send_request<T: ClientTransport>(rqst: *mut sys::rpc_rqs
     // SAFETY: sunrpc sends with XPRT_LOCKED held.
     let mut locked = unsafe { XprtLocked::assume(&this.rpc) };
     // SAFETY: A live request.
-    if unsafe { sys::rpcrdma_rs_bc_prealloc(raw.as_ptr()) } {
+    if unsafe { super::slots::backchannel(raw) } {
         return T::send_backward(this, &rqst, &locked);
     }
 

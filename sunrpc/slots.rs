@@ -17,7 +17,7 @@ use core::ffi::c_int;
 use core::ptr::NonNull;
 
 use kernel::prelude::*;
-use kernel::sync::atomic::Atomic;
+use kernel::sync::atomic::{Acquire, Atomic};
 use kernel::sync::{new_spinlock, SpinLock};
 use kernel::types::Opaque;
 
@@ -267,9 +267,13 @@ pub(crate) unsafe trait SlotOwner: Sized {
 /// # Safety
 ///
 /// `rqst` is live.
-unsafe fn backchannel(rqst: NonNull<sys::rpc_rqst>) -> bool {
-    // SAFETY: A live request (caller's promise).
-    unsafe { sys::rpcrdma_rs_bc_prealloc(rqst.as_ptr()) }
+pub(super) unsafe fn backchannel(rqst: NonNull<sys::rpc_rqst>) -> bool {
+    // As `test_bit`, a single read of the word, inline: asked several
+    // times per RPC, where a call into C costs more than the read.
+    // SAFETY: A live request (caller's promise); sunrpc changes the word
+    // only with atomic bit operations.
+    let state = unsafe { (&raw const (*rqst.as_ptr()).rq_bc_pa_state).read_volatile() };
+    state & (1 << sys::RPC_BC_PA_IN_USE) != 0
 }
 
 /// # Safety
@@ -398,7 +402,9 @@ pub(crate) unsafe extern "C" fn buf_free<O: SlotOwner>(task: *mut sys::rpc_task)
         let slot = Slot::<O::State>::of(rqst);
         owner.buffers_released(slot.state());
         // Nothing that holds the pages (a mapping, an MR) may outlive them.
-        while sys::rpcrdma_rs_wait_var_zero(slot.holds.as_ptr(), HOLD_WARN_SECS * super::hz()) == 0
+        // Usually none is left: then no wait to set up.
+        while slot.holds.load(Acquire) != 0
+            && sys::rpcrdma_rs_wait_var_zero(slot.holds.as_ptr(), HOLD_WARN_SECS * super::hz()) == 0
         {
             owner.buffers_stuck(slot.state());
         }

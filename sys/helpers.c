@@ -208,15 +208,36 @@ void rpcrdma_rs_addr_str(const struct sockaddr *sap, char *buf, size_t buflen)
 	snprintf(buf, buflen, "%pISpc", sap);
 }
 
+/*
+ * Most copies lie in the head (a Call's header, a Reply's inline part):
+ * copy those directly rather than through xdr_buf_subsegment()'s walk,
+ * which costs more than the copy. Same bounds as the walk: the head's.
+ */
+static bool rpcrdma_rs_in_head(const struct xdr_buf *buf, unsigned int base,
+			       unsigned int len)
+{
+	const size_t head = buf->head[0].iov_len;
+
+	return base <= head && len <= head - base;
+}
+
 int rpcrdma_rs_read_xdr_buf(const struct xdr_buf *buf, unsigned int base,
 			    void *obj, unsigned int len)
 {
+	if (rpcrdma_rs_in_head(buf, base, len)) {
+		memcpy(obj, buf->head[0].iov_base + base, len);
+		return 0;
+	}
 	return read_bytes_from_xdr_buf(buf, base, obj, len);
 }
 
 int rpcrdma_rs_write_xdr_buf(const struct xdr_buf *buf, unsigned int base,
 			     void *obj, unsigned int len)
 {
+	if (rpcrdma_rs_in_head(buf, base, len)) {
+		memcpy(buf->head[0].iov_base + base, obj, len);
+		return 0;
+	}
 	return write_bytes_to_xdr_buf(buf, base, obj, len);
 }
 
@@ -390,11 +411,6 @@ void rpcrdma_rs_wake_up_var(void *var)
 struct svc_serv *rpcrdma_rs_xprt_bc_serv(struct rpc_xprt *xprt)
 {
 	return READ_ONCE(xprt->bc_serv);
-}
-
-bool rpcrdma_rs_bc_prealloc(struct rpc_rqst *rqst)
-{
-	return bc_prealloc(rqst);
 }
 
 void rpcrdma_rs_bc_mark_in_use(struct rpc_rqst *rqst)

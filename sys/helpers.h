@@ -100,7 +100,6 @@ long rpcrdma_rs_wait_var_zero(u32 *var, unsigned long timeout);
 void rpcrdma_rs_wake_up_var(void *var);
 
 struct svc_serv *rpcrdma_rs_xprt_bc_serv(struct rpc_xprt *xprt);
-bool rpcrdma_rs_bc_prealloc(struct rpc_rqst *rqst);
 void rpcrdma_rs_bc_mark_in_use(struct rpc_rqst *rqst);
 void rpcrdma_rs_bc_clear_in_use(struct rpc_rqst *rqst);
 void rpcrdma_rs_bc_slot_count_inc(struct rpc_xprt *xprt);

@@ -63,6 +63,23 @@ pub(super) const BC_SENDS: u32 = backchannel::CLIENT_SLOTS;
 /// the MRs it remembers belong to the current one.
 static GENERATION: Atomic<u64> = Atomic::new(1);
 
+/// The thresholds before the peer's private data says otherwise.
+const MIN_INLINE: InlineThresholds = InlineThresholds {
+    send: pvt::MIN_SIZE,
+    recv: pvt::MIN_SIZE,
+};
+
+const fn pack_inline(t: InlineThresholds) -> u64 {
+    ((t.send as u64) << 32) | t.recv as u64
+}
+
+const fn unpack_inline(word: u64) -> InlineThresholds {
+    InlineThresholds {
+        send: (word >> 32) as u32,
+        recv: word as u32,
+    }
+}
+
 /// Connection status values kept in [`Shared::status`].
 const PENDING: i32 = 0;
 
@@ -86,11 +103,11 @@ pub(crate) struct Shared {
     /// by the CM handler): whether the id must linger ([`CmId::linger`]).
     cm_up: Atomic<bool>,
     /// Negotiated inline thresholds, version 1's then version 2's, which
-    /// apply once the connection settles on version 2.
-    inline_send: Atomic<u32>,
-    inline_recv: Atomic<u32>,
-    inline_v2_send: Atomic<u32>,
-    inline_v2_recv: Atomic<u32>,
+    /// apply once the connection settles on version 2: each the send
+    /// threshold in the high half, the receive threshold in the low (see
+    /// [`pack_inline`]), read together for every Call.
+    inline: Atomic<u64>,
+    inline_v2: Atomic<u64>,
     /// This connection's number (see [`GENERATION`]).
     pub(crate) gen: u64,
     /// Number of the last Send known complete (successfully or flushed):
@@ -122,10 +139,8 @@ impl Shared {
                 async_rc: Atomic::new(0),
                 status: Atomic::new(PENDING),
                 cm_up: Atomic::new(false),
-                inline_send: Atomic::new(pvt::MIN_SIZE),
-                inline_recv: Atomic::new(pvt::MIN_SIZE),
-                inline_v2_send: Atomic::new(pvt::MIN_SIZE),
-                inline_v2_recv: Atomic::new(pvt::MIN_SIZE),
+                inline: Atomic::new(pack_inline(MIN_INLINE)),
+                inline_v2: Atomic::new(pack_inline(MIN_INLINE)),
                 gen: GENERATION.fetch_add(1, Relaxed),
                 sends_done: Atomic::new(0),
                 waiters: Atomic::new(0),
@@ -171,18 +186,12 @@ impl Shared {
 
     /// The negotiated version 1 inline thresholds.
     pub(crate) fn inline(&self) -> InlineThresholds {
-        InlineThresholds {
-            send: self.inline_send.load(Acquire),
-            recv: self.inline_recv.load(Acquire),
-        }
+        unpack_inline(self.inline.load(Acquire))
     }
 
     /// The negotiated inline thresholds of version 2.
     pub(crate) fn inline_v2(&self) -> InlineThresholds {
-        InlineThresholds {
-            send: self.inline_v2_send.load(Acquire),
-            recv: self.inline_v2_recv.load(Acquire),
-        }
+        unpack_inline(self.inline_v2.load(Acquire))
     }
 }
 
@@ -222,12 +231,9 @@ impl CmHandler for Shared {
             }
             CmEvent::Established { private, len } => {
                 let negotiated = pvt::negotiate(self.ours, private.get(..len).unwrap_or(&[]));
-                self.inline_send.store(negotiated.inline.send, Release);
-                self.inline_recv.store(negotiated.inline.recv, Release);
-                self.inline_v2_send
-                    .store(negotiated.inline_v2.send, Release);
-                self.inline_v2_recv
-                    .store(negotiated.inline_v2.recv, Release);
+                self.inline.store(pack_inline(negotiated.inline), Release);
+                self.inline_v2
+                    .store(pack_inline(negotiated.inline_v2), Release);
                 self.xprt().bc.connected(negotiated.inline);
                 rdebug!(
                     "connected, inline send {} recv {} (version 2: {} {})\n",

@@ -66,9 +66,8 @@ pub(super) fn send_request(
     };
     // MRs from an earlier connection went with it.
     st.forget_mrs();
-    st.offered_write.store(u32::MAX, Relaxed);
-    st.offered_reply.store(u32::MAX, Relaxed);
-    st.xid.store(u32::from_be(xid), Relaxed);
+    let (rpc, call_buf, reply_buf) = rpc_shape(rqst);
+    st.set_sent(u32::from_be(xid), rpc.reply_max);
     let send_as = rx.version_send(xid);
     let Some((version, inline)) = negotiate::call_thresholds(send_as, ep.inline(), ep.inline_v2())
     else {
@@ -83,7 +82,6 @@ pub(super) fn send_request(
         0
     };
     let inline_send = inline.send.saturating_add(extra) as usize;
-    let (rpc, call_buf, reply_buf) = rpc_shape(rqst);
     let mut conn = plan::Connection::new(inline, &ep.limits);
     // A Call within the inline threshold always fits the Send buffer, so
     // the SGE limit only decides whether its pages are mapped or copied
@@ -94,12 +92,12 @@ pub(super) fn send_request(
     if st.wants_reply_chunk() {
         chosen = plan::with_reply_chunk(chosen);
     }
-    st.reply_max.store(rpc.reply_max, Relaxed);
     if rqst.prepare_rcv_pages().is_err() {
         return ENOBUFS.to_errno();
     }
     let regs = plan::registrations(&chosen, &call_buf, &reply_buf);
     let (mut nreads, mut nwrites, mut nreply) = (0usize, 0usize, 0usize);
+    let mut offered = plan::Offered::default();
     let stats = &rx.stats;
     // The sender's, under XPRT_LOCKED.
     let Some(mut scratch) = ep.scratch.try_borrow_mut() else {
@@ -155,14 +153,14 @@ pub(super) fn send_request(
             // As in rpcrdma.ko: the bytes offered for the server to write,
             // Write and Reply chunks; Read chunks are not counted.
             stats.total_rdma_request.add(u64::from(bytes));
-            st.offered_write.store(bytes, Relaxed);
+            offered.write_chunk = Some(bytes);
             stats.write_chunk_count.add(n as u64);
         }
         if let Some(range) = regs.reply {
             let (n, bytes) = register(Buf::Reply, range, trace::ChunkKind::Reply, reply)?;
             nreply = n;
             stats.total_rdma_request.add(u64::from(bytes));
-            st.offered_reply.store(bytes, Relaxed);
+            offered.reply_chunk = Some(bytes);
             stats.reply_chunk_count.add(n as u64);
         }
         Ok(())
@@ -179,6 +177,7 @@ pub(super) fn send_request(
         rx.version_unsent(xid);
         return EIO.to_errno();
     }
+    st.set_offered(&offered);
     let write_list: [&[Segment]; 1] = [writes.get(..nwrites).unwrap_or(&[])];
     let chunks = ChunkSlices {
         reads: reads.get(..nreads).unwrap_or(&[]),

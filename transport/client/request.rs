@@ -112,16 +112,15 @@ pub(crate) struct ReqState {
     pub(super) gen: Atomic<u64>,
     /// Number of the Call's Send on that connection.
     pub(super) send_seq: Atomic<u64>,
-    /// XID of the last Call sent from this slot (as on the wire, host
-    /// order), 0 before any: its RPC may be the version 2 probe.
-    pub(super) xid: Atomic<u32>,
+    /// The last Call sent from this slot: its XID (as on the wire, host
+    /// order; 0 before any: its RPC may be the version 2 probe) in the
+    /// high half, the largest Reply it takes (`rq_rcv_buf.buflen`) in the
+    /// low. One word: each is stored per Call, and each store a call.
+    sent: Atomic<u64>,
     nmrs: Atomic<u32>,
-    /// Write chunk bytes registered, `u32::MAX` for none.
-    pub(super) offered_write: Atomic<u32>,
-    /// Reply chunk bytes registered, `u32::MAX` for none.
-    pub(super) offered_reply: Atomic<u32>,
-    /// Largest Reply the RPC takes (`rq_rcv_buf.buflen`), as last sent.
-    pub(super) reply_max: Atomic<u32>,
+    /// Write chunk bytes registered in the high half, Reply chunk bytes
+    /// in the low, `u32::MAX` for none.
+    offered: Atomic<u64>,
     /// Answered RDMA2_ERR_CANT_REPLY: every retry offers a Reply chunk
     /// over the whole receive buffer ([`plan::CantReply`]).
     reply_chunk: Atomic<bool>,
@@ -138,11 +137,9 @@ impl Default for ReqState {
         Self {
             gen: Atomic::new(0),
             send_seq: Atomic::new(0),
-            xid: Atomic::new(0),
+            sent: Atomic::new(0),
             nmrs: Atomic::new(0),
-            offered_write: Atomic::new(u32::MAX),
-            offered_reply: Atomic::new(u32::MAX),
-            reply_max: Atomic::new(0),
+            offered: Atomic::new(u64::MAX),
             reply_chunk: Atomic::new(false),
             mrs: ExclusiveCell::new(PostedMrs::new()),
             call: CallPhase::new(),
@@ -156,15 +153,25 @@ impl ReqState {
     /// calls this, before it is sent: nothing else refers to the state
     /// (`buffers_released` waited for the last RPC's Send and MRs).
     fn reset(&self) {
-        self.gen.store(0, Relaxed);
-        self.send_seq.store(0, Relaxed);
-        self.xid.store(0, Relaxed);
-        self.offered_write.store(u32::MAX, Relaxed);
-        self.offered_reply.store(u32::MAX, Relaxed);
-        self.reply_max.store(0, Relaxed);
+        // What the sender sets before it publishes the Call (`gen`,
+        // `send_seq`, `offered`) nobody reads before: only the XID, read
+        // when the request is released, unsent or not.
+        self.sent.store(0, Relaxed);
         self.reply_chunk.store(false, Relaxed);
         self.call.clear();
         self.forget_mrs();
+    }
+
+    /// The sender is about to send the Call of XID `xid` (host order),
+    /// whose Reply takes at most `reply_max` bytes.
+    pub(super) fn set_sent(&self, xid: u32, reply_max: u32) {
+        self.sent
+            .store((u64::from(xid) << 32) | u64::from(reply_max), Relaxed);
+    }
+
+    /// XID of the last Call sent from this slot (host order), 0 for none.
+    fn xid(&self) -> u32 {
+        (self.sent.load(Relaxed) >> 32) as u32
     }
 
     /// The sender is about to post the Call on connection `gen`.
@@ -211,7 +218,7 @@ impl ReqState {
     /// with a Reply chunk from then on. Called by the Reply's handler,
     /// before it gives the request back.
     pub(super) fn cant_reply(&self, segment_index: u32, length_needed: u32) -> plan::CantReply {
-        let reply_max = self.reply_max.load(Relaxed);
+        let reply_max = self.sent.load(Relaxed) as u32;
         let verdict = plan::on_cant_reply(segment_index, length_needed, &self.offered(), reply_max);
         if verdict == plan::CantReply::ResendWithReplyChunk {
             self.reply_chunk.store(true, Relaxed);
@@ -315,11 +322,19 @@ impl ReqState {
     }
 
     pub(super) fn offered(&self) -> Offered {
-        let get = |a: &Atomic<u32>| Some(a.load(Relaxed)).filter(|&v| v != u32::MAX);
+        let word = self.offered.load(Relaxed);
+        let get = |v: u32| Some(v).filter(|&v| v != u32::MAX);
         Offered {
-            write_chunk: get(&self.offered_write),
-            reply_chunk: get(&self.offered_reply),
+            write_chunk: get((word >> 32) as u32),
+            reply_chunk: get(word as u32),
         }
+    }
+
+    /// The chunks the sender registered for the Call it is about to post.
+    pub(super) fn set_offered(&self, offered: &Offered) {
+        let put = |v: Option<u32>| u64::from(v.unwrap_or(u32::MAX));
+        let word = (put(offered.write_chunk) << 32) | put(offered.reply_chunk);
+        self.offered.store(word, Relaxed);
     }
 }
 
@@ -336,7 +351,7 @@ pub(super) fn buffers_released(rx: &RdmaXprt, st: &ReqState) {
     // An RPC that ends before its answer (killed by `umount -f`, a soft
     // timeout) may have been the version 2 probe: the next Call probes,
     // rather than every Call waiting for an answer nobody will take.
-    let xid = st.xid.load(Relaxed);
+    let xid = st.xid();
     if xid != 0 {
         rx.version_abandoned(xid);
     }
