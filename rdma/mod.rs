@@ -44,7 +44,7 @@ pub(crate) use endpoint::{
 };
 pub(crate) use frwr::{FrwrList, FrwrOwner, FrwrPool, PostedMrs, RemoteInv};
 pub(crate) use gate::QpGate;
-pub(crate) use hold::{HeldPages, PageHold};
+pub(crate) use hold::{HeldPages, HoldCount, PageHold};
 pub(crate) use listen::{ConnRequest, ListenHandler, ListenSlot, Listener, PendingConn};
 pub(crate) use mr::{Mr, PageSeg, Registered};
 pub(crate) use owner::{owner, EpHome, EpSlot, ListenHome};

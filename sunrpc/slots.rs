@@ -17,10 +17,10 @@ use core::ffi::c_int;
 use core::ptr::NonNull;
 
 use kernel::prelude::*;
-use kernel::sync::atomic::{Acquire, Atomic};
 use kernel::sync::{new_spinlock, SpinLock};
 use kernel::types::Opaque;
 
+use crate::rdma::HoldCount;
 use crate::sys;
 
 /// How long `buf_free` waits for the holds on a request's pages before it
@@ -40,8 +40,8 @@ const MIN_BUF: usize = kernel::page::PAGE_SIZE;
 /// belongs either to its pool's free list or to the task whose
 /// `tk_rqstp` it is, and only that owner uses `buf`, `cap` and `next`.
 /// `buf` is null or a kmalloc allocation of `cap` bytes. While `holds`
-/// is not zero, the request's buffers stay as they are: `buf_free` waits
-/// for it to be zero before it gives them up.
+/// counts a hold, the request's buffers stay as they are: `buf_free` waits
+/// until none is left before it gives them up.
 #[repr(C)]
 pub(crate) struct Slot<T> {
     rqst: Opaque<sys::rpc_rqst>,
@@ -50,7 +50,7 @@ pub(crate) struct Slot<T> {
     cap: UnsafeCell<usize>,
     next: UnsafeCell<*mut Slot<T>>,
     /// Holds on the request's pages ([`crate::rdma::PageHold`]).
-    holds: Atomic<u32>,
+    holds: HoldCount,
 }
 
 impl<T> Slot<T> {
@@ -73,7 +73,7 @@ impl<T> Slot<T> {
     }
 
     /// The count of holds on the request's pages.
-    pub(super) fn holds(&self) -> &Atomic<u32> {
+    pub(super) fn holds(&self) -> &HoldCount {
         &self.holds
     }
 
@@ -174,7 +174,7 @@ impl<T: Default + Send> SlotPool<T> {
                 buf: UnsafeCell::new(core::ptr::null_mut()),
                 cap: UnsafeCell::new(0),
                 next: UnsafeCell::new(core::ptr::null_mut()),
-                holds: Atomic::new(0),
+                holds: HoldCount::new(),
             })
         };
         Some(slot)
@@ -402,10 +402,7 @@ pub(crate) unsafe extern "C" fn buf_free<O: SlotOwner>(task: *mut sys::rpc_task)
         let slot = Slot::<O::State>::of(rqst);
         owner.buffers_released(slot.state());
         // Nothing that holds the pages (a mapping, an MR) may outlive them.
-        // Usually none is left: then no wait to set up.
-        while slot.holds.load(Acquire) != 0
-            && sys::rpcrdma_rs_wait_var_zero(slot.holds.as_ptr(), HOLD_WARN_SECS * super::hz()) == 0
-        {
+        while !slot.holds.wait_released(HOLD_WARN_SECS) {
             owner.buffers_stuck(slot.state());
         }
         (*r).rq_buffer = core::ptr::null_mut();

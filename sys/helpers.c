@@ -397,9 +397,10 @@ int rpcrdma_rs_qp_error(struct ib_qp *qp)
 }
 
 /* Waits until *var is zero, woken by wake_up_var(var); 0 on timeout. */
-long rpcrdma_rs_wait_var_zero(u32 *var, unsigned long timeout)
+/* Waits until the bits of mask in var are clear, as wait_var_event. */
+long rpcrdma_rs_wait_var_masked(u32 *var, u32 mask, unsigned long timeout)
 {
-	return wait_var_event_timeout(var, !READ_ONCE(*var), timeout);
+	return wait_var_event_timeout(var, !(READ_ONCE(*var) & mask), timeout);
 }
 
 /* Wakes the waiters on var; var is not dereferenced (it may be gone). */

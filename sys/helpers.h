@@ -96,7 +96,7 @@ bool rpcrdma_rs_fault(unsigned int bit);
 bool rpcrdma_rs_fault_take(unsigned int bit);
 int rpcrdma_rs_qp_error(struct ib_qp *qp);
 unsigned int rpcrdma_rs_max_version(void);
-long rpcrdma_rs_wait_var_zero(u32 *var, unsigned long timeout);
+long rpcrdma_rs_wait_var_masked(u32 *var, u32 mask, unsigned long timeout);
 void rpcrdma_rs_wake_up_var(void *var);
 
 struct svc_serv *rpcrdma_rs_xprt_bc_serv(struct rpc_xprt *xprt);
