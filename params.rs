@@ -46,10 +46,10 @@ pub(crate) const FAULT_QP_ERROR: u32 = 4;
 /// marshalled, so that a Reply sent ahead of it finds it not sent.
 pub(crate) const FAULT_SLOW_CALL: u32 = 8;
 
-/// Whether the test fault `bit` of `fault_inject` is switched on.
-pub(crate) fn injected(bit: u32) -> bool {
+/// Whether any of the test faults `bits` of `fault_inject` is switched on.
+pub(crate) fn injected(bits: u32) -> bool {
     // SAFETY: Reads a module parameter; no preconditions.
-    unsafe { sys::rpcrdma_rs_fault(bit) }
+    unsafe { sys::rpcrdma_rs_fault(bits) }
 }
 
 /// Whether the test fault `bit` of `fault_inject` was on; switches it off.

@@ -371,9 +371,9 @@ module_param(fault_inject, uint, 0644);
 MODULE_PARM_DESC(fault_inject,
 		 "Test faults, a bit mask (0: none; 1: fail MR pool allocation at connect; 2: fail posting LOCAL_INV; 4: once, the QP to the error state before a Send; 8: hold each Call 1 s before marshalling it)");
 
-bool rpcrdma_rs_fault(unsigned int bit)
+bool rpcrdma_rs_fault(unsigned int bits)
 {
-	return READ_ONCE(fault_inject) & bit;
+	return READ_ONCE(fault_inject) & bits;
 }
 
 /* Clears bit in fault_inject; whether it was set. */

@@ -92,7 +92,7 @@ long rpcrdma_rs_wait_until_gone(struct wait_queue_head *wq, const u64 *gone,
 				u64 gen, unsigned long timeout);
 void rpcrdma_rs_params(unsigned int *inline_read, unsigned int *inline_write,
 		       unsigned int *slots);
-bool rpcrdma_rs_fault(unsigned int bit);
+bool rpcrdma_rs_fault(unsigned int bits);
 bool rpcrdma_rs_fault_take(unsigned int bit);
 int rpcrdma_rs_qp_error(struct ib_qp *qp);
 unsigned int rpcrdma_rs_max_version(void);

@@ -34,7 +34,9 @@ pub(super) fn send_request(
     locked: &mut XprtLocked<'_>,
 ) -> c_int {
     let (rqst, st): (&SendRqst<'_>, &ReqState) = (call, call.state());
-    if params::injected(params::FAULT_SLOW_CALL) {
+    // One look at the test faults for both of the sender's.
+    let faults = params::injected(params::FAULT_SLOW_CALL | params::FAULT_QP_ERROR);
+    if faults && params::injected(params::FAULT_SLOW_CALL) {
         rdebug!("fault injection: holding a Call back for 1 s\n");
         kernel::time::delay::fsleep(kernel::time::Delta::from_millis(1000));
     }
@@ -47,7 +49,7 @@ pub(super) fn send_request(
     let Some(ep) = rx.ep(locked) else {
         return ENOTCONN.to_errno();
     };
-    if params::injected_once(params::FAULT_QP_ERROR) {
+    if faults && params::injected_once(params::FAULT_QP_ERROR) {
         if let Some(qp) = ep.id.as_ref().and_then(|id| id.qp()) {
             rdebug!("fault injection: QP to the error state\n");
             let _ = qp.force_error();

@@ -342,7 +342,9 @@ impl ReqState {
 /// its state starts over.
 pub(super) fn buffers_ready(rx: &RdmaXprt, st: &ReqState, grown: usize) {
     // As rpcrdma.ko counts its buffers reallocated for a request.
-    rx.stats.hardway_register_count.add(grown as u64);
+    if grown != 0 {
+        rx.stats.hardway_register_count.add(grown as u64);
+    }
     st.reset();
 }
 
