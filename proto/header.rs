@@ -141,10 +141,22 @@ impl<'a> Header<'a> {
 /// An unsupported version yields [`DecodeError::BadVersion`], to be
 /// answered with ERR_VERS listing versions 1 to 2.
 pub fn decode<'a>(buf: &'a [u8], limits: &Limits) -> Result<Header<'a>, DecodeError> {
-    let fixed = peek_fixed(buf).ok_or(DecodeError::ShortFixedHeader)?;
+    let mut r = Reader::new(buf);
+    let (fixed, procedure) = FixedHeader::decode(&mut r)?;
+    decode_after_fixed(r, fixed, procedure, limits)
+}
+
+/// [`decode`] once the fixed fields and `rdma_proc` are read from `r`
+/// (the Requester reads them first, to know whose Reply it is).
+pub(crate) fn decode_after_fixed<'a>(
+    r: Reader<'a>,
+    fixed: FixedHeader,
+    procedure: u32,
+    limits: &Limits,
+) -> Result<Header<'a>, DecodeError> {
     match fixed.vers {
-        v1::VERSION => v1::decode(buf, limits).map(Header::V1),
-        v2::VERSION => v2::decode(buf, limits).map(Header::V2),
+        v1::VERSION => v1::decode_after_fixed(r, fixed, procedure, limits).map(Header::V1),
+        v2::VERSION => v2::decode_after_fixed(r, fixed, procedure, limits).map(Header::V2),
         vers => Err(DecodeError::BadVersion { vers }),
     }
 }

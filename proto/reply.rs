@@ -90,7 +90,8 @@ pub enum Inbound<'a> {
 /// ERR_VERS is how a version 1 server refuses the probe, with
 /// `rdma_vers` 2 echoed.
 pub fn classify(msg: &[u8], max_credits: u32) -> Inbound<'_> {
-    let Ok((fixed, _proc)) = FixedHeader::decode(&mut Reader::new(msg)) else {
+    let mut r = Reader::new(msg);
+    let Ok((fixed, procedure)) = FixedHeader::decode(&mut r) else {
         return Inbound::Dropped(Dropped::Short);
     };
     if fixed.vers != v1::VERSION && fixed.vers != v2::VERSION {
@@ -102,7 +103,7 @@ pub fn classify(msg: &[u8], max_credits: u32) -> Inbound<'_> {
         body,
         answer,
     };
-    let header = match super::header::decode(msg, &Limits::DEFAULT) {
+    let header = match super::header::decode_after_fixed(r, fixed, procedure, &Limits::DEFAULT) {
         Ok(header) => header,
         Err(err) => {
             // A version 1 header, even a bad one, comes from a version 1

@@ -242,6 +242,16 @@ pub struct Header<'a> {
 pub fn decode<'a>(buf: &'a [u8], limits: &Limits) -> Result<Header<'a>, DecodeError> {
     let mut r = Reader::new(buf);
     let (fixed, procedure) = FixedHeader::decode(&mut r)?;
+    decode_after_fixed(r, fixed, procedure, limits)
+}
+
+/// [`decode`] once the fixed fields and `rdma_proc` are read from `r`.
+pub(crate) fn decode_after_fixed<'a>(
+    mut r: Reader<'a>,
+    fixed: FixedHeader,
+    procedure: u32,
+    limits: &Limits,
+) -> Result<Header<'a>, DecodeError> {
     if fixed.vers != VERSION {
         return Err(DecodeError::BadVersion { vers: fixed.vers });
     }
