@@ -141,9 +141,23 @@ impl<'a> Header<'a> {
 /// An unsupported version yields [`DecodeError::BadVersion`], to be
 /// answered with ERR_VERS listing versions 1 to 2.
 pub fn decode<'a>(buf: &'a [u8], limits: &Limits) -> Result<Header<'a>, DecodeError> {
+    decode_with(buf, limits, decode_after_fixed)
+}
+
+/// What decodes a header once its fixed fields and `rdma_proc` are read.
+pub(crate) type AfterFixed<'a, H> =
+    fn(Reader<'a>, FixedHeader, u32, &Limits) -> Result<H, DecodeError>;
+
+/// Reads the fixed fields and `rdma_proc` of `buf`, then decodes the rest
+/// with `after`.
+pub(crate) fn decode_with<'a, H>(
+    buf: &'a [u8],
+    limits: &Limits,
+    after: AfterFixed<'a, H>,
+) -> Result<H, DecodeError> {
     let mut r = Reader::new(buf);
     let (fixed, procedure) = FixedHeader::decode(&mut r)?;
-    decode_after_fixed(r, fixed, procedure, limits)
+    after(r, fixed, procedure, limits)
 }
 
 /// [`decode`] once the fixed fields and `rdma_proc` are read from `r`

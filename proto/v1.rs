@@ -105,9 +105,7 @@ pub struct Header<'a> {
 /// payload (or the Position Zero Read chunk). On error, see
 /// [`DecodeError::reply_error`] for what to answer.
 pub fn decode<'a>(buf: &'a [u8], limits: &Limits) -> Result<Header<'a>, DecodeError> {
-    let mut r = Reader::new(buf);
-    let (fixed, procedure) = FixedHeader::decode(&mut r)?;
-    decode_after_fixed(r, fixed, procedure, limits)
+    super::header::decode_with(buf, limits, decode_after_fixed)
 }
 
 /// [`decode`] once the fixed fields and `rdma_proc` are read from `r`.

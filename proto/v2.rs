@@ -240,9 +240,7 @@ pub struct Header<'a> {
 /// the msg_type of the RPC message that follows. On error, see
 /// [`DecodeError::v2_reply_error`] for what to answer.
 pub fn decode<'a>(buf: &'a [u8], limits: &Limits) -> Result<Header<'a>, DecodeError> {
-    let mut r = Reader::new(buf);
-    let (fixed, procedure) = FixedHeader::decode(&mut r)?;
-    decode_after_fixed(r, fixed, procedure, limits)
+    super::header::decode_with(buf, limits, decode_after_fixed)
 }
 
 /// [`decode`] once the fixed fields and `rdma_proc` are read from `r`.
