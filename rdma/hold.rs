@@ -89,8 +89,8 @@ impl PageHold {
     /// allocated until [`HoldCount::wait_released`] says none is left.
     pub(crate) unsafe fn new(count: &HoldCount) -> Self {
         count.0.add(1, Relaxed);
-        // INVARIANT: counted just now; valid while non-zero (the caller's
-        // promise).
+        // INVARIANT: counted just now; valid while it counts a hold (the
+        // caller's promise).
         Self {
             count: NonNull::from(count),
         }
