@@ -4,11 +4,40 @@
 //! the type system cannot see (completion order, `XPRT_LOCKED`, the winner
 //! of an exchange). The cell checks the protocol instead of trusting it:
 //! a second user finds it busy and gets nothing, so a mistake is an error
-//! someone sees, never a data race.
+//! someone sees, never a data race. And [`AtomicPair`]: two values that go
+//! together in one atomic word.
 
 use core::cell::UnsafeCell;
 
+use kernel::sync::atomic::ordering::{AcquireOrRelaxed, ReleaseOrRelaxed};
 use kernel::sync::atomic::{Acquire, Atomic, Release};
+
+/// Two `u32`s in one atomic word, stored and loaded together: one kernel
+/// atomic (an out-of-line call without LTO) where two would be, and never
+/// one pair's half with another's.
+pub(crate) struct AtomicPair(Atomic<u64>);
+
+impl AtomicPair {
+    /// The pair `(hi, lo)`.
+    pub(crate) const fn new(hi: u32, lo: u32) -> Self {
+        Self(Atomic::new(join(hi, lo)))
+    }
+
+    /// The pair, as last stored.
+    pub(crate) fn load<O: AcquireOrRelaxed>(&self, o: O) -> (u32, u32) {
+        let word = self.0.load(o);
+        ((word >> 32) as u32, word as u32)
+    }
+
+    /// Stores the pair `(hi, lo)`.
+    pub(crate) fn store<O: ReleaseOrRelaxed>(&self, hi: u32, lo: u32, o: O) {
+        self.0.store(join(hi, lo), o);
+    }
+}
+
+const fn join(hi: u32, lo: u32) -> u64 {
+    ((hi as u64) << 32) | lo as u64
+}
 
 /// Nobody uses the value.
 const FREE: u32 = 0;

@@ -31,7 +31,7 @@ mod rw;
 #[cfg(CONFIG_KUNIT = "y")]
 pub(crate) mod selftest;
 
-pub(crate) use cell::ExclusiveCell;
+pub(crate) use cell::{AtomicPair, ExclusiveCell};
 pub(crate) use cm::{
     CmEvent, CmHandler, CmId, ConnParam, Dialing, LingeringIds, NetNs, QpCaps, RESOLVE_TIMEOUT_MS,
 };

@@ -31,9 +31,9 @@ use crate::proto::plan::{self, DeviceLimits};
 use crate::proto::pvt::{self, InlineThresholds, PrivateData};
 use crate::proto::queue::{self, SendSignals};
 use crate::rdma::{
-    CmEvent, CmHandler, CmId, ConnParam, Cq, ExclusiveCell, FrwrList, FrwrOwner, FrwrPool, InvList,
-    ParkedRecv, Pd, PostedList, PostedMrs, QpCaps, RecvRing, Registered, RemoteInv, SendRing, Wc,
-    MAX_MAPPED_PAGES,
+    AtomicPair, CmEvent, CmHandler, CmId, ConnParam, Cq, ExclusiveCell, FrwrList, FrwrOwner,
+    FrwrPool, InvList, ParkedRecv, Pd, PostedList, PostedMrs, QpCaps, RecvRing, Registered,
+    RemoteInv, SendRing, Wc, MAX_MAPPED_PAGES,
 };
 use crate::sunrpc::{trace, PageList, PinnedRqst, SockAddr, XprtLocked, XprtRef};
 use crate::sys;
@@ -63,23 +63,6 @@ pub(super) const BC_SENDS: u32 = backchannel::CLIENT_SLOTS;
 /// the MRs it remembers belong to the current one.
 static GENERATION: Atomic<u64> = Atomic::new(1);
 
-/// The thresholds before the peer's private data says otherwise.
-const MIN_INLINE: InlineThresholds = InlineThresholds {
-    send: pvt::MIN_SIZE,
-    recv: pvt::MIN_SIZE,
-};
-
-const fn pack_inline(t: InlineThresholds) -> u64 {
-    ((t.send as u64) << 32) | t.recv as u64
-}
-
-const fn unpack_inline(word: u64) -> InlineThresholds {
-    InlineThresholds {
-        send: (word >> 32) as u32,
-        recv: word as u32,
-    }
-}
-
 /// Connection status values kept in [`Shared::status`].
 const PENDING: i32 = 0;
 
@@ -103,11 +86,10 @@ pub(crate) struct Shared {
     /// by the CM handler): whether the id must linger ([`CmId::linger`]).
     cm_up: Atomic<bool>,
     /// Negotiated inline thresholds, version 1's then version 2's, which
-    /// apply once the connection settles on version 2: each the send
-    /// threshold in the high half, the receive threshold in the low (see
-    /// [`pack_inline`]), read together for every Call.
-    inline: Atomic<u64>,
-    inline_v2: Atomic<u64>,
+    /// apply once the connection settles on version 2: each (send,
+    /// receive), read together for every Call.
+    inline: AtomicPair,
+    inline_v2: AtomicPair,
     /// This connection's number (see [`GENERATION`]).
     pub(crate) gen: u64,
     /// Number of the last Send known complete (successfully or flushed):
@@ -139,8 +121,8 @@ impl Shared {
                 async_rc: Atomic::new(0),
                 status: Atomic::new(PENDING),
                 cm_up: Atomic::new(false),
-                inline: Atomic::new(pack_inline(MIN_INLINE)),
-                inline_v2: Atomic::new(pack_inline(MIN_INLINE)),
+                inline: AtomicPair::new(pvt::MIN_SIZE, pvt::MIN_SIZE),
+                inline_v2: AtomicPair::new(pvt::MIN_SIZE, pvt::MIN_SIZE),
                 gen: GENERATION.fetch_add(1, Relaxed),
                 sends_done: Atomic::new(0),
                 waiters: Atomic::new(0),
@@ -186,12 +168,14 @@ impl Shared {
 
     /// The negotiated version 1 inline thresholds.
     pub(crate) fn inline(&self) -> InlineThresholds {
-        unpack_inline(self.inline.load(Acquire))
+        let (send, recv) = self.inline.load(Acquire);
+        InlineThresholds { send, recv }
     }
 
     /// The negotiated inline thresholds of version 2.
     pub(crate) fn inline_v2(&self) -> InlineThresholds {
-        unpack_inline(self.inline_v2.load(Acquire))
+        let (send, recv) = self.inline_v2.load(Acquire);
+        InlineThresholds { send, recv }
     }
 }
 
@@ -231,9 +215,9 @@ impl CmHandler for Shared {
             }
             CmEvent::Established { private, len } => {
                 let negotiated = pvt::negotiate(self.ours, private.get(..len).unwrap_or(&[]));
-                self.inline.store(pack_inline(negotiated.inline), Release);
-                self.inline_v2
-                    .store(pack_inline(negotiated.inline_v2), Release);
+                let (v1, v2) = (negotiated.inline, negotiated.inline_v2);
+                self.inline.store(v1.send, v1.recv, Release);
+                self.inline_v2.store(v2.send, v2.recv, Release);
                 self.xprt().bc.connected(negotiated.inline);
                 rdebug!(
                     "connected, inline send {} recv {} (version 2: {} {})\n",

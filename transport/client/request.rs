@@ -10,7 +10,7 @@ use kernel::sync::atomic::{Acquire, Atomic, Full, Relaxed, Release};
 use super::connection::Pending;
 use super::state::RdmaXprt;
 use crate::proto::plan::{self, Offered};
-use crate::rdma::{ExclusiveCell, PostedMrs};
+use crate::rdma::{AtomicPair, ExclusiveCell, PostedMrs};
 
 /// Most MRs one RPC holds: a Read, a Write and a Reply chunk of at most
 /// `RPCRDMA_MAX_HDR_SEGS` segments each.
@@ -113,14 +113,12 @@ pub(crate) struct ReqState {
     /// Number of the Call's Send on that connection.
     pub(super) send_seq: Atomic<u64>,
     /// The last Call sent from this slot: its XID (as on the wire, host
-    /// order; 0 before any: its RPC may be the version 2 probe) in the
-    /// high half, the largest Reply it takes (`rq_rcv_buf.buflen`) in the
-    /// low. One word: each is stored per Call, and each store a call.
-    sent: Atomic<u64>,
+    /// order; 0 before any: its RPC may be the version 2 probe) and the
+    /// largest Reply it takes (`rq_rcv_buf.buflen`).
+    sent: AtomicPair,
     nmrs: Atomic<u32>,
-    /// Write chunk bytes registered in the high half, Reply chunk bytes
-    /// in the low, `u32::MAX` for none.
-    offered: Atomic<u64>,
+    /// Write and Reply chunk bytes registered, `u32::MAX` for none.
+    offered: AtomicPair,
     /// Answered RDMA2_ERR_CANT_REPLY: every retry offers a Reply chunk
     /// over the whole receive buffer ([`plan::CantReply`]).
     reply_chunk: Atomic<bool>,
@@ -137,9 +135,9 @@ impl Default for ReqState {
         Self {
             gen: Atomic::new(0),
             send_seq: Atomic::new(0),
-            sent: Atomic::new(0),
+            sent: AtomicPair::new(0, 0),
             nmrs: Atomic::new(0),
-            offered: Atomic::new(u64::MAX),
+            offered: AtomicPair::new(u32::MAX, u32::MAX),
             reply_chunk: Atomic::new(false),
             mrs: ExclusiveCell::new(PostedMrs::new()),
             call: CallPhase::new(),
@@ -156,7 +154,7 @@ impl ReqState {
         // What the sender sets before it publishes the Call (`gen`,
         // `send_seq`, `offered`) nobody reads before: only the XID, read
         // when the request is released, unsent or not.
-        self.sent.store(0, Relaxed);
+        self.sent.store(0, 0, Relaxed);
         self.reply_chunk.store(false, Relaxed);
         self.call.clear();
         self.forget_mrs();
@@ -165,13 +163,12 @@ impl ReqState {
     /// The sender is about to send the Call of XID `xid` (host order),
     /// whose Reply takes at most `reply_max` bytes.
     pub(super) fn set_sent(&self, xid: u32, reply_max: u32) {
-        self.sent
-            .store((u64::from(xid) << 32) | u64::from(reply_max), Relaxed);
+        self.sent.store(xid, reply_max, Relaxed);
     }
 
     /// XID of the last Call sent from this slot (host order), 0 for none.
     fn xid(&self) -> u32 {
-        (self.sent.load(Relaxed) >> 32) as u32
+        self.sent.load(Relaxed).0
     }
 
     /// The sender is about to post the Call on connection `gen`.
@@ -218,7 +215,7 @@ impl ReqState {
     /// with a Reply chunk from then on. Called by the Reply's handler,
     /// before it gives the request back.
     pub(super) fn cant_reply(&self, segment_index: u32, length_needed: u32) -> plan::CantReply {
-        let reply_max = self.sent.load(Relaxed) as u32;
+        let (_, reply_max) = self.sent.load(Relaxed);
         let verdict = plan::on_cant_reply(segment_index, length_needed, &self.offered(), reply_max);
         if verdict == plan::CantReply::ResendWithReplyChunk {
             self.reply_chunk.store(true, Relaxed);
@@ -322,19 +319,19 @@ impl ReqState {
     }
 
     pub(super) fn offered(&self) -> Offered {
-        let word = self.offered.load(Relaxed);
+        let (write, reply) = self.offered.load(Relaxed);
         let get = |v: u32| Some(v).filter(|&v| v != u32::MAX);
         Offered {
-            write_chunk: get((word >> 32) as u32),
-            reply_chunk: get(word as u32),
+            write_chunk: get(write),
+            reply_chunk: get(reply),
         }
     }
 
     /// The chunks the sender registered for the Call it is about to post.
     pub(super) fn set_offered(&self, offered: &Offered) {
-        let put = |v: Option<u32>| u64::from(v.unwrap_or(u32::MAX));
-        let word = (put(offered.write_chunk) << 32) | put(offered.reply_chunk);
-        self.offered.store(word, Relaxed);
+        let put = |v: Option<u32>| v.unwrap_or(u32::MAX);
+        let (write, reply) = (put(offered.write_chunk), put(offered.reply_chunk));
+        self.offered.store(write, reply, Relaxed);
     }
 }
 
