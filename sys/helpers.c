@@ -396,8 +396,7 @@ int rpcrdma_rs_qp_error(struct ib_qp *qp)
 	return ib_modify_qp(qp, &attr, IB_QP_STATE);
 }
 
-/* Waits until *var is zero, woken by wake_up_var(var); 0 on timeout. */
-/* Waits until the bits of mask in var are clear, as wait_var_event. */
+/* Waits until the bits of mask in *var are clear, woken by wake_up_var(var); 0 on timeout. */
 long rpcrdma_rs_wait_var_masked(u32 *var, u32 mask, unsigned long timeout)
 {
 	return wait_var_event_timeout(var, !(READ_ONCE(*var) & mask), timeout);
