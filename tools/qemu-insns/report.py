@@ -15,6 +15,7 @@ usage: report.py SYSTEM_MAP JOB NAME=DIR:KO NAME=DIR:KO [TOP]
 
 import bisect
 import collections
+import re
 import subprocess
 import sys
 
@@ -140,15 +141,8 @@ def main():
 
 def short(name):
     """A demangled Rust name without its crate hashes."""
-    out, depth = [], 0
-    i = 0
-    while i < len(name):
-        if name[i] == "[" and name.find("]", i) > 0 and all(c in "0123456789abcdef" for c in name[i + 1:name.find("]", i)]):
-            i = name.find("]", i) + 1
-            continue
-        out.append(name[i])
-        i += 1
-    return "".join(out).replace("rpcrdma_rs_main::", "")
+    return re.sub(r"\[[0-9a-f]*\]", "", name).replace("rpcrdma_rs_main::", "")
+
 
 if __name__ == "__main__":
     main()
